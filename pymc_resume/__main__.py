@@ -1,0 +1,3 @@
+from pymc_resume.cli import main
+
+main()

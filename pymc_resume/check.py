@@ -1,0 +1,95 @@
+"""`pymc-resume check`: explore the reference semantics (or a mutant) and judge every clause."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from pymc_resume.explore import ExplorationResult, explore
+from pymc_resume.model.bounds import Bounds
+from pymc_resume.model.contract import CLAUSE_IDS, HOLDS, SKIPPED, VIOLATED
+from pymc_resume.model.narrate import split_action, store_changes
+from pymc_resume.model.semantics import ResumeModel
+
+
+@attrs.frozen
+class Verdict:
+    verdict: str
+    reason: str | None = None
+    trace: tuple[dict, ...] | None = None
+
+    def as_json(self) -> dict:
+        trace = list(self.trace) if self.trace is not None else None
+        return {"verdict": self.verdict, "reason": self.reason, "trace": trace, "repro": None}
+
+
+@attrs.frozen
+class CheckReport:
+    bounds: Bounds
+    mutant: str | None
+    symmetry: bool
+    result: ExplorationResult
+    verdicts: dict[str, Verdict]
+
+    @property
+    def violated(self) -> list[str]:
+        return [cid for cid, v in self.verdicts.items() if v.verdict == VIOLATED]
+
+    def as_json(self) -> dict:
+        r = self.result
+        return {
+            "bounds": self.bounds.as_json(),
+            "mutant": self.mutant,
+            "symmetry": self.symmetry,
+            "complete": r.complete,
+            "distinct_states": r.distinct_states,
+            "states_generated": r.states_generated,
+            "depth": r.depth,
+            "seconds": round(r.seconds, 3),
+            "clauses": {cid: verdict.as_json() for cid, verdict in self.verdicts.items()},
+        }
+
+
+def trace_table(model: ResumeModel, steps) -> tuple[dict, ...]:
+    """A violation's trace as rows: step number, actor, action, what changed."""
+    rows = []
+    before = None
+    for number, step in enumerate(steps):
+        actor, action = split_action(step.action)
+        changes = store_changes(model.workflow, before, step.state)
+        rows.append({"step": number, "actor": actor, "action": action, "changes": changes})
+        before = step.state
+    return tuple(rows)
+
+
+def judge(model: ResumeModel, result: ExplorationResult) -> dict[str, Verdict]:
+    """One verdict per contract id: violated with its trace, holds, or skipped if unproved."""
+    verdicts = {}
+    for clause_id in CLAUSE_IDS:
+        violation = result.violations.get(clause_id)
+        if violation is not None:
+            verdicts[clause_id] = Verdict(VIOLATED, trace=trace_table(model, violation.trace))
+        elif result.complete:
+            verdicts[clause_id] = Verdict(HOLDS)
+        else:
+            verdicts[clause_id] = Verdict(SKIPPED, reason=f"exploration incomplete: {result.stopped_because}")
+    return verdicts
+
+
+def run_check(
+    bounds: Bounds,
+    mutant: str | None = None,
+    *,
+    symmetry: bool = True,
+    max_states: int | None = None,
+    progress: Callable | None = None,
+) -> CheckReport:
+    model = ResumeModel(bounds, mutant)
+    result = explore(
+        model,
+        max_states=max_states,
+        canonical=model.canonical if symmetry else None,
+        progress=progress,
+    )
+    return CheckReport(bounds, mutant, symmetry, result, judge(model, result))

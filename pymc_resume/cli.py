@@ -1,0 +1,70 @@
+"""The `pymc-resume` command line: I/O only; the work is in `check`, `model` and `explore`.
+
+Exit codes (shared by every command): 0 every checked id holds, 1 any is violated, 2 bad input
+or an environment that cannot run the check, with a one-line reason and no traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from pymc_resume import __version__
+from pymc_resume.check import run_check
+from pymc_resume.explore.progress import ProgressPrinter
+from pymc_resume.files import write_json
+from pymc_resume.model.bounds import BoundsError, load_bounds
+from pymc_resume.model.mutants import MUTANTS
+from pymc_resume.report import check_text
+
+BAD_INPUT = 2
+
+
+def fail(message: str) -> None:
+    """Stop with a one-line error and exit code 2."""
+    click.echo(f"pymc-resume: error: {message}", err=True)
+    sys.exit(BAD_INPUT)
+
+
+class Group(click.Group):
+    """Usage errors exit 2 with click's one-line message (click already does), never a traceback."""
+
+
+@click.group(cls=Group)
+@click.version_option(__version__, prog_name="pymc-resume")
+def main() -> None:
+    """Check what "resume" means: the resume contract, exhaustively and on live frameworks."""
+
+
+@main.command()
+@click.option("--bounds", "bounds_name", default="default", show_default=True,
+              help="A bundled bound name (small, default, paper) or a path to a TOML file.")
+@click.option("--mutant", default=None, help="Switch one fault on (see --list-mutants).")
+@click.option("--list-mutants", is_flag=True, help="List the mutants and exit.")
+@click.option("--max-states", type=click.IntRange(min=1), default=None,
+              help="Stop after this many distinct states (unproved clauses are 'skipped').")
+@click.option("--no-symmetry", is_flag=True, help="Do not reduce interchangeable processes.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the result as JSON to this path (atomically).")
+@click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
+def check(bounds_name, mutant, list_mutants, max_states, no_symmetry, json_path, quiet):
+    """Explore every interleaving of the reference semantics and judge the nine contract ids."""
+    if list_mutants:
+        for mutant_def in MUTANTS.values():
+            click.echo(f"{mutant_def.name:32} breaks {mutant_def.target}: {mutant_def.fault}")
+        return
+    if mutant is not None and mutant not in MUTANTS:
+        fail(f"--mutant: unknown mutant {mutant!r} (known: {', '.join(MUTANTS)})")
+    try:
+        bounds = load_bounds(bounds_name)
+    except BoundsError as error:
+        fail(f"--bounds: {error}")
+    progress = None if quiet else ProgressPrinter()
+    report = run_check(
+        bounds, mutant, symmetry=not no_symmetry, max_states=max_states, progress=progress
+    )
+    click.echo(check_text(report))
+    if json_path:
+        write_json(json_path, report.as_json())
+    sys.exit(1 if report.violated else 0)

@@ -1,0 +1,45 @@
+"""The outcome of an exploration: counts, and each violated property with its trace."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+DEADLOCK = "deadlock"
+
+
+@attrs.frozen
+class Step:
+    """One state of a trace and the action that led to it (None for an initial state)."""
+
+    action: str | None
+    state: Any
+
+
+@attrs.frozen
+class Violation:
+    """A property that failed, with a shortest trace from an initial state."""
+
+    property: str
+    trace: tuple[Step, ...]
+
+
+@attrs.frozen
+class ExplorationResult:
+    """What an exploration found.
+
+    `complete` is False when a limit stopped the search: then a property absent from
+    `violations` was not refuted but not proved either.
+    """
+
+    distinct_states: int
+    states_generated: int
+    depth: int
+    seconds: float
+    complete: bool
+    violations: dict[str, Violation]
+    stopped_because: str | None = None
+
+    def holds(self, name: str) -> bool:
+        return self.complete and name not in self.violations

@@ -1,0 +1,120 @@
+"""Bounds of an exploration, read from a named TOML file.
+
+A bound file is flat TOML::
+
+    description = "every node kind, two processes, one crash, fork and invalid update"
+    nodes = ["step", "effect", "effect-then-interrupt", "gated", "step"]
+    values = 2           # valid resume values; value 1 approves a gated node
+    processes = 2        # processes that run threads and deliver resumes
+    resumes = 2          # resume deliveries the client may make (valid values)
+    crashes = 1          # process crashes
+    forks = 1            # forks (replay or edit)
+    invalid_updates = 1  # schema-invalid client inputs: updates and resume values
+
+Bundled files are found by name (`small`, `default`, `paper`); any other argument is a path.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from importlib import resources
+from pathlib import Path
+
+import attrs
+
+from pymc_resume.model.workflow import NodeKind, Workflow
+
+NODE_NAMES = tuple(kind.value for kind in NodeKind)
+
+# name -> (smallest, largest) allowed; the upper limits keep a run finite on one machine.
+NUMERIC_LIMITS = {
+    "values": (1, 4),
+    "processes": (1, 4),
+    "resumes": (0, 6),
+    "crashes": (0, 6),
+    "forks": (0, 3),
+    "invalid_updates": (0, 4),
+}
+MAX_NODES = 8
+
+
+class BoundsError(ValueError):
+    """A bound file that cannot be used; the message says what is wrong and where."""
+
+
+@attrs.frozen
+class Bounds:
+    name: str
+    nodes: tuple[str, ...]
+    values: int
+    processes: int
+    resumes: int
+    crashes: int
+    forks: int
+    invalid_updates: int
+    description: str = ""
+
+    @property
+    def workflow(self) -> Workflow:
+        return Workflow.of(self.nodes)
+
+    def as_json(self) -> dict:
+        return {
+            "name": self.name,
+            "nodes": list(self.nodes),
+            **{key: getattr(self, key) for key in NUMERIC_LIMITS},
+        }
+
+
+def bundled_names() -> list[str]:
+    folder = resources.files("pymc_resume.bounds")
+    return sorted(p.name[: -len(".toml")] for p in folder.iterdir() if p.name.endswith(".toml"))
+
+
+def load_bounds(name_or_path: str) -> Bounds:
+    """Read bounds by bundled name or from a TOML file path."""
+    if name_or_path in bundled_names():
+        source = resources.files("pymc_resume.bounds").joinpath(f"{name_or_path}.toml")
+        return parse_bounds(source.read_text(encoding="utf-8"), name_or_path, f"{name_or_path}.toml")
+    path = Path(name_or_path)
+    if not path.is_file():
+        known = ", ".join(bundled_names())
+        raise BoundsError(f"no bounds named {name_or_path!r} (bundled: {known}) and no such file")
+    return parse_bounds(path.read_text(encoding="utf-8"), path.stem, str(path))
+
+
+def parse_bounds(text: str, name: str, where: str) -> Bounds:
+    """Validate a bound file's text; every error names the file and the key at fault."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise BoundsError(f"{where}: not valid TOML: {error}") from None
+    allowed = {"description", "nodes", *NUMERIC_LIMITS}
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise BoundsError(f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})")
+    missing = sorted({"nodes", *NUMERIC_LIMITS} - set(data))
+    if missing:
+        raise BoundsError(f"{where}: missing key {missing[0]!r}")
+    nodes = data["nodes"]
+    if not isinstance(nodes, list) or not nodes:
+        raise BoundsError(f"{where}: 'nodes' must be a non-empty list of node kinds")
+    if len(nodes) > MAX_NODES:
+        raise BoundsError(f"{where}: 'nodes' has {len(nodes)} entries, at most {MAX_NODES} allowed")
+    for position, node in enumerate(nodes):
+        if node not in NODE_NAMES:
+            raise BoundsError(
+                f"{where}: nodes[{position}] is {node!r}, expected one of {', '.join(NODE_NAMES)}"
+            )
+    numbers = {}
+    for key, (low, high) in NUMERIC_LIMITS.items():
+        value = data[key]
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise BoundsError(f"{where}: {key!r} must be an integer, got {value!r}")
+        if not low <= value <= high:
+            raise BoundsError(f"{where}: {key!r} is {value}, must be between {low} and {high}")
+        numbers[key] = value
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        raise BoundsError(f"{where}: 'description' must be a string")
+    return Bounds(name=name, nodes=tuple(nodes), description=description, **numbers)

@@ -1,0 +1,89 @@
+"""The resume contract's ids and one-line definitions: the one place they are written down.
+
+The full wording is in the project's CONTRACT.md; code, CLI, JSON, docs and tests all take
+the ids from here. Order is the contract's: seven clauses, then two obligations.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.frozen
+class Clause:
+    id: str
+    kind: str  # "clause" or "obligation"
+    summary: str
+
+
+CLAUSES: tuple[Clause, ...] = (
+    Clause(
+        "prefix-continuation",
+        "clause",
+        "committed nodes form a prefix of the workflow, each committed once; "
+        "no rewind, no skip after a resume or recovery",
+    ),
+    Clause(
+        "effect-exactly-once",
+        "clause",
+        "a committed node's effect is applied at most once per identity, exactly once "
+        "when quiescent; re-fires carry a stable idempotency key",
+    ),
+    Clause(
+        "fork-determinism",
+        "clause",
+        "a fork starts from exactly its checkpoint, never changes the parent, never "
+        "re-executes the ancestry; equal forks reach equal states",
+    ),
+    Clause(
+        "checkpoint-validity",
+        "clause",
+        "every checkpoint satisfies the state schema; invalid updates, outputs and "
+        "resume values are refused before anything is persisted or claimed",
+    ),
+    Clause(
+        "consume-once-value",
+        "clause",
+        "a resume to an interrupt that already consumed a value is refused, never "
+        "recorded or applied; the continuation uses exactly the consumed value",
+    ),
+    Clause(
+        "consume-once-consumption",
+        "clause",
+        "of k concurrent deliveries to one parked interrupt at most one is consumed; "
+        "the others are refused before any node executes",
+    ),
+    Clause(
+        "recovery-determinism",
+        "clause",
+        "a completed thread with a crash in its history has the state of the "
+        "crash-free replay of its consumed inputs",
+    ),
+    Clause(
+        "fork-intent",
+        "obligation",
+        "every fork declares replay (reuse recorded inputs) or edit (take a new input, "
+        "never the recorded one)",
+    ),
+    Clause(
+        "liveness",
+        "obligation",
+        "from every reachable state a quiescent state is reachable",
+    ),
+)
+
+CLAUSE_IDS: tuple[str, ...] = tuple(clause.id for clause in CLAUSES)
+
+HOLDS = "holds"
+VIOLATED = "violated"
+NOT_APPLICABLE = "not-applicable"
+SKIPPED = "skipped"
+VERDICTS = (HOLDS, VIOLATED, NOT_APPLICABLE, SKIPPED)
+
+
+def clause(clause_id: str) -> Clause:
+    """The clause with this id (KeyError names the unknown id)."""
+    for candidate in CLAUSES:
+        if candidate.id == clause_id:
+            return candidate
+    raise KeyError(clause_id)

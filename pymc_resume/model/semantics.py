@@ -1,0 +1,368 @@
+"""The reference semantics of checkpoint, interrupt, resume, crash, recovery and fork.
+
+`ResumeModel` is a transition system for the explorer. Clients start threads, deliver resume
+values (several processes may deliver at once), crash processes, recover threads, fork from a
+checkpoint with a declared intent and send invalid updates, within the budget of the bounds.
+A process works on one stage at a time in atomic actions (claim, execute, commit), so crashes and
+races fall between any two of them.
+
+The reference is a correct layer: a per-thread run lease, validation before claim, claim before
+execute, compare-and-set commits, effects keyed by their identity, forks by copy with declared
+intent, claims recovered after a crash. A mutant (see `mutants`) switches one fault on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from pymc_resume.explore import AlwaysReachable, Invariant
+from pymc_resume.model import mutants as m
+from pymc_resume.model.bounds import Bounds
+from pymc_resume.model.clauses import CHECKS, effect_identity, is_quiescent
+from pymc_resume.model.state import (
+    DEAD, EDIT, EXECUTED, FREE, IDLE, IDLE_PROCESS, INITIAL, INTENT_NAMES, LIVE, LOADED, NEW,
+    NO_VALUE, READY, REPLAY, ROOT, STARTED, UPDATE, Budget, Checkpoint, Process, Thread, World,
+)
+from pymc_resume.model.workflow import APPROVE, DONE, INVALID, NodeKind, StageKind
+
+Successor = tuple[str, World]
+
+
+def replace_at(items: tuple, index: int, value) -> tuple:
+    return items[:index] + (value,) + items[index + 1 :]
+
+
+def value_name(value: int) -> str:
+    return "invalid" if value == INVALID else f"v{value}"
+
+
+class ResumeModel:
+    """The reference semantics at given bounds, optionally with one mutant's fault."""
+
+    deadlock_is_error = False
+
+    def __init__(self, bounds: Bounds, mutant: str | None = None) -> None:
+        if mutant is not None and mutant not in m.MUTANTS:
+            raise KeyError(mutant)
+        self.bounds = bounds
+        self.workflow = bounds.workflow
+        self.mutant = mutant
+        self.stages = self.workflow.stages
+        self.end = self.workflow.end
+        self.invariants = [
+            Invariant(clause_id, self._bind(check)) for clause_id, check in CHECKS.items()
+        ]
+        self.reachability = [AlwaysReachable("liveness", self._bind(is_quiescent))]
+
+    def _bind(self, check):
+        workflow = self.workflow
+        return lambda world: check(workflow, world)
+
+    def canonical(self, world: World) -> World:
+        """Processes are interchangeable: sorting them picks one state per symmetry class."""
+        return world._replace(processes=tuple(sorted(world.processes)))
+
+    # -- initial state -------------------------------------------------------------------
+
+    def initial_states(self) -> Iterator[World]:
+        b = self.bounds
+        stages = len(self.stages)
+        root = Thread(
+            chain=(Checkpoint(0, self.workflow.initial_state(), INITIAL),),
+            status=NEW, runner=FREE, claims=(NO_VALUE,) * stages, parent=-1, base=-1,
+            intent=ROOT, edit_value=NO_VALUE, inherited=0, by_reference=False, crashed=False,
+            crashed_since_fork=False, deliveries=(0,) * stages, second_records=(),
+            ancestry_executed=False,
+        )
+        yield World(
+            Budget(b.resumes, b.crashes, b.forks, b.invalid_updates),
+            (IDLE_PROCESS,) * b.processes,
+            (root,),
+            (),
+        )
+
+    # -- successors ----------------------------------------------------------------------
+
+    def successors(self, world: World) -> Iterator[Successor]:
+        budget = world.budget
+        idle = [i for i, p in enumerate(world.processes) if p.phase == IDLE]
+        for i, process in enumerate(world.processes):
+            phase = process.phase
+            if phase == READY:
+                yield self._execute(world, i, process)
+            elif phase == EXECUTED:
+                yield self._commit(world, i, process)
+            elif phase == LOADED:
+                step = self._claim(world, i, process)
+                if step is not None:
+                    yield step
+            if phase != IDLE and budget.crashes:
+                yield self._crash(world, i, process)
+        for t, thread in enumerate(world.threads):
+            for i in idle:
+                if thread.status == NEW:
+                    yield self._run(world, i, t)
+                if thread.runner == DEAD:
+                    yield self._recover(world, i, t)
+                if thread.status == STARTED:
+                    yield from self._deliveries(world, i, t)
+            if thread.status == STARTED:
+                if budget.invalid_updates and thread.runner != LIVE:
+                    yield self._invalid_update(world, t)
+                if budget.forks:
+                    yield from self._forks(world, t)
+
+    # -- helpers that rebuild a world ----------------------------------------------------
+
+    @staticmethod
+    def _with(world: World, *, process=None, thread=None, budget=None, sink=None) -> World:
+        processes, threads = world.processes, world.threads
+        if process is not None:
+            processes = replace_at(processes, process[0], process[1])
+        if thread is not None:
+            threads = replace_at(threads, thread[0], thread[1])
+        return World(
+            budget if budget is not None else world.budget,
+            processes,
+            threads,
+            sink if sink is not None else world.sink,
+        )
+
+    def _arrive(self, world: World, i: int, process: Process) -> World:
+        """A process holding the lease is positioned at `process.pc`: go on, park or finish."""
+        t = process.thread
+        thread = world.threads[t]
+        pc = process.pc
+        if pc == self.end:
+            return self._with(world, process=(i, IDLE_PROCESS), thread=(t, thread._replace(runner=FREE)))
+        if self.stages[pc].consumes:
+            claimed = thread.claims[pc]
+            ignores_claim = self.mutant == m.STUCK_CLAIM and process.recovering
+            if claimed == NO_VALUE or ignores_claim:  # park: wait for a delivery
+                return self._with(
+                    world, process=(i, IDLE_PROCESS), thread=(t, thread._replace(runner=FREE))
+                )
+            process = process._replace(value=claimed)
+        return self._with(world, process=(i, process._replace(phase=READY)))
+
+    def _fire(self, sink: tuple, identity: tuple, keyed: bool = True) -> tuple:
+        """Send an effect to the sink, which dedupes applications by idempotency key."""
+        applied = dict(sink)
+        if keyed and identity in applied:
+            return sink
+        applied[identity] = applied.get(identity, 0) + 1
+        return tuple(sorted(applied.items()))
+
+    # -- process actions -----------------------------------------------------------------
+
+    def _execute(self, world: World, i: int, p: Process) -> Successor:
+        t = p.thread
+        thread = world.threads[t]
+        stage = self.stages[p.pc]
+        node = stage.node
+        app = list(p.app)
+        sink = world.sink
+        if stage.kind is StageKind.STEP:
+            flipped = self.mutant == m.RECOVERY_NONDETERMINISTIC_STEP and p.recovering
+            app[node] = self.workflow.step_output(p.app, node, flipped)
+            what = f"step node {node}"
+        elif stage.kind is StageKind.EFFECT:
+            if self.workflow.nodes[node] is NodeKind.EFFECT:
+                app[node] = DONE
+            sink = self._fire(sink, effect_identity(self.workflow, world.threads, t, p.pc, p.app))
+            what = f"effect node {node} (fires)"
+        else:
+            app[node] = p.value
+            what = f"interrupt node {node} with {value_name(p.value)}"
+            if stage.kind is StageKind.GATED:
+                if p.value == APPROVE:
+                    identity = effect_identity(self.workflow, world.threads, t, p.pc, tuple(app))
+                    sink = self._fire(sink, identity)
+                    what = f"gated node {node} with {value_name(p.value)} (fires)"
+                else:
+                    what = f"gated node {node} with {value_name(p.value)} (does not fire)"
+        if p.delivery and stage.consumes:
+            deliveries = replace_at(thread.deliveries, p.pc, thread.deliveries[p.pc] + 1)
+            thread = thread._replace(deliveries=deliveries)
+            p = p._replace(delivery=False)
+        if thread.parent >= 0 and p.pc < thread.chain[thread.base].pc:
+            thread = thread._replace(ancestry_executed=True)
+        p = p._replace(phase=EXECUTED, app=tuple(app))
+        return (
+            f"p{i} execute t{t} stage {p.pc}: {what}",
+            self._with(world, process=(i, p), thread=(t, thread), sink=sink),
+        )
+
+    def _commit(self, world: World, i: int, p: Process) -> Successor:
+        t = p.thread
+        thread = world.threads[t]
+        if len(thread.chain) != p.loaded:  # compare-and-set refused: the head moved
+            if not p.holds_lease:
+                return f"p{i} commit t{t} stage {p.pc} refused", self._with(world, process=(i, IDLE_PROCESS))
+            head = thread.head
+            reloaded = p._replace(pc=head.pc, loaded=len(thread.chain), app=head.app, value=NO_VALUE)
+            return f"p{i} commit t{t} stage {p.pc} refused, reloads", self._arrive(world, i, reloaded)
+        claims = thread.claims
+        if self.stages[p.pc].consumes and claims[p.pc] == NO_VALUE:
+            claims = replace_at(claims, p.pc, p.value)  # the commit records the consumed input
+        chain = thread.chain + (Checkpoint(p.pc + 1, p.app, p.pc),)
+        runner = thread.runner
+        if not p.holds_lease and runner == FREE:  # an unclaimed delivery takes the lease here
+            runner = LIVE
+            p = p._replace(holds_lease=True)
+        thread = thread._replace(chain=chain, claims=claims, runner=runner)
+        world = self._with(world, thread=(t, thread))
+        if thread.by_reference:
+            world = self._clobber_parent(world, thread, p.app)
+        moved = p._replace(pc=p.pc + 1, loaded=len(chain), value=NO_VALUE, recovering=p.recovering)
+        label = f"p{i} commit t{t} stage {p.pc}"
+        if not moved.holds_lease:
+            return label, self._with(world, process=(i, IDLE_PROCESS))
+        return label, self._arrive(world, i, moved)
+
+    def _clobber_parent(self, world: World, fork: Thread, app: tuple) -> World:
+        """Fault fork-by-reference: the parent's checkpoint and the fork share one state."""
+        parent = world.threads[fork.parent]
+        shared = parent.chain[fork.base]._replace(app=app)
+        parent = parent._replace(chain=replace_at(parent.chain, fork.base, shared))
+        return self._with(world, thread=(fork.parent, parent))
+
+    def _claim(self, world: World, i: int, p: Process) -> Successor | None:
+        t = p.thread
+        thread = world.threads[t]
+        j = p.pc
+        if thread.claims[j] != NO_VALUE or thread.head.pc != j:
+            return self._refuse_consumed(world, i, t, j, p.value, f"p{i} claim t{t} stage {j}")
+        if thread.runner != FREE:
+            return None  # waits for the run lease
+        head = thread.head
+        thread = thread._replace(claims=replace_at(thread.claims, j, p.value), runner=LIVE)
+        p = p._replace(phase=READY, loaded=len(thread.chain), app=head.app, holds_lease=True)
+        return (
+            f"p{i} claim t{t} stage {j} with {value_name(p.value)}",
+            self._with(world, process=(i, p), thread=(t, thread)),
+        )
+
+    def _refuse_consumed(self, world: World, i: int, t: int, j: int, value: int, label: str) -> Successor:
+        """A delivery to an interrupt that is already consumed (or claimed)."""
+        world = self._with(world, process=(i, IDLE_PROCESS))
+        if self.mutant != m.RECORD_SECOND_RESUME:
+            return f"{label} refused: already consumed", world
+        thread = world.threads[t]
+        thread = thread._replace(second_records=thread.second_records + ((j, value),))
+        return f"{label}: recorded and ignored", self._with(world, thread=(t, thread))
+
+    def _crash(self, world: World, i: int, p: Process) -> Successor:
+        t = p.thread
+        thread = world.threads[t]._replace(crashed=True, crashed_since_fork=True)
+        if p.holds_lease:
+            thread = thread._replace(runner=DEAD)
+        budget = world.budget._replace(crashes=world.budget.crashes - 1)
+        return (
+            f"p{i} crash (was working on t{t})",
+            self._with(world, process=(i, IDLE_PROCESS), thread=(t, thread), budget=budget),
+        )
+
+    # -- client actions ------------------------------------------------------------------
+
+    def _run(self, world: World, i: int, t: int) -> Successor:
+        thread = world.threads[t]._replace(status=STARTED, runner=LIVE)
+        head = thread.head
+        p = Process(READY, t, head.pc, len(thread.chain), head.app, NO_VALUE, True, False, False)
+        return f"p{i} run t{t}", self._arrive(self._with(world, thread=(t, thread)), i, p)
+
+    def _recover(self, world: World, i: int, t: int) -> Successor:
+        thread = world.threads[t]._replace(runner=LIVE)
+        head = thread.head
+        sink = world.sink
+        own = thread.chain[thread.base + 1 :] if thread.parent >= 0 else thread.chain
+        if self.mutant == m.REFIRE_COMMITTED_EFFECT:
+            for entry in reversed(own):
+                if entry.stage >= 0 and self.stages[entry.stage].kind is StageKind.EFFECT:
+                    identity = effect_identity(self.workflow, world.threads, t, entry.stage, entry.app)
+                    sink = self._fire(sink, identity, keyed=False)
+                    break
+        p = Process(READY, t, head.pc, len(thread.chain), head.app, NO_VALUE, True, True, False)
+        world = self._with(world, thread=(t, thread), sink=sink)
+        last = own[-1] if own else None
+        if (
+            self.mutant == m.RERUN_STEP_ON_RECOVERY
+            and last is not None
+            and last.stage >= 0
+            and self.stages[last.stage].kind is StageKind.STEP
+        ):
+            return f"p{i} recover t{t}", self._with(world, process=(i, p._replace(pc=last.stage)))
+        return f"p{i} recover t{t}", self._arrive(world, i, p)
+
+    def _deliveries(self, world: World, i: int, t: int) -> Iterator[Successor]:
+        thread = world.threads[t]
+        reached = [s for s in self.workflow.consuming_stages() if s <= thread.head.pc]
+        if not reached:
+            return
+        j = reached[-1]
+        budget = world.budget
+        if budget.resumes:
+            spent = budget._replace(resumes=budget.resumes - 1)
+            for value in range(1, self.bounds.values + 1):
+                yield self._deliver(world, i, t, j, value, spent)
+        if budget.invalid_updates:
+            spent = budget._replace(invalid_updates=budget.invalid_updates - 1)
+            yield self._deliver(world, i, t, j, INVALID, spent)
+
+    def _deliver(self, world: World, i: int, t: int, j: int, value: int, budget: Budget) -> Successor:
+        world = world._replace(budget=budget)
+        label = f"p{i} deliver({value_name(value)}) to t{t} stage {j}"
+        if value == INVALID and self.mutant != m.PERSIST_UNVALIDATED:
+            return f"{label} refused: fails the schema", world
+        thread = world.threads[t]
+        if thread.claims[j] != NO_VALUE or thread.head.pc != j:
+            return self._refuse_consumed(world, i, t, j, value, label)
+        head = thread.head
+        if self.mutant == m.NO_CLAIM:
+            p = Process(READY, t, j, len(thread.chain), head.app, value, False, False, True)
+        else:
+            p = Process(LOADED, t, j, len(thread.chain), head.app, value, False, False, True)
+        return label, self._with(world, process=(i, p))
+
+    def _invalid_update(self, world: World, t: int) -> Successor:
+        budget = world.budget._replace(invalid_updates=world.budget.invalid_updates - 1)
+        label = f"client update t{t} with an invalid state"
+        if self.mutant != m.PERSIST_UNVALIDATED:
+            return f"{label}: refused", world._replace(budget=budget)
+        thread = world.threads[t]
+        head = thread.head
+        app = replace_at(head.app, self.workflow.note, INVALID)
+        thread = thread._replace(chain=thread.chain + (Checkpoint(head.pc, app, UPDATE),))
+        return f"{label}: persisted", self._with(world, thread=(t, thread), budget=budget)
+
+    def _forks(self, world: World, t: int) -> Iterator[Successor]:
+        parent = world.threads[t]
+        budget = world.budget._replace(forks=world.budget.forks - 1)
+        for c in range(len(parent.chain) - 1):  # strict ancestors of the head
+            yield self._fork(world, t, c, REPLAY, NO_VALUE, budget)
+            pos = parent.chain[c].pc
+            if pos < parent.head.pc and self.stages[pos].consumes:
+                recorded = parent.claims[pos]
+                for value in range(1, self.bounds.values + 1):
+                    if value != recorded:
+                        yield self._fork(world, t, c, EDIT, value, budget)
+
+    def _fork(self, world: World, t: int, c: int, intent: int, value: int, budget: Budget) -> Successor:
+        parent = world.threads[t]
+        pos = parent.chain[c].pc
+        inherited = pos if intent == EDIT else parent.head.pc
+        claims = tuple(v if s < inherited else NO_VALUE for s, v in enumerate(parent.claims))
+        if intent == EDIT:
+            used = parent.claims[pos] if self.mutant == m.FORK_WITHOUT_INTENT else value
+            claims = replace_at(claims, pos, used)
+        fork = Thread(
+            chain=parent.chain[: c + 1], status=NEW, runner=FREE, claims=claims, parent=t,
+            base=c, intent=intent, edit_value=value, inherited=inherited,
+            by_reference=self.mutant == m.FORK_BY_REFERENCE, crashed=parent.crashed,
+            crashed_since_fork=False, deliveries=(0,) * len(self.stages), second_records=(),
+            ancestry_executed=False,
+        )
+        f = len(world.threads)
+        detail = f", new input {value_name(value)}" if intent == EDIT else ""
+        label = f"client fork t{t} at checkpoint {c} ({INTENT_NAMES[intent]}{detail}) as t{f}"
+        return label, World(budget, world.processes, world.threads + (fork,), world.sink)

@@ -1,0 +1,46 @@
+"""The reference semantics satisfies the contract; each mutant breaks the clause it targets."""
+
+import pytest
+
+from pymc_resume.explore import explore
+from pymc_resume.model.bounds import load_bounds
+from pymc_resume.model.contract import CLAUSE_IDS
+from pymc_resume.model.mutants import MUTANTS
+from pymc_resume.model.semantics import ResumeModel
+
+
+def check(bounds_name, mutant=None, symmetry=True):
+    model = ResumeModel(load_bounds(bounds_name), mutant)
+    return explore(model, canonical=model.canonical if symmetry else None)
+
+
+def test_every_contract_id_is_checked():
+    model = ResumeModel(load_bounds("small"))
+    names = [i.name for i in model.invariants] + [p.name for p in model.reachability]
+    assert sorted(names) == sorted(CLAUSE_IDS)
+
+
+def test_reference_holds_everywhere_at_small():
+    result = check("small")
+    assert result.complete and result.violations == {}
+
+
+@pytest.mark.slow
+def test_reference_holds_everywhere_at_default():
+    result = check("default")
+    assert result.complete and result.violations == {}
+
+
+@pytest.mark.parametrize("name", sorted(MUTANTS))
+def test_mutant_breaks_its_target_and_only_it_at_small(name):
+    result = check("small", name)
+    assert set(result.violations) == {MUTANTS[name].target}
+
+
+def test_symmetry_reduction_changes_counts_not_verdicts():
+    for mutant in (None, "no-claim", "stuck-claim"):
+        reduced, full = check("small", mutant), check("small", mutant, symmetry=False)
+        assert reduced.distinct_states < full.distinct_states
+        assert reduced.violations.keys() == full.violations.keys()
+        for clause_id in reduced.violations:
+            assert len(reduced.violations[clause_id].trace) == len(full.violations[clause_id].trace)
