@@ -28,7 +28,17 @@ def fail(message: str) -> None:
 
 
 class Group(click.Group):
-    """Usage errors exit 2 with click's one-line message (click already does), never a traceback."""
+    """Usage errors become one line and exit 2; an interrupt exits 130; never a traceback."""
+
+    def main(self, *args, **kwargs):
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except click.ClickException as error:
+            fail(error.format_message().replace("\n", " "))
+        except (click.exceptions.Abort, KeyboardInterrupt):
+            click.echo("pymc-resume: interrupted", err=True)
+            sys.exit(130)
+        sys.exit(code or 0)
 
 
 @click.group(cls=Group)

@@ -41,7 +41,7 @@ def test_bad_input_exits_2_with_one_line_and_no_traceback(tmp_path):
         run = cli("check", *args)
         assert run.returncode == 2, args
         assert "Traceback" not in run.stderr
-        assert len(run.stderr.strip().splitlines()) <= 3  # click usage errors add a usage hint
+        assert len(run.stderr.strip().splitlines()) == 1 and "error:" in run.stderr
 
 
 def test_version():

@@ -44,7 +44,7 @@ def is_quiescent(workflow: Workflow, world: World) -> bool:
             return False
         pc = thread.head.pc
         if pc != workflow.end and not (
-            workflow.stages[pc].consumes and thread.claims[pc] == NO_VALUE
+            workflow.consumes[pc] and thread.claims[pc] == NO_VALUE
         ):
             return False
     return True
@@ -128,7 +128,7 @@ def consume_once_value(workflow: Workflow, world: World) -> bool:
         if thread.second_records:
             return False
         head = thread.head
-        for position in workflow.consuming_stages():
+        for position in workflow.consuming:
             claimed = thread.claims[position]
             if position < head.pc and claimed != NO_VALUE:
                 if head.app[workflow.stages[position].node] != claimed:
@@ -143,7 +143,7 @@ def consume_once_consumption(workflow: Workflow, world: World) -> bool:
 def recovery_determinism(workflow: Workflow, world: World) -> bool:
     for thread in world.threads:
         if thread.crashed and thread.head.pc == workflow.end:
-            recorded = {s: thread.claims[s] for s in workflow.consuming_stages()}
+            recorded = {s: thread.claims[s] for s in workflow.consuming}
             updates = recorded_inputs(thread)[1]
             note = updates[-1] if updates else UNSET
             if thread.head.app != workflow.replay(recorded, note):

@@ -49,6 +49,7 @@ class ResumeModel:
         self.mutant = mutant
         self.stages = self.workflow.stages
         self.end = self.workflow.end
+        self.consumes = self.workflow.consumes
         self.invariants = [
             Invariant(clause_id, self._bind(check)) for clause_id, check in CHECKS.items()
         ]
@@ -135,7 +136,7 @@ class ResumeModel:
         pc = process.pc
         if pc == self.end:
             return self._with(world, process=(i, IDLE_PROCESS), thread=(t, thread._replace(runner=FREE)))
-        if self.stages[pc].consumes:
+        if self.consumes[pc]:
             claimed = thread.claims[pc]
             ignores_claim = self.mutant == m.STUCK_CLAIM and process.recovering
             if claimed == NO_VALUE or ignores_claim:  # park: wait for a delivery
@@ -203,7 +204,7 @@ class ResumeModel:
             reloaded = p._replace(pc=head.pc, loaded=len(thread.chain), app=head.app, value=NO_VALUE)
             return f"p{i} commit t{t} stage {p.pc} refused, reloads", self._arrive(world, i, reloaded)
         claims = thread.claims
-        if self.stages[p.pc].consumes and claims[p.pc] == NO_VALUE:
+        if self.consumes[p.pc] and claims[p.pc] == NO_VALUE:
             claims = replace_at(claims, p.pc, p.value)  # the commit records the consumed input
         chain = thread.chain + (Checkpoint(p.pc + 1, p.app, p.pc),)
         runner = thread.runner
@@ -296,7 +297,7 @@ class ResumeModel:
 
     def _deliveries(self, world: World, i: int, t: int) -> Iterator[Successor]:
         thread = world.threads[t]
-        reached = [s for s in self.workflow.consuming_stages() if s <= thread.head.pc]
+        reached = [s for s in self.workflow.consuming if s <= thread.head.pc]
         if not reached:
             return
         j = reached[-1]
@@ -341,7 +342,7 @@ class ResumeModel:
         for c in range(len(parent.chain) - 1):  # strict ancestors of the head
             yield self._fork(world, t, c, REPLAY, NO_VALUE, budget)
             pos = parent.chain[c].pc
-            if pos < parent.head.pc and self.stages[pos].consumes:
+            if pos < parent.head.pc and self.consumes[pos]:
                 recorded = parent.claims[pos]
                 for value in range(1, self.bounds.values + 1):
                     if value != recorded:

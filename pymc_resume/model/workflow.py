@@ -64,12 +64,16 @@ class Workflow:
 
     nodes: tuple[NodeKind, ...]
     stages: tuple[Stage, ...] = attrs.field(init=False)
+    consuming: tuple[int, ...] = attrs.field(init=False)  # positions of consuming stages
+    consumes: tuple[bool, ...] = attrs.field(init=False)  # per stage: does it consume a value
 
     def __attrs_post_init__(self) -> None:
         stages = tuple(
             Stage(index, kind) for index, node in enumerate(self.nodes) for kind in NODE_STAGES[node]
         )
         object.__setattr__(self, "stages", stages)
+        object.__setattr__(self, "consumes", tuple(stage.consumes for stage in stages))
+        object.__setattr__(self, "consuming", tuple(i for i, c in enumerate(self.consumes) if c))
 
     @classmethod
     def of(cls, names: Sequence[str]) -> Workflow:
@@ -87,9 +91,6 @@ class Workflow:
 
     def initial_state(self) -> tuple[int, ...]:
         return (UNSET,) * (len(self.nodes) + 1)
-
-    def consuming_stages(self) -> tuple[int, ...]:
-        return tuple(i for i, stage in enumerate(self.stages) if stage.consumes)
 
     def inputs_before(self, app: tuple[int, ...], node: int) -> tuple[int, ...]:
         """The resume values an execution of `node` has consumed before it (its inputs)."""
