@@ -1,8 +1,4 @@
-"""The `pymc-resume` command line: I/O only; the work is in `check`, `model` and `explore`.
-
-Exit codes (shared by every command): 0 every checked id holds, 1 any is violated, 2 bad input
-or an environment that cannot run the check, with a one-line reason and no traceback.
-"""
+"""`pymc-resume check`: the main job."""
 
 from __future__ import annotations
 
@@ -10,44 +6,17 @@ import sys
 
 import click
 
-from pymc_resume import __version__
 from pymc_resume.check import run_check
+from pymc_resume.cli import main
+from pymc_resume.cli.errors import fail
 from pymc_resume.explore.progress import ProgressPrinter
 from pymc_resume.files import write_json
 from pymc_resume.model.bounds import BoundsError, load_bounds
 from pymc_resume.model.mutants import MUTANTS
 from pymc_resume.report import check_text
 
-BAD_INPUT = 2
 
-
-def fail(message: str) -> None:
-    """Stop with a one-line error and exit code 2."""
-    click.echo(f"pymc-resume: error: {message}", err=True)
-    sys.exit(BAD_INPUT)
-
-
-class Group(click.Group):
-    """Usage errors become one line and exit 2; an interrupt exits 130; never a traceback."""
-
-    def main(self, *args, **kwargs):
-        try:
-            code = super().main(*args, standalone_mode=False, **kwargs)
-        except click.ClickException as error:
-            fail(error.format_message().replace("\n", " "))
-        except (click.exceptions.Abort, KeyboardInterrupt):
-            click.echo("pymc-resume: interrupted", err=True)
-            sys.exit(130)
-        sys.exit(code or 0)
-
-
-@click.group(cls=Group)
-@click.version_option(__version__, prog_name="pymc-resume")
-def main() -> None:
-    """Check what "resume" means: the resume contract, exhaustively and on live frameworks."""
-
-
-@main.command()
+@main.command("check")
 @click.option("--bounds", "bounds_name", default="default", show_default=True,
               help="A bundled bound name (small, default, paper) or a path to a TOML file.")
 @click.option("--mutant", default=None, help="Switch one fault on (see --list-mutants).")
@@ -58,7 +27,7 @@ def main() -> None:
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Write the result as JSON to this path (atomically).")
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
-def check(bounds_name, mutant, list_mutants, max_states, no_symmetry, json_path, quiet):
+def check_command(bounds_name, mutant, list_mutants, max_states, no_symmetry, json_path, quiet):
     """Explore every interleaving of the reference semantics and judge the nine contract ids."""
     if list_mutants:
         for mutant_def in MUTANTS.values():
