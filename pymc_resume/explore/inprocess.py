@@ -1,0 +1,68 @@
+"""The one-worker backend: a single partition in this process, no transport."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Hashable
+
+from pymc_resume.explore.limits import Limits, own_memory
+from pymc_resume.explore.partition import Partition
+from pymc_resume.explore.protocol import Model
+from pymc_resume.explore.reachability import GraphPiece
+
+
+class InProcess:
+    """Runs the level steps of one partition directly."""
+
+    def __init__(self, model: Model, canonical: Callable | None, limits: Limits, started: float,
+                 on_tick: Callable[[int, int, int], None] | None = None) -> None:
+        self.partition = Partition(model, 0, 1, canonical)
+        self.limits = limits
+        self.started = started
+        self.on_tick = on_tick
+        self.inbound: list = []
+        self.stopped_because: str | None = None
+
+    def __enter__(self) -> InProcess:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    def seed(self) -> None:
+        self.inbound = self.partition.initial_candidates()[0]
+
+    def pending(self) -> int:
+        return len(self.inbound)
+
+    def _tick(self) -> bool:
+        p = self.partition
+        if self.on_tick:
+            self.on_tick(len(p), p.generated, len(self.inbound))
+        self.stopped_because = self.limits.exceeded(len(p), self.started, own_memory())
+        return self.stopped_because is not None
+
+    def step(self, level: int) -> int:
+        """Run one level; return how many new states it admitted."""
+        before = len(self.partition)
+        self.inbound = self.partition.step(self.inbound, level, self._tick)[0]
+        return len(self.partition) - before
+
+    def size(self) -> int:
+        return len(self.partition)
+
+    def generated(self) -> int:
+        return self.partition.generated
+
+    def parent_of(self, gid: int) -> int:
+        return self.partition.store.parents[gid]
+
+    def id_of(self, key: Hashable) -> int | None:
+        return self.partition.store.ids.get(key)
+
+    def first_bad(self) -> dict[str, tuple[int, int]]:
+        return dict(self.partition.first_bad)
+
+    def graph_pieces(self) -> list[GraphPiece]:
+        p = self.partition
+        return [GraphPiece(len(p), p.level_starts, p.goal_flags, p.edge_sources, p.edge_targets)]

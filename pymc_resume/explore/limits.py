@@ -1,0 +1,36 @@
+"""When an exploration must stop early: a state, time or memory budget."""
+
+from __future__ import annotations
+
+import time
+
+import attrs
+
+from pymc_resume.explore.memory import resident_bytes
+
+
+@attrs.frozen
+class Limits:
+    max_states: int | None = None
+    max_seconds: float | None = None
+    max_memory: int | None = None  # bytes of resident memory, all processes together
+
+    def exceeded(self, states: int, started: float, memory: int) -> str | None:
+        """Why the run must stop now, or None."""
+        if self.max_states is not None and states >= self.max_states:
+            return f"state limit of {self.max_states:,} reached"
+        if self.max_seconds is not None and time.monotonic() - started > self.max_seconds:
+            return f"time limit of {self.max_seconds:g}s reached"
+        if self.max_memory is not None and memory > self.max_memory:
+            return (
+                f"memory budget of {self.max_memory / 2**20:,.0f} MiB reached; raise --max-memory "
+                "or use more compact bounds to go on"
+            )
+        return None
+
+    def memory_share(self, workers: int) -> int | None:
+        return None if self.max_memory is None else self.max_memory // workers
+
+
+def own_memory() -> int:
+    return resident_bytes()

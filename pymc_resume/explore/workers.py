@@ -1,0 +1,181 @@
+"""The many-worker backend: one partition per process, batches exchanged level by level.
+
+The coordinator (this process) owns no states: it sends each worker its inbound batches, the
+worker runs `Partition.step` and returns its outbound batches as pickled bytes (pickle protocol
+5 in C, not multiprocess's dill), and the coordinator routes bytes to their owners without
+unpickling them. After the search the coordinator queries the workers for parents and ids to
+rebuild traces, and gathers their graph pieces for reachability.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import time
+from collections.abc import Callable, Hashable
+
+import multiprocess
+
+from pymc_resume.explore.limits import Limits
+from pymc_resume.explore.memory import resident_bytes
+from pymc_resume.explore.partition import Partition
+from pymc_resume.explore.protocol import Model
+from pymc_resume.explore.reachability import GraphPiece
+
+PROTOCOL = 5
+
+
+def _send(conn, message, chunks=()) -> None:
+    conn.send_bytes(pickle.dumps((message, len(chunks)), PROTOCOL))
+    for chunk in chunks:
+        conn.send_bytes(chunk)
+
+
+def _receive(conn):
+    message, chunk_count = pickle.loads(conn.recv_bytes())
+    return message, [conn.recv_bytes() for _ in range(chunk_count)]
+
+
+def _serve(conn, model: Model, index: int, count: int, canonical, limits: Limits, started: float):
+    """A worker's loop: answer the coordinator's requests until told to stop."""
+    partition = Partition(model, index, count, canonical)
+    memory_share = limits.memory_share(count)
+    stop_reason: list[str | None] = [None]
+
+    def tick() -> bool:
+        own = Limits(max_seconds=limits.max_seconds, max_memory=memory_share)
+        stop_reason[0] = own.exceeded(0, started, resident_bytes())
+        return stop_reason[0] is not None
+
+    while True:
+        (kind, *args), chunks = _receive(conn)
+        if kind == "seed":
+            outbound = partition.initial_candidates() if index == 0 else [[] for _ in range(count)]
+            _send(conn, ("seeded", sum(map(len, outbound))),
+                  [pickle.dumps(batch, PROTOCOL) for batch in outbound])
+        elif kind == "step":
+            (level,) = args
+            inbound = [candidate for chunk in chunks for candidate in pickle.loads(chunk)]
+            before = len(partition)
+            outbound = partition.step(inbound, level, tick)
+            reply = ("stepped", len(partition) - before, len(partition), partition.generated,
+                     stop_reason[0] if partition.stopped else None, sum(map(len, outbound)))
+            _send(conn, reply, [pickle.dumps(batch, PROTOCOL) for batch in outbound])
+        elif kind == "parent":
+            _send(conn, (partition.store.parents[args[0] // count],))
+        elif kind == "lookup":
+            local = partition.store.ids.get(args[0])
+            _send(conn, (None if local is None else partition.gid(local),))
+        elif kind == "results":
+            piece = None
+            if partition.goals:
+                piece = GraphPiece(len(partition), partition.level_starts, partition.goal_flags,
+                                   partition.edge_sources, partition.edge_targets)
+            _send(conn, (partition.first_bad, piece))
+        elif kind == "stop":
+            conn.close()
+            return
+
+
+class WorkerPool:
+    """`count` worker processes, each owning one hash partition."""
+
+    def __init__(self, model: Model, count: int, canonical: Callable | None, limits: Limits,
+                 started: float, on_tick: Callable | None = None) -> None:
+        self.count = count
+        self.limits = limits
+        self.started = started
+        context = multiprocess.get_context("fork" if hasattr(os, "fork") else "spawn")
+        self.connections = []
+        self.processes = []
+        for index in range(count):
+            parent_end, child_end = context.Pipe()
+            process = context.Process(
+                target=_serve,
+                args=(child_end, model, index, count, canonical, limits, started),
+                daemon=True,
+            )
+            process.start()
+            child_end.close()
+            self.connections.append(parent_end)
+            self.processes.append(process)
+        self.routed: list[list[bytes]] = [[] for _ in range(count)]
+        self._pending = 0
+        self._size = 0
+        self._generated = 0
+        self.stopped_because: str | None = None
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for conn in self.connections:
+            try:
+                _send(conn, ("stop",))
+            except OSError:
+                pass
+        for process in self.processes:
+            process.join(timeout=10)
+            if process.is_alive():
+                process.kill()
+
+    def _gather(self, replies) -> None:
+        """Route every worker's outbound batches to their owners' inboxes."""
+        self.routed = [[] for _ in range(self.count)]
+        for _message, chunks in replies:
+            for owner, chunk in enumerate(chunks):
+                self.routed[owner].append(chunk)
+        self._pending = sum(message[-1] for message, _ in replies)
+
+    def _ask_all(self, message_for) -> list:
+        for index, conn in enumerate(self.connections):
+            message, chunks = message_for(index)
+            _send(conn, message, chunks)
+        return [_receive(conn) for conn in self.connections]
+
+    def seed(self) -> None:
+        self._gather(self._ask_all(lambda i: (("seed",), ())))
+
+    def pending(self) -> int:
+        return self._pending
+
+    def step(self, level: int) -> int:
+        replies = self._ask_all(lambda i: (("step", level), self.routed[i]))
+        added = sum(message[1] for message, _ in replies)
+        self._size = sum(message[2] for message, _ in replies)
+        self._generated = sum(message[3] for message, _ in replies)
+        reasons = [message[4] for message, _ in replies if message[4]]
+        if reasons:
+            self.stopped_because = reasons[0]
+        self._gather(replies)
+        return added
+
+    def size(self) -> int:
+        return self._size
+
+    def generated(self) -> int:
+        return self._generated
+
+    def _ask(self, index: int, message):
+        _send(self.connections[index], message)
+        return _receive(self.connections[index])[0][0]
+
+    def parent_of(self, gid: int) -> int:
+        return self._ask(gid % self.count, ("parent", gid))
+
+    def id_of(self, key: Hashable) -> int | None:
+        return self._ask(hash(key) % self.count, ("lookup", key))
+
+    def _results(self) -> list:
+        return [message for message, _ in self._ask_all(lambda i: (("results",), ()))]
+
+    def first_bad(self) -> dict[str, tuple[int, int]]:
+        merged: dict[str, tuple[int, int]] = {}
+        for first_bad, _piece in self._results():
+            for name, found in first_bad.items():
+                if name not in merged or found < merged[name]:
+                    merged[name] = found
+        return merged
+
+    def graph_pieces(self) -> list[GraphPiece]:
+        return [piece for _first_bad, piece in self._results()]
