@@ -29,6 +29,7 @@ class CheckReport:
     bounds: Bounds
     mutant: str | None
     symmetry: bool
+    workers: int
     result: ExplorationResult
     verdicts: dict[str, Verdict]
 
@@ -42,7 +43,9 @@ class CheckReport:
             "bounds": self.bounds.as_json(),
             "mutant": self.mutant,
             "symmetry": self.symmetry,
+            "workers": self.workers,
             "complete": r.complete,
+            "stopped_because": r.stopped_because,
             "distinct_states": r.distinct_states,
             "states_generated": r.states_generated,
             "depth": r.depth,
@@ -82,14 +85,18 @@ def run_check(
     mutant: str | None = None,
     *,
     symmetry: bool = True,
+    workers: int = 1,
     max_states: int | None = None,
+    max_memory: int | None = None,
     progress: Callable | None = None,
 ) -> CheckReport:
     model = ResumeModel(bounds, mutant)
     result = explore(
         model,
+        workers=workers,
         max_states=max_states,
+        max_memory=max_memory,
         canonical=model.canonical if symmetry else None,
         progress=progress,
     )
-    return CheckReport(bounds, mutant, symmetry, result, judge(model, result))
+    return CheckReport(bounds, mutant, symmetry, workers, result, judge(model, result))

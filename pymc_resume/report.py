@@ -39,7 +39,8 @@ def check_text(report: CheckReport) -> str:
     title = "reference semantics" if report.mutant is None else f"mutant {report.mutant}"
     lines = [
         f"{title} at bounds {report.bounds.name!r}: {r.distinct_states:,} distinct states, "
-        f"{r.states_generated:,} generated, depth {r.depth}, {r.seconds:.1f}s"
+        f"{r.states_generated:,} generated, depth {r.depth}, {r.seconds:.1f}s, "
+        f"{report.workers} worker{'s' if report.workers > 1 else ''}"
         f"{'' if report.symmetry else ', no symmetry reduction'}"
         f"{'' if r.complete else ' (INCOMPLETE: ' + str(r.stopped_because) + ')'}",
         "",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -23,11 +24,17 @@ from pymc_resume.report import check_text
 @click.option("--list-mutants", is_flag=True, help="List the mutants and exit.")
 @click.option("--max-states", type=click.IntRange(min=1), default=None,
               help="Stop after this many distinct states (unproved clauses are 'skipped').")
-@click.option("--no-symmetry", is_flag=True, help="Do not reduce interchangeable processes.")
+@click.option("--no-symmetry", is_flag=True,
+              help="Do not reduce interchangeable processes (reports the unreduced counts).")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Worker processes, each owning a hash partition  [default: number of cores].")
+@click.option("--max-memory", type=click.IntRange(min=64), default=None, metavar="MIB",
+              help="Stop cleanly, with the counts so far, before resident memory exceeds this.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Write the result as JSON to this path (atomically).")
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
-def check_command(bounds_name, mutant, list_mutants, max_states, no_symmetry, json_path, quiet):
+def check_command(bounds_name, mutant, list_mutants, max_states, no_symmetry, workers,
+                  max_memory, json_path, quiet):
     """Explore every interleaving of the reference semantics and judge the nine contract ids."""
     if list_mutants:
         for mutant_def in MUTANTS.values():
@@ -41,9 +48,18 @@ def check_command(bounds_name, mutant, list_mutants, max_states, no_symmetry, js
         fail(f"--bounds: {error}")
     progress = None if quiet else ProgressPrinter()
     report = run_check(
-        bounds, mutant, symmetry=not no_symmetry, max_states=max_states, progress=progress
+        bounds,
+        mutant,
+        symmetry=not no_symmetry,
+        workers=workers or os.cpu_count() or 1,
+        max_states=max_states,
+        max_memory=max_memory * 2**20 if max_memory else None,
+        progress=progress,
     )
     click.echo(check_text(report))
     if json_path:
         write_json(json_path, report.as_json())
-    sys.exit(1 if report.violated else 0)
+    if report.violated:
+        sys.exit(1)
+    if not report.result.complete:
+        fail(f"check incomplete, nothing proved: {report.result.stopped_because}")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Hashable
 
-from pymc_resume.explore.limits import Limits, own_memory
+from pymc_resume.explore.limits import Limits
+from pymc_resume.explore.memory import resident_bytes
 from pymc_resume.explore.partition import Partition
 from pymc_resume.explore.protocol import Model
 from pymc_resume.explore.reachability import GraphPiece
@@ -39,7 +40,7 @@ class InProcess:
         p = self.partition
         if self.on_tick:
             self.on_tick(len(p), p.generated, len(self.inbound))
-        self.stopped_because = self.limits.exceeded(len(p), self.started, own_memory())
+        self.stopped_because = self.limits.exceeded(len(p), self.started, resident_bytes())
         return self.stopped_because is not None
 
     def step(self, level: int) -> int:
@@ -58,7 +59,7 @@ class InProcess:
         return self.partition.store.parents[gid]
 
     def id_of(self, key: Hashable) -> int | None:
-        return self.partition.store.ids.get(key)
+        return self.partition.local_id(key)
 
     def first_bad(self) -> dict[str, tuple[int, int]]:
         return dict(self.partition.first_bad)

@@ -6,8 +6,6 @@ import time
 
 import attrs
 
-from pymc_resume.explore.memory import resident_bytes
-
 
 @attrs.frozen
 class Limits:
@@ -22,15 +20,14 @@ class Limits:
         if self.max_seconds is not None and time.monotonic() - started > self.max_seconds:
             return f"time limit of {self.max_seconds:g}s reached"
         if self.max_memory is not None and memory > self.max_memory:
-            return (
-                f"memory budget of {self.max_memory / 2**20:,.0f} MiB reached; raise --max-memory "
-                "or use more compact bounds to go on"
-            )
+            return self.memory_message("reached")
         return None
+
+    def memory_message(self, what: str) -> str:
+        return (
+            f"memory budget of {self.max_memory / 2**20:,.0f} MiB: {what}; to go on, raise "
+            "--max-memory or check smaller bounds"
+        )
 
     def memory_share(self, workers: int) -> int | None:
         return None if self.max_memory is None else self.max_memory // workers
-
-
-def own_memory() -> int:
-    return resident_bytes()

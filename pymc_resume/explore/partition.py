@@ -39,13 +39,16 @@ class Partition:
         self.index = index
         self.count = count
         self.canonical = canonical
+        codec = model.codec() if hasattr(model, "codec") else None
+        self.encode = codec.encode if codec else None
+        self.decode = codec.decode if codec else None
         self.store = VisitedStore()
         self.invariants = list(model.invariants)
         self.goals = [prop.goal for prop in model.reachability]
         self.goal_flags = [bytearray() for _ in self.goals]
         # Incoming edges, recorded by the owner of the target: (source gid, target local id).
-        self.edge_sources = array("q") if self.goals else None
-        self.edge_targets = array("q") if self.goals else None
+        self.edge_sources = array("i") if self.goals else None
+        self.edge_targets = array("i") if self.goals else None
         self.first_bad: dict[str, tuple[int, int]] = {}  # property -> (level, gid)
         self.level_starts: list[int] = []  # local id of the first state admitted at each level
         self.generated = 0
@@ -63,6 +66,10 @@ class Partition:
     def key(self, state: Hashable) -> Hashable:
         return self.canonical(state) if self.canonical else state
 
+    def local_id(self, state: Hashable) -> int | None:
+        """The local id of a (canonical) state, or None if it was never admitted here."""
+        return self.store.ids.get(self.encode(state) if self.encode else state)
+
     def initial_candidates(self) -> list[list[Candidate]]:
         """The initial states, sorted by owner, as the inbound batches of level 1."""
         outbound: list[list[Candidate]] = [[] for _ in range(self.count)]
@@ -73,7 +80,7 @@ class Partition:
         return outbound
 
     def step(self, inbound: list[Candidate], level: int, tick: Callable[[], bool] | None = None):
-        """Admit `inbound` (candidates of this level), expand the new states, return the
+        """Admit `inbound` (candidate states of this level), expand the new ones, return the
         candidates of the next level sorted by owning partition."""
         fresh = self._admit(inbound, level)
         return self._expand(fresh, level, tick)
@@ -89,16 +96,20 @@ class Partition:
         parents = self.store.parents
         count, index = self.count, self.index
         edge_sources, edge_targets = self.edge_sources, self.edge_targets
+        encode, decode = self.encode, self.decode
         fresh = []
-        for key, parent in inbound:
+        for state, parent in inbound:
+            key = encode(state) if encode else state
             local = ids.get(key)
             if local is None:
                 local = len(parents)
                 ids[key] = local
                 parents.append(parent)
                 gid = local * count + index
-                self._check(key, gid, level)
-                fresh.append((gid, key))
+                if decode:
+                    state = decode(key)  # the interned copy: shares its parts with others
+                self._check(state, gid, level)
+                fresh.append((gid, state))
             if edge_sources is not None and parent >= 0:
                 edge_sources.append(parent)
                 edge_targets.append(local)
@@ -121,6 +132,7 @@ class Partition:
         outbound = [[] if keep_all else {} for _ in range(count)]
         local_batch = outbound[self.index]
         known = self.store.ids
+        encode = self.encode
         canonical = self.canonical
         successors = self.model.successors
         check_deadlock = self.model.deadlock_is_error
@@ -138,7 +150,7 @@ class Partition:
                     outbound[owner].append((key, gid))
                 elif owner != self.index:
                     outbound[owner].setdefault(key, gid)
-                elif key not in known:
+                elif (encode(key) if encode else key) not in known:
                     local_batch.setdefault(key, gid)
             if check_deadlock and generated == before and DEADLOCK not in self.first_bad:
                 self.first_bad[DEADLOCK] = (level, gid)

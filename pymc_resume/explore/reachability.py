@@ -33,7 +33,7 @@ def predecessor_lists(sources: array, targets: array, state_count: int) -> tuple
     for i in range(state_count):
         start[i + 1] += start[i]
     fill = array("q", start)
-    preds = array("q", bytes(8 * len(sources)))
+    preds = array("i", bytes(4 * len(sources)))
     for source, target in zip(sources, targets):
         preds[fill[target]] = source
         fill[target] += 1
@@ -62,7 +62,7 @@ def dense_edges(pieces: list[GraphPiece]) -> tuple[array, array, list[int]]:
         offsets.append(offsets[-1] + piece.size)
     if count == 1:  # global ids are already dense
         return pieces[0].edge_sources, pieces[0].edge_targets, offsets
-    sources, targets = array("q"), array("q")
+    sources, targets = array("i"), array("i")
     for index, piece in enumerate(pieces):
         sources.extend(offsets[g % count] + g // count for g in piece.edge_sources)
         base = offsets[index]

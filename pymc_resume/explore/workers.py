@@ -44,8 +44,11 @@ def _serve(conn, model: Model, index: int, count: int, canonical, limits: Limits
 
     def tick() -> bool:
         own = Limits(max_seconds=limits.max_seconds, max_memory=memory_share)
-        stop_reason[0] = own.exceeded(0, started, resident_bytes())
-        return stop_reason[0] is not None
+        reason = own.exceeded(0, started, resident_bytes())
+        if reason and memory_share is not None and reason.startswith("memory"):
+            reason = limits.memory_message(f"worker {index} reached its share of it")
+        stop_reason[0] = reason
+        return reason is not None
 
     while True:
         (kind, *args), chunks = _receive(conn)
@@ -64,7 +67,7 @@ def _serve(conn, model: Model, index: int, count: int, canonical, limits: Limits
         elif kind == "parent":
             _send(conn, (partition.store.parents[args[0] // count],))
         elif kind == "lookup":
-            local = partition.store.ids.get(args[0])
+            local = partition.local_id(args[0])
             _send(conn, (None if local is None else partition.gid(local),))
         elif kind == "results":
             piece = None
