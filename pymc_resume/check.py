@@ -7,6 +7,8 @@ from collections.abc import Callable
 import attrs
 
 from pymc_resume.explore import ExplorationResult, explore
+from pymc_resume.explore.search import Checkpointing
+from pymc_resume.explore.snapshot import Snapshot
 from pymc_resume.model.bounds import Bounds
 from pymc_resume.model.contract import CLAUSE_IDS, HOLDS, SKIPPED, VIOLATED
 from pymc_resume.model.narrate import split_action, store_changes
@@ -80,6 +82,11 @@ def judge(model: ResumeModel, result: ExplorationResult) -> dict[str, Verdict]:
     return verdicts
 
 
+def run_description(bounds: Bounds, mutant: str | None, symmetry: bool, workers: int) -> dict:
+    """What a checkpoint records about the run, so that `--recover` can redo exactly it."""
+    return {"bounds": bounds.as_json(), "mutant": mutant, "symmetry": symmetry, "workers": workers}
+
+
 def run_check(
     bounds: Bounds,
     mutant: str | None = None,
@@ -89,8 +96,15 @@ def run_check(
     max_states: int | None = None,
     max_memory: int | None = None,
     progress: Callable | None = None,
+    checkpoint_dir: str | None = None,
+    checkpoint_every: float = 60.0,
+    resume: Snapshot | None = None,
 ) -> CheckReport:
     model = ResumeModel(bounds, mutant)
+    checkpoint = None
+    if checkpoint_dir is not None:
+        run = run_description(bounds, mutant, symmetry, workers)
+        checkpoint = Checkpointing(checkpoint_dir, checkpoint_every, run)
     result = explore(
         model,
         workers=workers,
@@ -98,5 +112,7 @@ def run_check(
         max_memory=max_memory,
         canonical=model.canonical if symmetry else None,
         progress=progress,
+        checkpoint=checkpoint,
+        resume=resume,
     )
     return CheckReport(bounds, mutant, symmetry, workers, result, judge(model, result))

@@ -12,14 +12,16 @@ from pymc_resume.cli import main
 from pymc_resume.cli.errors import fail
 from pymc_resume.explore.progress import ProgressPrinter
 from pymc_resume.files import write_json
-from pymc_resume.model.bounds import BoundsError, load_bounds
+from pymc_resume.explore import snapshot
+from pymc_resume.model.bounds import Bounds, BoundsError, load_bounds
 from pymc_resume.model.mutants import MUTANTS
 from pymc_resume.report import check_text
 
 
 @main.command("check")
-@click.option("--bounds", "bounds_name", default="default", show_default=True,
-              help="A bundled bound name (small, default, paper) or a path to a TOML file.")
+@click.option("--bounds", "bounds_name", default=None,
+              help="A bundled bound name (small, default, paper) or a path to a TOML file  "
+                   "[default: default].")
 @click.option("--mutant", default=None, help="Switch one fault on (see --list-mutants).")
 @click.option("--list-mutants", is_flag=True, help="List the mutants and exit.")
 @click.option("--max-states", type=click.IntRange(min=1), default=None,
@@ -30,22 +32,43 @@ from pymc_resume.report import check_text
               help="Worker processes, each owning a hash partition  [default: number of cores].")
 @click.option("--max-memory", type=click.IntRange(min=64), default=None, metavar="MIB",
               help="Stop cleanly, with the counts so far, before resident memory exceeds this.")
+@click.option("--checkpoint-dir", type=click.Path(file_okay=False), default=None,
+              help="Save the explorer's own state here between levels, atomically.")
+@click.option("--checkpoint-every", type=click.FloatRange(min=0), default=60.0, show_default=True,
+              metavar="SECONDS", help="How often to save into --checkpoint-dir.")
+@click.option("--recover", "recover_dir", type=click.Path(file_okay=False), default=None,
+              help="Continue the run checkpointed in this folder (and keep checkpointing there); "
+                   "bounds, mutant, symmetry and workers come from the checkpoint.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Write the result as JSON to this path (atomically).")
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
 def check_command(bounds_name, mutant, list_mutants, max_states, no_symmetry, workers,
-                  max_memory, json_path, quiet):
+                  max_memory, checkpoint_dir, checkpoint_every, recover_dir, json_path, quiet):
     """Explore every interleaving of the reference semantics and judge the nine contract ids."""
     if list_mutants:
         for mutant_def in MUTANTS.values():
             click.echo(f"{mutant_def.name:32} breaks {mutant_def.target}: {mutant_def.fault}")
         return
-    if mutant is not None and mutant not in MUTANTS:
-        fail(f"--mutant: unknown mutant {mutant!r} (known: {', '.join(MUTANTS)})")
-    try:
-        bounds = load_bounds(bounds_name)
-    except BoundsError as error:
-        fail(f"--bounds: {error}")
+    resume = None
+    if recover_dir is not None:
+        if bounds_name or mutant or no_symmetry or workers:
+            fail("--recover: the run's bounds, mutant, symmetry and workers come from the "
+                 "checkpoint; do not pass them again")
+        try:
+            resume = snapshot.load(recover_dir)
+        except snapshot.SnapshotError as error:
+            fail(f"--recover: {error}")
+        run = resume.run
+        bounds, mutant = Bounds.from_json(run["bounds"]), run["mutant"]
+        no_symmetry, workers = not run["symmetry"], run["workers"]
+        checkpoint_dir = recover_dir
+    else:
+        if mutant is not None and mutant not in MUTANTS:
+            fail(f"--mutant: unknown mutant {mutant!r} (known: {', '.join(MUTANTS)})")
+        try:
+            bounds = load_bounds(bounds_name or "default")
+        except BoundsError as error:
+            fail(f"--bounds: {error}")
     progress = None if quiet else ProgressPrinter()
     report = run_check(
         bounds,
@@ -55,6 +78,9 @@ def check_command(bounds_name, mutant, list_mutants, max_states, no_symmetry, wo
         max_states=max_states,
         max_memory=max_memory * 2**20 if max_memory else None,
         progress=progress,
+        checkpoint_dir=checkpoint_dir,
+        checkpoint_every=checkpoint_every,
+        resume=resume,
     )
     click.echo(check_text(report))
     if json_path:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import time
+import pickle
 from collections.abc import Callable, Hashable
 
 from pymc_resume.explore.limits import Limits
 from pymc_resume.explore.memory import resident_bytes
-from pymc_resume.explore.partition import Partition
+from pymc_resume.explore.partition import PROTOCOL, Partition
 from pymc_resume.explore.protocol import Model
 from pymc_resume.explore.reachability import GraphPiece
 
@@ -63,6 +63,13 @@ class InProcess:
 
     def first_bad(self) -> dict[str, tuple[int, int]]:
         return dict(self.partition.first_bad)
+
+    def save_state(self) -> tuple[list[bytes], list[bytes]]:
+        return [self.partition.snapshot()], [pickle.dumps(self.inbound, PROTOCOL)]
+
+    def load_state(self, partitions: list[bytes], inbound: list[bytes]) -> None:
+        self.partition.restore(partitions[0])
+        self.inbound = pickle.loads(inbound[0])
 
     def graph_pieces(self) -> list[GraphPiece]:
         p = self.partition

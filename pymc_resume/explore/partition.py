@@ -11,6 +11,7 @@ A state's global id is `local_id * count + index`: it names its partition withou
 
 from __future__ import annotations
 
+import pickle
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Hashable
@@ -20,6 +21,8 @@ from pymc_resume.explore.result import DEADLOCK
 from pymc_resume.explore.visited import VisitedStore
 
 Candidate = tuple[Hashable, int]  # (state key, parent global id)
+
+PROTOCOL = 5
 
 # How many expansions between calls of the `tick` callback (progress, limits).
 TICK_EVERY = 4096
@@ -39,9 +42,8 @@ class Partition:
         self.index = index
         self.count = count
         self.canonical = canonical
-        codec = model.codec() if hasattr(model, "codec") else None
-        self.encode = codec.encode if codec else None
-        self.decode = codec.decode if codec else None
+        self.codec = model.codec() if hasattr(model, "codec") else None
+        self._bind_codec()
         self.store = VisitedStore()
         self.invariants = list(model.invariants)
         self.goals = [prop.goal for prop in model.reachability]
@@ -56,6 +58,22 @@ class Partition:
 
     def __len__(self) -> int:
         return len(self.store)
+
+    def _bind_codec(self) -> None:
+        self.encode = self.codec.encode if self.codec else None
+        self.decode = self.codec.decode if self.codec else None
+
+    # Everything a partition knows, except the model: what a checkpoint saves.
+    SAVED = ("codec", "store", "goal_flags", "edge_sources", "edge_targets", "first_bad",
+             "level_starts", "generated")
+
+    def snapshot(self) -> bytes:
+        return pickle.dumps({name: getattr(self, name) for name in self.SAVED}, PROTOCOL)
+
+    def restore(self, data: bytes) -> None:
+        for name, value in pickle.loads(data).items():
+            setattr(self, name, value)
+        self._bind_codec()
 
     def gid(self, local_id: int) -> int:
         return local_id * self.count + self.index

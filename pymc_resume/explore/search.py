@@ -10,6 +10,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Hashable
 
+import attrs
+
+from pymc_resume.explore import snapshot
 from pymc_resume.explore.inprocess import InProcess
 from pymc_resume.explore.limits import Limits
 from pymc_resume.explore.progress import Snapshot
@@ -31,14 +34,22 @@ def explore(
     max_memory: int | None = None,
     canonical: Callable[[Hashable], Hashable] | None = None,
     progress: ProgressCallback | None = None,
+    checkpoint: Checkpointing | None = None,
+    resume: snapshot.Snapshot | None = None,
 ) -> ExplorationResult:
     """Enumerate every state reachable in `model` and check its properties.
 
     `canonical` maps a state to the representative of its symmetry class (symmetry
     reduction); traces are still made of real, unreduced states. `workers` > 1 runs that many
-    processes, each owning a hash partition of the states.
+    processes, each owning a hash partition of the states. `checkpoint` saves the explorer's
+    own state between levels; `resume` continues from such a snapshot (same model, same
+    number of workers) and reaches the same counts and verdicts as an uninterrupted run.
     """
-    started = time.monotonic()
+    if resume is not None and len(resume.partitions) != workers:
+        raise snapshot.SnapshotError(
+            f"the checkpoint was taken with {len(resume.partitions)} workers, not {workers}"
+        )
+    started = time.monotonic() - (resume.elapsed if resume else 0.0)
     limits = Limits(max_states, max_seconds, max_memory)
     level_holder = [0]
 
@@ -51,7 +62,9 @@ def explore(
     else:
         backend = WorkerPool(model, workers, canonical, limits, started)
     with backend:
-        depth, stopped_because = _run_levels(backend, limits, started, level_holder, progress)
+        depth, stopped_because = _run_levels(
+            backend, limits, started, level_holder, progress, checkpoint, resume
+        )
         complete = stopped_because is None
         first_bad = {name: gid for name, (_level, gid) in backend.first_bad().items()}
         if complete and model.reachability:
@@ -80,14 +93,21 @@ def explore(
     )
 
 
-def _run_levels(backend, limits: Limits, started: float, level_holder, progress) -> tuple[int, str | None]:
+def _run_levels(
+    backend, limits: Limits, started: float, level_holder, progress, checkpoint, resume
+) -> tuple[int, str | None]:
     """Step every partition one level at a time until no new state appears or a limit hits.
 
     Returns the depth (levels that admitted a state; initial states are level 1, as in TLC) and
     why the search stopped early, if it did.
     """
-    backend.seed()
-    depth = 0
+    if resume is None:
+        backend.seed()
+        depth = 0
+    else:
+        backend.load_state(resume.partitions, resume.inbound)
+        depth = resume.depth
+    last_saved = time.monotonic()
     while backend.pending():
         level_holder[0] = depth + 1
         added = backend.step(depth + 1)
@@ -103,4 +123,20 @@ def _run_levels(backend, limits: Limits, started: float, level_holder, progress)
                               time.monotonic() - started))
         if not added:
             break
+        if checkpoint and time.monotonic() - last_saved >= checkpoint.every:
+            partitions, inbound = backend.save_state()
+            elapsed = time.monotonic() - started
+            snapshot.save(checkpoint.directory, snapshot.Snapshot(
+                checkpoint.run, depth, elapsed, partitions, inbound))
+            last_saved = time.monotonic()
     return depth, None
+
+
+@attrs.frozen
+class Checkpointing:
+    """Save the explorer's state into `directory` at most every `every` seconds, between
+    levels; `run` describes what is being checked, so a recovery can check it matches."""
+
+    directory: str
+    every: float = 60.0
+    run: dict = attrs.Factory(dict)

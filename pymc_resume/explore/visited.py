@@ -15,6 +15,12 @@ class VisitedStore:
 
     __slots__ = ("ids", "parents")
 
+    def __getstate__(self):
+        return self.ids, self.parents
+
+    def __setstate__(self, state) -> None:
+        self.ids, self.parents = state
+
     def __init__(self) -> None:
         self.ids: dict[Hashable, int] = {}
         self.parents = array("q")

@@ -51,7 +51,10 @@ def _serve(conn, model: Model, index: int, count: int, canonical, limits: Limits
         return reason is not None
 
     while True:
-        (kind, *args), chunks = _receive(conn)
+        try:
+            (kind, *args), chunks = _receive(conn)
+        except (EOFError, OSError):
+            return  # the coordinator is gone (killed): nothing left to serve
         if kind == "seed":
             outbound = partition.initial_candidates() if index == 0 else [[] for _ in range(count)]
             _send(conn, ("seeded", sum(map(len, outbound))),
@@ -75,6 +78,11 @@ def _serve(conn, model: Model, index: int, count: int, canonical, limits: Limits
                 piece = GraphPiece(len(partition), partition.level_starts, partition.goal_flags,
                                    partition.edge_sources, partition.edge_targets)
             _send(conn, (partition.first_bad, piece))
+        elif kind == "snapshot":
+            _send(conn, ("saved",), [partition.snapshot()])
+        elif kind == "restore":
+            partition.restore(chunks[0])
+            _send(conn, ("restored",))
         elif kind == "stop":
             conn.close()
             return
@@ -179,6 +187,17 @@ class WorkerPool:
                 if name not in merged or found < merged[name]:
                     merged[name] = found
         return merged
+
+    def save_state(self) -> tuple[list[bytes], list[bytes]]:
+        replies = self._ask_all(lambda i: (("snapshot",), ()))
+        partitions = [chunks[0] for _message, chunks in replies]
+        return partitions, [pickle.dumps(inbox, PROTOCOL) for inbox in self.routed]
+
+    def load_state(self, partitions: list[bytes], inbound: list[bytes]) -> None:
+        self._ask_all(lambda i: (("restore",), [partitions[i]]))
+        self.routed = [pickle.loads(inbox) for inbox in inbound]
+        # The pending count only steers the loop: any candidate left means "step again".
+        self._pending = sum(len(chunk) for inbox in self.routed for chunk in inbox)
 
     def graph_pieces(self) -> list[GraphPiece]:
         return [piece for _first_bad, piece in self._results()]

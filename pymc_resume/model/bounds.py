@@ -65,6 +65,15 @@ class Bounds:
             **{key: getattr(self, key) for key in NUMERIC_LIMITS},
         }
 
+    @classmethod
+    def from_json(cls, data: dict) -> Bounds:
+        """Bounds as `as_json` wrote them (for instance in an explorer checkpoint)."""
+        return cls(
+            name=data["name"],
+            nodes=tuple(data["nodes"]),
+            **{key: data[key] for key in NUMERIC_LIMITS},
+        )
+
 
 def bundled_names() -> list[str]:
     folder = resources.files("pymc_resume.bounds")
