@@ -20,6 +20,24 @@ def verdicts(data):
     return {cid: (c["verdict"], len(c["trace"] or ())) for cid, c in data["clauses"].items()}
 
 
+def assert_no_process_mentions(text, seconds=10.0):
+    """The killed run's workers notice their coordinator is gone and exit."""
+    deadline = time.monotonic() + seconds
+    while True:
+        alive = []
+        for entry in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                    if text.encode() in cmdline.read():
+                        alive.append(entry)
+            except OSError:
+                continue
+        if not alive or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert not alive, f"processes of the killed run still alive: {alive}"
+
+
 def killed_then_recovered(tmp_path, bounds, workers, levels_before_kill):
     whole_json, recovered_json, folder = tmp_path / "whole.json", tmp_path / "rec.json", tmp_path / "ck"
     subprocess.run(check("--bounds", bounds, "--workers", workers, "--json", str(whole_json)))
@@ -35,6 +53,7 @@ def killed_then_recovered(tmp_path, bounds, workers, levels_before_kill):
     os.kill(run.pid, signal.SIGKILL)
     run.wait()
     assert (folder / "current").exists()
+    assert_no_process_mentions(str(folder))
     done = subprocess.run(check("--recover", str(folder), "--json", str(recovered_json)))
     whole, recovered = json.loads(whole_json.read_text()), json.loads(recovered_json.read_text())
     assert done.returncode == 0

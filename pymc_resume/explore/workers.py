@@ -36,8 +36,15 @@ def _receive(conn):
     return message, [conn.recv_bytes() for _ in range(chunk_count)]
 
 
-def _serve(conn, model: Model, index: int, count: int, canonical, limits: Limits, started: float):
-    """A worker's loop: answer the coordinator's requests until told to stop."""
+def _serve(conn, inherited, model: Model, index: int, count: int, canonical, limits: Limits,
+           started: float):
+    """A worker's loop: answer the coordinator's requests until told to stop.
+
+    `inherited` are the coordinator's ends of the pipes, which a forked worker holds copies of;
+    closing them makes a dead coordinator show up here as end-of-file instead of a hang.
+    """
+    for coordinator_end in inherited:
+        coordinator_end.close()
     partition = Partition(model, index, count, canonical)
     memory_share = limits.memory_share(count)
     stop_reason: list[str | None] = [None]
@@ -103,7 +110,8 @@ class WorkerPool:
             parent_end, child_end = context.Pipe()
             process = context.Process(
                 target=_serve,
-                args=(child_end, model, index, count, canonical, limits, started),
+                args=(child_end, [*self.connections, parent_end], model, index, count, canonical,
+                      limits, started),
                 daemon=True,
             )
             process.start()
