@@ -37,6 +37,7 @@ def main() -> None:
 def _register_commands() -> None:
     # Imported here so that each command module can import `main` from this package.
     from pymc_resume.cli import check  # noqa: F401
+    from pymc_resume.cli import matrix  # noqa: F401
 
 
 _register_commands()

@@ -1,7 +1,11 @@
 """The catalogue of mutants: the reference semantics with one fault switched on.
 
-Each mutant is a fault a real layer could have; `target` is the one clause it is meant to break
-(the fault matrix checks that it breaks that clause and, ideally, no other).
+Each mutant is a fault a real layer could have; `target` is the clause it is meant to break.
+Most mutants are one fault switch and *separate* their target (they break it and keep every
+other id); the fault matrix (`pymc-resume matrix`, `pymc_resume.matrix`) checks which ones do.
+Mutants that mirror a published framework behaviour say which in `mirrors`; those may switch on
+several faults (`faults`) and break several clauses, since that is what the framework does.
+Mutant ids are the same strings in code, CLI, JSON, docs and tests.
 """
 
 from __future__ import annotations
@@ -9,11 +13,19 @@ from __future__ import annotations
 import attrs
 
 
+def _own_fault(mutant: Mutant) -> tuple[str, ...]:
+    return (mutant.name,)
+
+
 @attrs.frozen
 class Mutant:
     name: str
     target: str  # the clause id this fault is meant to break
     fault: str  # what the faulty layer does, in one sentence
+    mirrors: str | None = None  # the published framework behaviour it mirrors, if any
+    # The fault switches of `semantics.ResumeModel` it turns on: its own name, unless it
+    # combines switches to mirror a framework.
+    faults: tuple[str, ...] = attrs.field(default=attrs.Factory(_own_fault, takes_self=True))
 
 
 NO_CLAIM = "no-claim"
@@ -25,6 +37,16 @@ RECORD_SECOND_RESUME = "record-second-resume"
 RECOVERY_NONDETERMINISTIC_STEP = "recovery-nondeterministic-step"
 FORK_WITHOUT_INTENT = "fork-without-intent"
 STUCK_CLAIM = "stuck-claim"
+UNKEYED_EFFECTS = "unkeyed-effects"
+RERUN_NODE_ON_RECOVERY = "rerun-node-on-recovery"
+RERUN_EFFECTS_ON_RESTART = "rerun-effects-on-restart"
+NO_MID_NODE_RECOVERY = "no-mid-node-recovery"
+VALIDATE_AFTER_CLAIM = "validate-after-claim"
+CONCURRENT_RESUMES_CONSUMED = "concurrent-resumes-consumed"
+
+# A fault switch that no mutant turns on alone: recovery restarts the thread from its first
+# stage with the restored state (a flow re-run from its start method).
+RESTART_FROM_FIRST_STAGE = "restart-from-first-stage"
 
 MUTANTS: dict[str, Mutant] = {
     m.name: m
@@ -56,12 +78,15 @@ MUTANTS: dict[str, Mutant] = {
             PERSIST_UNVALIDATED,
             "checkpoint-validity",
             "updates and resume values are persisted and claimed without schema validation",
+            mirrors="LangGraph 1.2.9: schema-invalid state is persisted without error",
         ),
         Mutant(
             RECORD_SECOND_RESUME,
             "consume-once-value",
             "a resume to an interrupt that already consumed a value is durably recorded and "
             "silently ignored instead of refused",
+            mirrors="LangGraph 1.2.9: a second resume value for an interrupt that was already "
+            "resumed is durably recorded and never read",
         ),
         Mutant(
             RECOVERY_NONDETERMINISTIC_STEP,
@@ -80,5 +105,56 @@ MUTANTS: dict[str, Mutant] = {
             "a claim held by a crashed process is never recovered: recovery parks the thread "
             "and the claim blocks every later delivery",
         ),
+        Mutant(
+            UNKEYED_EFFECTS,
+            "effect-exactly-once",
+            "effects are relayed to the sink without an idempotency key, so an effect fired in "
+            "the window before its commit is applied again when recovery (or a replay fork) "
+            "re-executes its node",
+        ),
+        Mutant(
+            RERUN_NODE_ON_RECOVERY,
+            "prefix-continuation",
+            "recovery re-executes the thread's last committed node, whatever its kind, and "
+            "commits it again; its effects carry their stable key, so the sink dedupes them",
+            mirrors="LangGraph 1.2.9: after a real SIGKILL, work whose result was already "
+            "durably recorded runs again (at-least-once across crashes)",
+        ),
+        Mutant(
+            RERUN_EFFECTS_ON_RESTART,
+            "effect-exactly-once",
+            "recovery restarts the thread from its first node with the restored state and "
+            "re-runs every completed node, effects included, without idempotency keys",
+            mirrors="CrewAI 1.15.2 (Flows with persistence): completed effect-bearing methods "
+            "run again on restart, against the documented claim",
+            faults=(RESTART_FROM_FIRST_STAGE, UNKEYED_EFFECTS),
+        ),
+        Mutant(
+            NO_MID_NODE_RECOVERY,
+            "liveness",
+            "a crash between a node's execution and its commit leaves the thread marked as "
+            "running forever: no process can recover it",
+            mirrors="pydantic-graph 1.x: no resume is possible after a crash in the middle "
+            "of a node",
+        ),
+        Mutant(
+            VALIDATE_AFTER_CLAIM,
+            "checkpoint-validity",
+            "a resume value is validated when its node executes, after the claim: an invalid "
+            "value is durably claimed, its execution is refused, and the claim stays, so the "
+            "interrupt is consumed by a value it never accepted",
+        ),
+        Mutant(
+            CONCURRENT_RESUMES_CONSUMED,
+            "consume-once-consumption",
+            "deliveries are not claimed and effects carry no stable key: every concurrent "
+            "resume of one parked interrupt executes it and fires its gated effect",
+            mirrors="the paper's concurrent-delivery finding: k processes that resume one "
+            "parked interrupt fire the gated effect k times",
+            faults=(NO_CLAIM, UNKEYED_EFFECTS),
+        ),
     )
 }
+
+# Every fault switch `semantics.ResumeModel` knows.
+FAULTS: frozenset[str] = frozenset(f for mutant in MUTANTS.values() for f in mutant.faults)

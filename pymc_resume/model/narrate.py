@@ -3,10 +3,17 @@ durable store and the effect sink at each step."""
 
 from __future__ import annotations
 
-from pymc_resume.model.state import DEAD, FREE, INTENT_NAMES, LIVE, NO_VALUE, UPDATE, World
+from pymc_resume.model.state import (
+    DEAD, FREE, INTENT_NAMES, LIVE, NO_VALUE, STUCK, UPDATE, World,
+)
 from pymc_resume.model.workflow import INVALID, Workflow
 
-LEASE_NAMES = {FREE: "free", LIVE: "held", DEAD: "held by a crashed process"}
+LEASE_NAMES = {
+    FREE: "free",
+    LIVE: "held",
+    DEAD: "held by a crashed process",
+    STUCK: "held by a process that crashed mid-node (unrecoverable)",
+}
 
 
 def value_name(value: int) -> str:

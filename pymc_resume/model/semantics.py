@@ -18,10 +18,11 @@ from collections.abc import Iterator
 from pymc_resume.explore import AlwaysReachable, Invariant
 from pymc_resume.model import mutants as m
 from pymc_resume.model.bounds import Bounds
+from pymc_resume.model.codec import WorldCodec
 from pymc_resume.model.clauses import CHECKS, effect_identity, is_quiescent
 from pymc_resume.model.state import (
     DEAD, EDIT, EXECUTED, FREE, IDLE, IDLE_PROCESS, INITIAL, INTENT_NAMES, LIVE, LOADED, NEW,
-    NO_VALUE, READY, REPLAY, ROOT, STARTED, UPDATE, Budget, Checkpoint, Process, Thread, World,
+    NO_VALUE, READY, REPLAY, ROOT, STARTED, STUCK, UPDATE, Budget, Checkpoint, Process, Thread, World,
 )
 from pymc_resume.model.workflow import APPROVE, DONE, INVALID, NodeKind, StageKind
 
@@ -36,6 +37,15 @@ def value_name(value: int) -> str:
     return "invalid" if value == INVALID else f"v{value}"
 
 
+def committed_upto(thread: Thread) -> int:
+    """One past the last stage the thread has committed (its ancestry's, for a fork).
+
+    In the reference this is the head's position; a mutant that rewinds a thread (re-runs
+    committed stages) can have recorded inputs, and checkpoints, past its head.
+    """
+    return max((entry.stage + 1 for entry in thread.chain if entry.stage >= 0), default=0)
+
+
 class ResumeModel:
     """The reference semantics at given bounds, optionally with one mutant's fault."""
 
@@ -47,6 +57,8 @@ class ResumeModel:
         self.bounds = bounds
         self.workflow = bounds.workflow
         self.mutant = mutant
+        self.faults = frozenset(m.MUTANTS[mutant].faults) if mutant is not None else frozenset()
+        self.keyed = m.UNKEYED_EFFECTS not in self.faults  # effects carry their identity as key
         self.stages = self.workflow.stages
         self.end = self.workflow.end
         self.consumes = self.workflow.consumes
@@ -62,6 +74,10 @@ class ResumeModel:
     def canonical(self, world: World) -> World:
         """Processes are interchangeable: sorting them picks one state per symmetry class."""
         return world._replace(processes=tuple(sorted(world.processes)))
+
+    def codec(self) -> WorldCodec:
+        """The compact encoding the explorer stores states in (one per partition)."""
+        return WorldCodec()
 
     # -- initial state -------------------------------------------------------------------
 
@@ -138,7 +154,7 @@ class ResumeModel:
             return self._with(world, process=(i, IDLE_PROCESS), thread=(t, thread._replace(runner=FREE)))
         if self.consumes[pc]:
             claimed = thread.claims[pc]
-            ignores_claim = self.mutant == m.STUCK_CLAIM and process.recovering
+            ignores_claim = m.STUCK_CLAIM in self.faults and process.recovering
             if claimed == NO_VALUE or ignores_claim:  # park: wait for a delivery
                 return self._with(
                     world, process=(i, IDLE_PROCESS), thread=(t, thread._replace(runner=FREE))
@@ -161,16 +177,25 @@ class ResumeModel:
         thread = world.threads[t]
         stage = self.stages[p.pc]
         node = stage.node
+        if p.value == INVALID and m.VALIDATE_AFTER_CLAIM in self.faults:
+            # Validation at execution, after the claim: refused, but the claim stays.
+            thread = thread._replace(runner=FREE) if p.holds_lease else thread
+            return (
+                f"p{i} execute t{t} stage {p.pc}: refused, {value_name(p.value)} fails the "
+                "schema (the claim stays)",
+                self._with(world, process=(i, IDLE_PROCESS), thread=(t, thread)),
+            )
         app = list(p.app)
         sink = world.sink
         if stage.kind is StageKind.STEP:
-            flipped = self.mutant == m.RECOVERY_NONDETERMINISTIC_STEP and p.recovering
+            flipped = m.RECOVERY_NONDETERMINISTIC_STEP in self.faults and p.recovering
             app[node] = self.workflow.step_output(p.app, node, flipped)
             what = f"step node {node}"
         elif stage.kind is StageKind.EFFECT:
             if self.workflow.nodes[node] is NodeKind.EFFECT:
                 app[node] = DONE
-            sink = self._fire(sink, effect_identity(self.workflow, world.threads, t, p.pc, p.app))
+            identity = effect_identity(self.workflow, world.threads, t, p.pc, p.app)
+            sink = self._fire(sink, identity, self.keyed)
             what = f"effect node {node} (fires)"
         else:
             app[node] = p.value
@@ -178,7 +203,7 @@ class ResumeModel:
             if stage.kind is StageKind.GATED:
                 if p.value == APPROVE:
                     identity = effect_identity(self.workflow, world.threads, t, p.pc, tuple(app))
-                    sink = self._fire(sink, identity)
+                    sink = self._fire(sink, identity, self.keyed)
                     what = f"gated node {node} with {value_name(p.value)} (fires)"
                 else:
                     what = f"gated node {node} with {value_name(p.value)} (does not fire)"
@@ -247,7 +272,7 @@ class ResumeModel:
     def _refuse_consumed(self, world: World, i: int, t: int, j: int, value: int, label: str) -> Successor:
         """A delivery to an interrupt that is already consumed (or claimed)."""
         world = self._with(world, process=(i, IDLE_PROCESS))
-        if self.mutant != m.RECORD_SECOND_RESUME:
+        if m.RECORD_SECOND_RESUME not in self.faults:
             return f"{label} refused: already consumed", world
         thread = world.threads[t]
         thread = thread._replace(second_records=thread.second_records + ((j, value),))
@@ -257,7 +282,8 @@ class ResumeModel:
         t = p.thread
         thread = world.threads[t]._replace(crashed=True, crashed_since_fork=True)
         if p.holds_lease:
-            thread = thread._replace(runner=DEAD)
+            mid_node = p.phase == EXECUTED and m.NO_MID_NODE_RECOVERY in self.faults
+            thread = thread._replace(runner=STUCK if mid_node else DEAD)
         budget = world.budget._replace(crashes=world.budget.crashes - 1)
         return (
             f"p{i} crash (was working on t{t})",
@@ -277,7 +303,7 @@ class ResumeModel:
         head = thread.head
         sink = world.sink
         own = thread.chain[thread.base + 1 :] if thread.parent >= 0 else thread.chain
-        if self.mutant == m.REFIRE_COMMITTED_EFFECT:
+        if m.REFIRE_COMMITTED_EFFECT in self.faults:
             for entry in reversed(own):
                 if entry.stage >= 0 and self.stages[entry.stage].kind is StageKind.EFFECT:
                     identity = effect_identity(self.workflow, world.threads, t, entry.stage, entry.app)
@@ -287,12 +313,21 @@ class ResumeModel:
         world = self._with(world, thread=(t, thread), sink=sink)
         last = own[-1] if own else None
         if (
-            self.mutant == m.RERUN_STEP_ON_RECOVERY
+            m.RERUN_STEP_ON_RECOVERY in self.faults
             and last is not None
             and last.stage >= 0
             and self.stages[last.stage].kind is StageKind.STEP
         ):
             return f"p{i} recover t{t}", self._with(world, process=(i, p._replace(pc=last.stage)))
+        if m.RERUN_NODE_ON_RECOVERY in self.faults and last is not None and last.stage >= 0:
+            # Re-execute the last committed stage (with its recorded input if it consumes one).
+            label = f"p{i} recover t{t} (re-runs stage {last.stage})"
+            return label, self._arrive(world, i, p._replace(pc=last.stage))
+        if m.RESTART_FROM_FIRST_STAGE in self.faults:
+            # Restart the thread from its own first stage, with the restored (head) state.
+            first = thread.chain[thread.base].pc if thread.parent >= 0 else 0
+            label = f"p{i} recover t{t} (restarts from stage {first})"
+            return label, self._arrive(world, i, p._replace(pc=first))
         return f"p{i} recover t{t}", self._arrive(world, i, p)
 
     def _deliveries(self, world: World, i: int, t: int) -> Iterator[Successor]:
@@ -313,13 +348,14 @@ class ResumeModel:
     def _deliver(self, world: World, i: int, t: int, j: int, value: int, budget: Budget) -> Successor:
         world = world._replace(budget=budget)
         label = f"p{i} deliver({value_name(value)}) to t{t} stage {j}"
-        if value == INVALID and self.mutant != m.PERSIST_UNVALIDATED:
+        validates = not self.faults & {m.PERSIST_UNVALIDATED, m.VALIDATE_AFTER_CLAIM}
+        if value == INVALID and validates:
             return f"{label} refused: fails the schema", world
         thread = world.threads[t]
         if thread.claims[j] != NO_VALUE or thread.head.pc != j:
             return self._refuse_consumed(world, i, t, j, value, label)
         head = thread.head
-        if self.mutant == m.NO_CLAIM:
+        if m.NO_CLAIM in self.faults:
             p = Process(READY, t, j, len(thread.chain), head.app, value, False, False, True)
         else:
             p = Process(LOADED, t, j, len(thread.chain), head.app, value, False, False, True)
@@ -328,7 +364,7 @@ class ResumeModel:
     def _invalid_update(self, world: World, t: int) -> Successor:
         budget = world.budget._replace(invalid_updates=world.budget.invalid_updates - 1)
         label = f"client update t{t} with an invalid state"
-        if self.mutant != m.PERSIST_UNVALIDATED:
+        if m.PERSIST_UNVALIDATED not in self.faults:
             return f"{label}: refused", world._replace(budget=budget)
         thread = world.threads[t]
         head = thread.head
@@ -342,7 +378,7 @@ class ResumeModel:
         for c in range(len(parent.chain) - 1):  # strict ancestors of the head
             yield self._fork(world, t, c, REPLAY, NO_VALUE, budget)
             pos = parent.chain[c].pc
-            if pos < parent.head.pc and self.consumes[pos]:
+            if pos < committed_upto(parent) and self.consumes[pos]:
                 recorded = parent.claims[pos]
                 for value in range(1, self.bounds.values + 1):
                     if value != recorded:
@@ -351,15 +387,15 @@ class ResumeModel:
     def _fork(self, world: World, t: int, c: int, intent: int, value: int, budget: Budget) -> Successor:
         parent = world.threads[t]
         pos = parent.chain[c].pc
-        inherited = pos if intent == EDIT else parent.head.pc
+        inherited = pos if intent == EDIT else committed_upto(parent)
         claims = tuple(v if s < inherited else NO_VALUE for s, v in enumerate(parent.claims))
         if intent == EDIT:
-            used = parent.claims[pos] if self.mutant == m.FORK_WITHOUT_INTENT else value
+            used = parent.claims[pos] if m.FORK_WITHOUT_INTENT in self.faults else value
             claims = replace_at(claims, pos, used)
         fork = Thread(
             chain=parent.chain[: c + 1], status=NEW, runner=FREE, claims=claims, parent=t,
             base=c, intent=intent, edit_value=value, inherited=inherited,
-            by_reference=self.mutant == m.FORK_BY_REFERENCE, crashed=parent.crashed,
+            by_reference=m.FORK_BY_REFERENCE in self.faults, crashed=parent.crashed,
             crashed_since_fork=False, deliveries=(0,) * len(self.stages), second_records=(),
             ancestry_executed=False,
         )

@@ -22,6 +22,7 @@ STARTED = 1
 FREE = 0
 LIVE = 1  # held by a running process
 DEAD = 2  # held by a process that crashed; recovery takes it over
+STUCK = 3  # fault no-mid-node-recovery: held by a process that crashed mid-node, for good
 
 # Process.phase
 IDLE = 0
