@@ -21,7 +21,6 @@ class InProcess:
         self.limits = limits
         self.started = started
         self.on_tick = on_tick
-        self.inbound: list = []
         self.stopped_because: str | None = None
 
     def __enter__(self) -> InProcess:
@@ -31,22 +30,22 @@ class InProcess:
         pass
 
     def seed(self) -> None:
-        self.inbound = self.partition.initial_candidates()[0]
+        self.partition.initial_candidates()
 
     def pending(self) -> int:
-        return len(self.inbound)
+        return self.partition.carried()
 
     def _tick(self) -> bool:
         p = self.partition
         if self.on_tick:
-            self.on_tick(len(p), p.generated, len(self.inbound))
+            self.on_tick(len(p), p.generated, self.pending())
         self.stopped_because = self.limits.exceeded(len(p), self.started, resident_bytes())
         return self.stopped_because is not None
 
     def step(self, level: int) -> int:
         """Run one level; return how many new states it admitted."""
         before = len(self.partition)
-        self.inbound = self.partition.step(self.inbound, level, self._tick)[0]
+        self.partition.step([], level, self._tick)
         return len(self.partition) - before
 
     def size(self) -> int:
@@ -65,11 +64,10 @@ class InProcess:
         return dict(self.partition.first_bad)
 
     def save_state(self) -> tuple[list[bytes], list[bytes]]:
-        return [self.partition.snapshot()], [pickle.dumps(self.inbound, PROTOCOL)]
+        return [self.partition.snapshot()], [pickle.dumps([], PROTOCOL)]
 
     def load_state(self, partitions: list[bytes], inbound: list[bytes]) -> None:
         self.partition.restore(partitions[0])
-        self.inbound = pickle.loads(inbound[0])
 
     def graph_pieces(self) -> list[GraphPiece]:
         p = self.partition

@@ -21,8 +21,22 @@ from pymc_resume.explore.result import DEADLOCK
 from pymc_resume.explore.visited import VisitedStore
 
 Candidate = tuple[Hashable, int]  # (state key, parent global id)
+# A batch for one partition: distinct candidates, plus the repeated edges into them as
+# (index into the candidates, parent gid), so each state travels once per level.
+Batch = tuple[list[Candidate], list[tuple[int, int]]]
 
 PROTOCOL = 5
+
+# Owners come from the key's hash times a 64-bit odd constant (Fibonacci hashing), taking high
+# bits: Python hashes small ints to themselves, so `hash(key) % count` alone would partition
+# packed-int states by their lowest bit.
+MIX = 0x9E3779B97F4A7C15
+
+
+def owner_of(key: Hashable, count: int, partition_key: Callable | None = None) -> int:
+    """The partition that owns `key` among `count` (the same in every process of a run)."""
+    where = partition_key(key) if partition_key else key
+    return ((hash(where) * MIX) >> 64) % count
 
 # How many expansions between calls of the `tick` callback (progress, limits).
 TICK_EVERY = 4096
@@ -43,6 +57,8 @@ class Partition:
         self.count = count
         self.canonical = canonical
         self.codec = model.codec() if hasattr(model, "codec") else None
+        # Optional locality: states with equal partition keys share an owner.
+        self.partition_key = getattr(model, "partition_key", None)
         self._bind_codec()
         self.store = VisitedStore()
         self.invariants = list(model.invariants)
@@ -55,6 +71,8 @@ class Partition:
         self.level_starts: list[int] = []  # local id of the first state admitted at each level
         self.generated = 0
         self.stopped = False  # a tick asked to stop in the middle of a level
+        # This partition's own candidates for the next level: they never leave the process.
+        self.carry: list[Batch] = []
 
     def __len__(self) -> int:
         return len(self.store)
@@ -65,7 +83,7 @@ class Partition:
 
     # Everything a partition knows, except the model: what a checkpoint saves.
     SAVED = ("codec", "store", "goal_flags", "edge_sources", "edge_targets", "first_bad",
-             "level_starts", "generated")
+             "level_starts", "generated", "carry")
 
     def snapshot(self) -> bytes:
         return pickle.dumps({name: getattr(self, name) for name in self.SAVED}, PROTOCOL)
@@ -79,7 +97,7 @@ class Partition:
         return local_id * self.count + self.index
 
     def owner(self, key: Hashable) -> int:
-        return hash(key) % self.count
+        return owner_of(key, self.count, self.partition_key)
 
     def key(self, state: Hashable) -> Hashable:
         return self.canonical(state) if self.canonical else state
@@ -88,26 +106,38 @@ class Partition:
         """The local id of a (canonical) state, or None if it was never admitted here."""
         return self.store.ids.get(self.encode(state) if self.encode else state)
 
-    def initial_candidates(self) -> list[list[Candidate]]:
-        """The initial states, sorted by owner, as the inbound batches of level 1."""
-        outbound: list[list[Candidate]] = [[] for _ in range(self.count)]
+    def carried(self) -> int:
+        """How many of this partition's own candidates wait for the next level."""
+        return sum(len(candidates) for candidates, _ in self.carry)
+
+    def initial_candidates(self) -> list[Batch]:
+        """The initial states as level-1 batches for the other partitions (this partition
+        keeps its own)."""
+        outbound: list[Batch] = [([], []) for _ in range(self.count)]
         for state in self.model.initial_states():
             self.generated += 1
             key = self.key(state)
-            outbound[self.owner(key)].append((key, -1))
-        return outbound
+            outbound[self.owner(key)][0].append((key, -1))
+        return self._keep_own(outbound)
 
-    def step(self, inbound: list[Candidate], level: int, tick: Callable[[], bool] | None = None):
-        """Admit `inbound` (candidate states of this level), expand the new ones, return the
-        candidates of the next level sorted by owning partition."""
-        fresh = self._admit(inbound, level)
-        return self._expand(fresh, level, tick)
+    def step(self, inbound: list[Batch], level: int, tick: Callable[[], bool] | None = None):
+        """Admit the candidates of this level (`inbound` from other partitions, and this
+        partition's own), expand the new states, and return the next level's batches for the
+        other partitions."""
+        fresh = self._admit(inbound + self.carry, level)
+        self.carry = []
+        return self._keep_own(self._expand(fresh, level, tick))
+
+    def _keep_own(self, outbound: list[Batch]) -> list[Batch]:
+        self.carry.append(outbound[self.index])
+        outbound[self.index] = ([], [])
+        return outbound
 
     def level_of(self, local_id: int) -> int:
         """The breadth-first level (1 = initial) at which a local state was admitted."""
         return bisect_right(self.level_starts, local_id)
 
-    def _admit(self, inbound: list[Candidate], level: int) -> list[tuple[int, Hashable]]:
+    def _admit(self, inbound: list[Batch], level: int) -> list[tuple[int, Hashable]]:
         while len(self.level_starts) < level:
             self.level_starts.append(len(self.store))
         ids = self.store.ids
@@ -116,21 +146,28 @@ class Partition:
         edge_sources, edge_targets = self.edge_sources, self.edge_targets
         encode, decode = self.encode, self.decode
         fresh = []
-        for state, parent in inbound:
-            key = encode(state) if encode else state
-            local = ids.get(key)
-            if local is None:
-                local = len(parents)
-                ids[key] = local
-                parents.append(parent)
-                gid = local * count + index
-                if decode:
-                    state = decode(key)  # the interned copy: shares its parts with others
-                self._check(state, gid, level)
-                fresh.append((gid, state))
-            if edge_sources is not None and parent >= 0:
+        for candidates, repeats in inbound:
+            locals_ = []
+            for state, parent in candidates:
+                key = encode(state) if encode else state
+                local = ids.get(key)
+                if local is None:
+                    local = len(parents)
+                    ids[key] = local
+                    parents.append(parent)
+                    gid = local * count + index
+                    if decode:
+                        state = decode(key)  # the interned copy: shares its parts with others
+                    self._check(state, gid, level)
+                    fresh.append((gid, state))
+                if edge_sources is not None:
+                    locals_.append(local)
+                    if parent >= 0:
+                        edge_sources.append(parent)
+                        edge_targets.append(local)
+            for position, parent in repeats:
                 edge_sources.append(parent)
-                edge_targets.append(local)
+                edge_targets.append(locals_[position])
         return fresh
 
     def _check(self, state: Hashable, gid: int, level: int) -> None:
@@ -141,14 +178,16 @@ class Partition:
         for flags, goal in zip(self.goal_flags, self.goals):
             flags.append(1 if goal(state) else 0)
 
-    def _expand(self, fresh, level: int, tick: Callable[[], bool] | None) -> list[list[Candidate]]:
-        # The hot loop. Successors already known locally are dropped here (when no edges are
-        # recorded), so they cost one dict lookup instead of a trip through the next level.
+    def _expand(self, fresh, level: int, tick: Callable[[], bool] | None) -> list[Batch]:
+        # The hot loop. A dict per destination keeps the first parent of each distinct successor;
+        # where edges are recorded, later parents become repeats (two ints each). Successors
+        # already known locally are dropped at once when no edges are recorded.
         count = self.count
         keep_all = self.edge_sources is not None
-        # Without edges to record, a dict per destination drops duplicates before they travel.
-        outbound = [[] if keep_all else {} for _ in range(count)]
+        outbound: list[dict] = [{} for _ in range(count)]
+        repeats: list[list[tuple[int, int]]] = [[] for _ in range(count)]
         local_batch = outbound[self.index]
+        partition_key = self.partition_key
         known = self.store.ids
         encode = self.encode
         canonical = self.canonical
@@ -163,9 +202,16 @@ class Partition:
             for _action, successor in successors(state):
                 generated += 1
                 key = canonical(successor) if canonical else successor
-                owner = hash(key) % count if count > 1 else 0
+                if count == 1:
+                    owner = 0
+                else:
+                    where = partition_key(key) if partition_key else key
+                    owner = ((hash(where) * MIX) >> 64) % count
                 if keep_all:
-                    outbound[owner].append((key, gid))
+                    batch = outbound[owner]
+                    first = batch.setdefault(key, (len(batch), gid))
+                    if first[1] != gid:
+                        repeats[owner].append((first[0], gid))
                 elif owner != self.index:
                     outbound[owner].setdefault(key, gid)
                 elif (encode(key) if encode else key) not in known:
@@ -173,4 +219,9 @@ class Partition:
             if check_deadlock and generated == before and DEADLOCK not in self.first_bad:
                 self.first_bad[DEADLOCK] = (level, gid)
         self.generated += generated
-        return [batch if keep_all else list(batch.items()) for batch in outbound]
+        if keep_all:
+            return [
+                ([(key, parent) for key, (_, parent) in batch.items()], extra)
+                for batch, extra in zip(outbound, repeats)
+            ]
+        return [(list(batch.items()), []) for batch in outbound]

@@ -1,9 +1,10 @@
 """The many-worker backend: one partition per process, batches exchanged level by level.
 
 The coordinator (this process) owns no states: it sends each worker its inbound batches, the
-worker runs `Partition.step` and returns its outbound batches as pickled bytes (pickle protocol
-5 in C, not multiprocess's dill), and the coordinator routes bytes to their owners without
-unpickling them. After the search the coordinator queries the workers for parents and ids to
+worker runs `Partition.step` and returns its outbound batches as bytes (see `batches`: raw
+arrays for packed-int states, else pickle protocol 5 in C, never multiprocess's dill), and the
+coordinator routes bytes to their owners without decoding them. Partitions agree on owners
+because forked workers share the interpreter's hash seed. After the search the coordinator queries the workers for parents and ids to
 rebuild traces, and gathers their graph pieces for reachability.
 """
 
@@ -11,14 +12,15 @@ from __future__ import annotations
 
 import os
 import pickle
-import time
+import traceback
 from collections.abc import Callable, Hashable
 
 import multiprocess
 
 from pymc_resume.explore.limits import Limits
 from pymc_resume.explore.memory import resident_bytes
-from pymc_resume.explore.partition import Partition
+from pymc_resume.explore.batches import pack, unpack
+from pymc_resume.explore.partition import Partition, owner_of
 from pymc_resume.explore.protocol import Model
 from pymc_resume.explore.reachability import GraphPiece
 
@@ -31,9 +33,21 @@ def _send(conn, message, chunks=()) -> None:
         conn.send_bytes(chunk)
 
 
+class WorkerError(RuntimeError):
+    """A worker process raised; the message carries its traceback."""
+
+
 def _receive(conn):
     message, chunk_count = pickle.loads(conn.recv_bytes())
     return message, [conn.recv_bytes() for _ in range(chunk_count)]
+
+
+def _reply(conn):
+    """A worker's answer; a worker that raised makes the coordinator raise too."""
+    message, chunks = _receive(conn)
+    if message[0] == "error":
+        raise WorkerError(f"an explorer worker failed:\n{message[1]}")
+    return message, chunks
 
 
 def _serve(conn, inherited, model: Model, index: int, count: int, canonical, limits: Limits,
@@ -62,37 +76,49 @@ def _serve(conn, inherited, model: Model, index: int, count: int, canonical, lim
             (kind, *args), chunks = _receive(conn)
         except (EOFError, OSError):
             return  # the coordinator is gone (killed): nothing left to serve
-        if kind == "seed":
-            outbound = partition.initial_candidates() if index == 0 else [[] for _ in range(count)]
-            _send(conn, ("seeded", sum(map(len, outbound))),
-                  [pickle.dumps(batch, PROTOCOL) for batch in outbound])
-        elif kind == "step":
-            (level,) = args
-            inbound = [candidate for chunk in chunks for candidate in pickle.loads(chunk)]
-            before = len(partition)
-            outbound = partition.step(inbound, level, tick)
-            reply = ("stepped", len(partition) - before, len(partition), partition.generated,
-                     stop_reason[0] if partition.stopped else None, sum(map(len, outbound)))
-            _send(conn, reply, [pickle.dumps(batch, PROTOCOL) for batch in outbound])
-        elif kind == "parent":
-            _send(conn, (partition.store.parents[args[0] // count],))
-        elif kind == "lookup":
-            local = partition.local_id(args[0])
-            _send(conn, (None if local is None else partition.gid(local),))
-        elif kind == "results":
-            piece = None
-            if partition.goals:
-                piece = GraphPiece(len(partition), partition.level_starts, partition.goal_flags,
-                                   partition.edge_sources, partition.edge_targets)
-            _send(conn, (partition.first_bad, piece))
-        elif kind == "snapshot":
-            _send(conn, ("saved",), [partition.snapshot()])
-        elif kind == "restore":
-            partition.restore(chunks[0])
-            _send(conn, ("restored",))
-        elif kind == "stop":
-            conn.close()
-            return
+        try:
+            if _handle(conn, partition, kind, args, chunks, tick, index, count, stop_reason):
+                return
+        except Exception:  # noqa: BLE001 - reported to the coordinator, which raises it
+            _send(conn, ("error", traceback.format_exc()))
+
+
+def _handle(conn, partition: Partition, kind: str, args, chunks, tick, index: int, count: int,
+            stop_reason) -> bool:
+    """Answer one request of the coordinator; True when the worker should stop."""
+    if kind == "seed":
+        outbound = (partition.initial_candidates() if index == 0
+                    else [([], []) for _ in range(count)])
+        pending = partition.carried() + sum(len(candidates) for candidates, _ in outbound)
+        _send(conn, ("seeded", pending), [pack(batch) for batch in outbound])
+    elif kind == "step":
+        (level,) = args
+        before = len(partition)
+        outbound = partition.step([unpack(chunk) for chunk in chunks], level, tick)
+        pending = partition.carried() + sum(len(candidates) for candidates, _ in outbound)
+        reply = ("stepped", len(partition) - before, len(partition), partition.generated,
+                 stop_reason[0] if partition.stopped else None, pending)
+        _send(conn, reply, [pack(batch) for batch in outbound])
+    elif kind == "parent":
+        _send(conn, (partition.store.parents[args[0] // count],))
+    elif kind == "lookup":
+        local = partition.local_id(args[0])
+        _send(conn, (None if local is None else partition.gid(local),))
+    elif kind == "results":
+        piece = None
+        if partition.goals:
+            piece = GraphPiece(len(partition), partition.level_starts, partition.goal_flags,
+                               partition.edge_sources, partition.edge_targets)
+        _send(conn, (partition.first_bad, piece))
+    elif kind == "snapshot":
+        _send(conn, ("saved",), [partition.snapshot()])
+    elif kind == "restore":
+        partition.restore(chunks[0])
+        _send(conn, ("restored",))
+    elif kind == "stop":
+        conn.close()
+        return True
+    return False
 
 
 class WorkerPool:
@@ -150,7 +176,7 @@ class WorkerPool:
         for index, conn in enumerate(self.connections):
             message, chunks = message_for(index)
             _send(conn, message, chunks)
-        return [_receive(conn) for conn in self.connections]
+        return [_reply(conn) for conn in self.connections]
 
     def seed(self) -> None:
         self._gather(self._ask_all(lambda i: (("seed",), ())))
@@ -177,13 +203,13 @@ class WorkerPool:
 
     def _ask(self, index: int, message):
         _send(self.connections[index], message)
-        return _receive(self.connections[index])[0][0]
+        return _reply(self.connections[index])[0][0]
 
     def parent_of(self, gid: int) -> int:
         return self._ask(gid % self.count, ("parent", gid))
 
     def id_of(self, key: Hashable) -> int | None:
-        return self._ask(hash(key) % self.count, ("lookup", key))
+        return self._ask(owner_of(key, self.count), ("lookup", key))
 
     def _results(self) -> list:
         return [message for message, _ in self._ask_all(lambda i: (("results",), ()))]

@@ -75,6 +75,11 @@ class ResumeModel:
         """Processes are interchangeable: sorting them picks one state per symmetry class."""
         return world._replace(processes=tuple(sorted(world.processes)))
 
+    def partition_key(self, world: World) -> tuple:
+        """Locality for the parallel explorer: the budget changes only on client actions, so
+        most successors share their state's partition and never travel between workers."""
+        return world.budget, len(world.threads)
+
     def codec(self) -> WorldCodec:
         """The compact encoding the explorer stores states in (one per partition)."""
         return WorldCodec()

@@ -1,0 +1,1 @@
+"""Benchmarks of the explorer (not shipped in the package; see bench/README.md)."""

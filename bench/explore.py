@@ -1,0 +1,412 @@
+"""Explorer benchmark: pymc_resume at 1 and 2 workers against minicheck 0.4.0, in one run.
+
+    python bench/explore.py --json bench.json                      # everything (~40 min)
+    python bench/explore.py --only twophase --n 8 --json tp8.json  # one TwoPhase size
+    python bench/explore.py --only reference --skip-paper --json ref.json
+
+Models:
+  twophase-N         TwoPhase.tla for N resource managers (N = 5..9, or --n), state packed into
+                     one int (bench/two_phase_packed.py); run with pymc_resume at each worker count
+                     of --workers-list and with minicheck (bench/two_phase_minicheck.py).
+  reference-default  the reference semantics at the bundled bounds, with symmetry reduction,
+  reference-paper    pymc_resume only (the paper bounds take ~8 minutes per worker count).
+
+Every run happens in a fresh child process (this script re-invoked with --run-one), so each
+run's memory is its own. Reported per run:
+  seconds            wall time of the explore / check_safety call (worker start-up included)
+  states_per_second  distinct_states / seconds
+  cpu_seconds        user + system CPU of the run process and its workers during the call;
+  cpu_utilization    cpu_seconds / seconds: near W for a W-worker run on idle cores, lower when
+                     other work on the machine took the CPU (then wall-time ratios mislead).
+  peak_rss_mib       ru_maxrss of the run process plus, for W > 1 workers, W times the largest
+                     ru_maxrss among its (reaped) worker processes: kernel high-water marks, so an
+                     UPPER BOUND on the tree's peak resident memory (per-process peaks need not
+                     coincide, the largest worker is counted W times, and pages a worker shares
+                     copy-on-write with the coordinator are counted in both).
+  sampled_peak_rss_mib  the largest sum of the tree's current RSS seen by a 0.1 s sampler: a
+                     LOWER bound on the same quantity.
+  bytes_per_state    (peak_rss - baseline) / distinct_states: memory the search itself took, per
+                     state. baseline is the run process's RSS just before the call (imports done,
+                     model built) plus, for W > 1, W times the RSS of a child forked at that point
+                     (what a worker starts with).
+  ratios             per model: pymc_resume's speed-up from 1 to W workers, and pymc_resume's
+                     states/s over minicheck's (same model, same distinct-state count).
+
+The machine may be shared: compare ratios within one run rather than absolute numbers across runs.
+The script checks that every tool and worker count reports the same distinct-state count (and
+TLC's, where known) and exits 1 if not, after writing the JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+MIB = 2**20
+TWOPHASE_SIZES = range(5, 10)
+# TLC's distinct states for TwoPhase.tla (tlaplus/Examples; N=7 and 8 from TLC runs we know of).
+TLC_DISTINCT = {3: 288, 6: 50816, 7: 296448, 8: 1745408}
+MINICHECK_VERSION = "0.4.0"
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# --- one run, in its own process -----------------------------------------------------------
+
+
+def _rss_bytes(pid: int | str = "self") -> int:
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _child_pids() -> list[int]:
+    pids = []
+    for path in glob.glob("/proc/self/task/*/children"):
+        try:
+            with open(path) as children:
+                pids.extend(int(pid) for pid in children.read().split())
+        except OSError:
+            pass
+    return pids
+
+
+class TreeSampler(threading.Thread):
+    """Samples the summed RSS of this process and its children every `interval` seconds."""
+
+    def __init__(self, interval: float = 0.1) -> None:
+        super().__init__(daemon=True)
+        self.interval = interval
+        self.peak = 0
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        while not self._done.is_set():
+            total = _rss_bytes() + sum(_rss_bytes(pid) for pid in _child_pids())
+            self.peak = max(self.peak, total)
+            self._done.wait(self.interval)
+
+    def stop(self) -> int:
+        self._done.set()
+        self.join()
+        return self.peak
+
+
+def _forked_rss_bytes() -> int:
+    """The RSS of a child forked from this process now: what a forked worker starts with."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report and leave at once
+        os.write(write_end, str(_rss_bytes()).encode())
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as reply:
+        rss = int(reply.read() or 0)
+    os.waitpid(pid, 0)
+    return rss
+
+
+def _cpu_seconds() -> float:
+    """User + system CPU time of this process and its reaped children (the workers)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _prepare_pymc_resume(spec: dict):
+    """Import and build everything first (so the baseline RSS includes it); return the run."""
+    from pymc_resume.explore import explore
+    from pymc_resume.explore.progress import ProgressPrinter
+
+    if spec["model"].startswith("twophase-"):
+        from bench.two_phase_packed import TwoPhasePacked
+
+        model, canonical = TwoPhasePacked(spec["n"]), None
+    else:
+        from pymc_resume.model.bounds import load_bounds
+        from pymc_resume.model.semantics import ResumeModel
+
+        model = ResumeModel(load_bounds(spec["bounds"]))
+        canonical = model.canonical
+    progress = ProgressPrinter(sys.stderr, interval=15.0)
+
+    def run() -> dict:
+        started = time.perf_counter()
+        result = explore(model, canonical=canonical, workers=spec["workers"], progress=progress)
+        seconds = time.perf_counter() - started
+        if not result.complete:
+            raise RuntimeError(f"search stopped early: {result.stopped_because}")
+        return {
+            "distinct_states": result.distinct_states,
+            "states_generated": result.states_generated,
+            "depth": result.depth,
+            "seconds": seconds,
+            "tool_seconds": result.seconds,
+            "violations": sorted(result.violations),
+        }
+
+    return run
+
+
+def _prepare_minicheck(spec: dict):
+    from minicheck import check_safety
+
+    from bench.two_phase_minicheck import protocol
+
+    model = protocol(spec["n"])
+
+    def run() -> dict:
+        started = time.perf_counter()
+        result = check_safety(model, max_states=10**10)
+        seconds = time.perf_counter() - started
+        if not result["exhaustive"]:
+            raise RuntimeError(f"search stopped early: {result.get('incomplete_reason')}")
+        return {
+            "distinct_states": result["reachable_states"],
+            "seconds": seconds,
+            "violations": sorted(name for name, p in result["properties"].items()
+                                 if not p["holds"]),
+        }
+
+    return run
+
+
+def run_one(spec: dict) -> dict:
+    """Run `spec` in this (fresh) process and measure it."""
+    extra = {}
+    if spec["tool"] == "minicheck":
+        try:
+            import minicheck
+        except ImportError:
+            return {"skipped": "minicheck is not installed (pip install -r bench/requirements.txt)"}
+        extra["minicheck_version"] = getattr(minicheck, "__version__", "?")
+        if extra["minicheck_version"] != MINICHECK_VERSION:
+            log(f"    note: minicheck {extra['minicheck_version']} is installed, the bench pins "
+                f"{MINICHECK_VERSION}")
+    prepare = _prepare_minicheck if spec["tool"] == "minicheck" else _prepare_pymc_resume
+    run = prepare(spec)
+    workers = spec["workers"] if spec["tool"] == "pymc_resume" and spec["workers"] > 1 else 0
+    baseline = _rss_bytes() + (workers * _forked_rss_bytes() if workers else 0)
+    cpu_before = _cpu_seconds()
+    sampler = TreeSampler()
+    sampler.start()
+    try:
+        measured = run()
+    finally:
+        sampled_peak = sampler.stop()
+    cpu = _cpu_seconds() - cpu_before
+    # Worker processes are reaped by the explorer before explore() returns, so RUSAGE_CHILDREN
+    # holds the largest of their high-water marks (Linux: ru_maxrss in KiB). The forked probe
+    # child of _forked_rss_bytes is far smaller than any worker, so it never is the largest.
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    largest_child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    peak = own + workers * largest_child
+    distinct = measured["distinct_states"]
+    return {
+        **measured,
+        "peak_rss_mib": peak / MIB,
+        "sampled_peak_rss_mib": sampled_peak / MIB,
+        "baseline_rss_mib": baseline / MIB,
+        "states_per_second": distinct / measured["seconds"],
+        "cpu_seconds": cpu,
+        "cpu_utilization": cpu / measured["seconds"],
+        "bytes_per_state": (peak - baseline) / distinct,
+        **extra,
+    }
+
+
+# --- the driver ----------------------------------------------------------------------------
+
+
+def plan(args) -> list[dict]:
+    workers_list = [int(w) for w in args.workers_list.split(",")]
+    runs = []
+    if args.only in (None, "twophase"):
+        for n in [args.n] if args.n else TWOPHASE_SIZES:
+            for workers in workers_list:
+                runs.append({"model": f"twophase-{n}", "tool": "pymc_resume", "workers": workers,
+                             "n": n})
+            if not args.skip_minicheck:
+                runs.append({"model": f"twophase-{n}", "tool": "minicheck", "workers": 1, "n": n})
+    if args.only in (None, "reference"):
+        for bounds in ("default", "paper"):
+            if bounds == "paper" and args.skip_paper:
+                continue
+            for workers in workers_list:
+                runs.append({"model": f"reference-{bounds}", "tool": "pymc_resume",
+                             "workers": workers, "bounds": bounds})
+    return runs
+
+
+def run_in_child(spec: dict) -> dict:
+    """Run `spec` in a fresh interpreter; its stderr (progress) goes straight to ours."""
+    with tempfile.NamedTemporaryFile("r", suffix=".json", prefix="bench-run-") as out:
+        completed = subprocess.run(
+            [sys.executable, str(Path(__file__).resolve()), "--run-one", json.dumps(spec),
+             "--result-file", out.name],
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+        text = out.read()
+    if completed.returncode != 0 or not text:
+        return {"skipped": f"the run process failed (exit code {completed.returncode})"}
+    return json.loads(text)
+
+
+def ratios(runs: list[dict]) -> dict:
+    """Per model: pymc_resume 1 -> W worker speed-up, and pymc_resume / minicheck states/s."""
+    by_model: dict[str, dict] = {}
+    for run in runs:
+        if "skipped" not in run:
+            by_model.setdefault(run["model"], {})[(run["tool"], run["workers"])] = run
+    out = {}
+    for model, done in by_model.items():
+        entry = {}
+        one = done.get(("pymc_resume", 1))
+        mini = done.get(("minicheck", 1))
+        for (tool, workers), run in sorted(done.items()):
+            if tool != "pymc_resume":
+                continue
+            if one and workers > 1:
+                entry[f"pymc_resume_speedup_1_to_{workers}_workers"] = (
+                    run["states_per_second"] / one["states_per_second"])
+            if mini:
+                entry[f"pymc_resume_{workers}w_over_minicheck"] = (
+                    run["states_per_second"] / mini["states_per_second"])
+        out[model] = entry
+    return out
+
+
+def checks(runs: list[dict]) -> list[str]:
+    """Disagreements on distinct-state counts (between tools, worker counts, and with TLC)."""
+    problems = []
+    counts: dict[str, set] = {}
+    for run in runs:
+        if "skipped" in run:
+            continue
+        counts.setdefault(run["model"], set()).add(run["distinct_states"])
+        if run["violations"]:
+            problems.append(f"{run['model']} {run['tool']} w={run['workers']}: "
+                            f"violations {run['violations']}")
+        n = run.get("n")
+        if n in TLC_DISTINCT and run["distinct_states"] != TLC_DISTINCT[n]:
+            problems.append(f"{run['model']} {run['tool']} w={run['workers']}: "
+                            f"{run['distinct_states']:,} distinct states, TLC has "
+                            f"{TLC_DISTINCT[n]:,}")
+    for model, seen in counts.items():
+        if len(seen) > 1:
+            problems.append(f"{model}: tools/worker counts disagree on distinct states: "
+                            f"{sorted(seen)}")
+    return problems
+
+
+def write_json(path: str, document: dict) -> None:
+    """Write atomically: a temporary file in the same folder, then os.replace."""
+    folder = os.path.dirname(os.path.abspath(path))
+    with tempfile.NamedTemporaryFile("w", dir=folder, prefix=".bench-", suffix=".tmp",
+                                     delete=False) as tmp:
+        json.dump(document, tmp, indent=2)
+        tmp.write("\n")
+    os.replace(tmp.name, path)
+
+
+def table(runs: list[dict], ratio_table: dict) -> str:
+    head = (f"{'model':<18} {'tool':<12} {'w':>2} {'distinct':>12} {'seconds':>9} "
+            f"{'states/s':>10} {'cpu s':>8} {'peak MiB':>9} {'B/state':>8}")
+    lines = [head, "-" * len(head)]
+    for run in runs:
+        prefix = f"{run['model']:<18} {run['tool']:<12} {run['workers']:>2}"
+        if "skipped" in run:
+            lines.append(f"{prefix}  skipped: {run['skipped']}")
+            continue
+        lines.append(
+            f"{prefix} {run['distinct_states']:>12,} {run['seconds']:>9.2f} "
+            f"{run['states_per_second']:>10,.0f} {run['cpu_seconds']:>8.1f} "
+            f"{run['peak_rss_mib']:>9,.0f} "
+            f"{run['bytes_per_state']:>8,.0f}")
+    lines.append("")
+    for model, entry in ratio_table.items():
+        shown = ", ".join(f"{key} {value:.2f}" for key, value in entry.items())
+        lines.append(f"{model}: {shown or '(no ratio)'}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", help="write the results here (atomically)")
+    parser.add_argument("--only", choices=("twophase", "reference"))
+    parser.add_argument("--n", type=int, help="TwoPhase size (default: 5..9)")
+    parser.add_argument("--workers-list", default="1,2", help="pymc_resume worker counts")
+    parser.add_argument("--skip-paper", action="store_true", help="skip reference-paper")
+    parser.add_argument("--skip-minicheck", action="store_true", help="pymc_resume runs only")
+    parser.add_argument("--run-one", help=argparse.SUPPRESS)  # internal: one run, this process
+    parser.add_argument("--result-file", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    if args.run_one:
+        measured = run_one(json.loads(args.run_one))
+        with open(args.result_file, "w") as out:
+            json.dump(measured, out)
+        return 0
+    if not args.json:
+        parser.error("--json PATH is required")
+
+    runs_planned = plan(args)
+    document = {
+        "host": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "loadavg_at_start": os.getloadavg(),  # other work on the machine skews the numbers
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        },
+        "runs": [],
+        "ratios": {},
+    }
+    for position, spec in enumerate(runs_planned, 1):
+        log(f"[{position}/{len(runs_planned)}] {spec['model']} {spec['tool']} "
+            f"workers={spec['workers']} ...")
+        measured = run_in_child(spec)
+        run = {key: spec[key] for key in ("model", "tool", "workers")}
+        if "n" in spec:
+            run["n"] = spec["n"]
+        run.update(measured)
+        if "skipped" in run:
+            log(f"    skipped: {run['skipped']}")
+        else:
+            log(f"    {run['distinct_states']:,} distinct states in {run['seconds']:.2f}s "
+                f"({run['states_per_second']:,.0f}/s, {run['cpu_seconds']:.1f}s CPU), "
+                f"peak RSS {run['peak_rss_mib']:,.0f} MiB "
+                f"(sampled {run['sampled_peak_rss_mib']:,.0f}), "
+                f"{run['bytes_per_state']:,.0f} bytes/state")
+        document["runs"].append(run)
+        document["ratios"] = ratios(document["runs"])
+        write_json(args.json, document)  # after every run, so an interrupted bench keeps its runs
+    problems = checks(document["runs"])
+    document["checks"] = {"ok": not problems, "problems": problems}
+    write_json(args.json, document)
+    print(table(document["runs"], document["ratios"]))
+    for problem in problems:
+        log(f"CHECK FAILED: {problem}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
