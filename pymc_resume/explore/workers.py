@@ -127,6 +127,7 @@ class WorkerPool:
     def __init__(self, model: Model, count: int, canonical: Callable | None, limits: Limits,
                  started: float, on_tick: Callable | None = None) -> None:
         self.count = count
+        self.partition_key = getattr(model, "partition_key", None)
         self.limits = limits
         self.started = started
         context = multiprocess.get_context("fork" if hasattr(os, "fork") else "spawn")
@@ -209,7 +210,7 @@ class WorkerPool:
         return self._ask(gid % self.count, ("parent", gid))
 
     def id_of(self, key: Hashable) -> int | None:
-        return self._ask(owner_of(key, self.count), ("lookup", key))
+        return self._ask(owner_of(key, self.count, self.partition_key), ("lookup", key))
 
     def _results(self) -> list:
         return [message for message, _ in self._ask_all(lambda i: (("results",), ()))]
