@@ -1,0 +1,23 @@
+"""The bridge: the resume contract against live adapters, by Hypothesis stateful fuzzing.
+
+- `adapter`: the protocol an adapter implements, and what it observes;
+- `reference_adapter`: the adapter for the reference runtime (`pymc_resume.runtime`);
+- `process`: child processes, real SIGKILLs at crash points, the barrier for concurrent resumes;
+- `sink`: the effect sink, outside any framework;
+- `nodes`: the fuzzing workflow's plain-function node code;
+- `session`: one example: apply steps, observe, judge, drain;
+- `observe`, `clauses`: from observations to the model's clause predicates;
+- `machine`: the Hypothesis state machine, and `contract_test_case` for users' suites;
+- `fuzz`: `run_fuzz`, the `pymc-resume fuzz` engine;
+- `shrink`, `repro`: minimal repros, their JSON and pytest files, and replay.
+"""
+
+
+def contract_test_case(adapter_factory, **kwargs):
+    """A unittest.TestCase fuzzing `adapter_factory()` against the contract (see machine.py)."""
+    from pymc_resume.bridge.machine import contract_test_case as build
+
+    return build(adapter_factory, **kwargs)
+
+
+__all__ = ["contract_test_case"]

@@ -38,6 +38,8 @@ def _register_commands() -> None:
     # Imported here so that each command module can import `main` from this package.
     from pymc_resume.cli import check  # noqa: F401
     from pymc_resume.cli import matrix  # noqa: F401
+    from pymc_resume.cli import fuzz  # noqa: F401
+    from pymc_resume.cli import replay  # noqa: F401
 
 
 _register_commands()

@@ -1,0 +1,118 @@
+"""The adapter protocol: the contract's operations on a live framework, and what it observes.
+
+An adapter drives one framework through the operations of the contract. The bridge calls
+`open` once per example with a fresh working directory and the effect sink, then any sequence
+of operations, then `observe` after each, then `close`. Threads are numbered in creation
+order: the root is 0, each fork that succeeds gets the next number.
+
+Operations never raise for an error the framework returns to its client (a refused resume, a
+refused update): they return `Outcome("refused", reason)`. An operation given a `CrashPoint`
+runs in a child process that is SIGKILLed when execution reaches that point (if it never does,
+the operation completes normally); it returns `Outcome("crashed")` when the kill happened.
+An exception raised by an adapter is a bug in the adapter (or the framework) and stops the run.
+
+Capabilities say what an adapter can observe; a clause that needs something the adapter cannot
+observe is reported `skipped` with the reason, never `holds`:
+
+- `recorded-inputs`: `ThreadView.inputs`, the recorded resume values and outstanding claims;
+- `leases`: `ThreadView.run` tells a live holder from a crashed one;
+- `executions`: node code receives the operation id and role (run, delivery, recovery);
+- `late-inputs`: `ThreadView.late_inputs`, resume values recorded after consumption.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import attrs
+
+from pymc_resume.model.state import Checkpoint
+from pymc_resume.model.workflow import Workflow
+
+# Where a process can be killed, around the execution of one stage.
+CRASH_POINTS = ("before-execute", "after-execute", "after-commit")
+# Where k concurrent deliveries are held until all of them got there (a barrier).
+RACE_WINDOWS = ("after-load", "after-execute")
+
+CAPABILITIES = frozenset({"recorded-inputs", "leases", "executions", "late-inputs"})
+
+OK = "ok"
+REFUSED = "refused"
+CRASHED = "crashed"
+
+
+@attrs.frozen
+class CrashPoint:
+    stage: int
+    when: str  # one of CRASH_POINTS
+
+    def as_json(self) -> dict:
+        return {"stage": self.stage, "when": self.when}
+
+
+@attrs.frozen
+class Outcome:
+    status: str  # OK, REFUSED or CRASHED
+    detail: str = ""
+    thread: int | None = None  # the new thread of a fork
+
+    def as_json(self) -> dict:
+        data = {"status": self.status, "detail": self.detail}
+        if self.thread is not None:
+            data["thread"] = self.thread
+        return data
+
+
+@attrs.frozen
+class ThreadView:
+    """One thread as the adapter observes it in the framework's durable store."""
+
+    chain: tuple[Checkpoint, ...]  # (pc, app state, committed stage or INITIAL/UPDATE)
+    run: str  # "new", "free" (no lease), "live" (a running process holds it), "dead"
+    inputs: dict[int, int] | None = None  # stage -> recorded value or claim (recorded-inputs)
+    late_inputs: tuple[tuple[int, int], ...] | None = None  # (stage, value) (late-inputs)
+
+
+@attrs.frozen
+class Observation:
+    threads: tuple[ThreadView, ...]
+
+
+@attrs.frozen
+class FuzzSetup:
+    """What an adapter gets for one example."""
+
+    workflow: Workflow  # node kinds in order (the model's shape)
+    values: int  # valid resume values are 1..values; 1 approves a gated node
+    workdir: Path  # a fresh directory for the framework's store
+    run_node: object  # the node code: run_node(stage, state, value, context) -> state
+
+
+@runtime_checkable
+class Adapter(Protocol):
+    name: str
+    version: str
+    capabilities: frozenset[str]
+
+    def options(self) -> dict: ...
+
+    def open(self, setup: FuzzSetup) -> None: ...
+
+    def close(self) -> None: ...
+
+    def start(self, thread: int, crash: CrashPoint | None, op: str) -> Outcome: ...
+
+    def resume(self, thread: int, value: int, crash: CrashPoint | None, op: str) -> Outcome: ...
+
+    def resume_together(
+        self, thread: int, values: list[int], window: str | None, op: str
+    ) -> list[Outcome]: ...
+
+    def recover(self, thread: int, crash: CrashPoint | None, op: str) -> Outcome: ...
+
+    def fork(self, thread: int, checkpoint: int, intent: str, value: int | None) -> Outcome: ...
+
+    def update(self, thread: int, note: int) -> Outcome: ...
+
+    def observe(self) -> Observation: ...

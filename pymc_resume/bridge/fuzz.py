@@ -1,0 +1,243 @@
+"""`run_fuzz`: Hypothesis stateful fuzzing of one adapter, judged clause by clause.
+
+Hypothesis generates rule sequences (`machine.machine_class`), stops at the first failing
+example and shrinks it. The search then goes on in another round in which the clauses already
+found violated are judged but no longer fail an example, until a round finds nothing new or
+the example budget (`examples`, shared by all rounds) is spent; so every clause a fault breaks
+is reported, each with its own repro. A `Recorder` sees every example, every step and every violation, so the
+report does not depend on how Hypothesis re-raises: for each violated clause the shortest
+failing step sequence seen (Hypothesis's shrunk one, normally) becomes the repro, after a
+replay confirms it still fails.
+
+Verdicts: `violated` with a repro; `skipped` when the adapter cannot be observed for a clause;
+`holds` when no step of any example run failed it (a bounded, randomized search, not a proof:
+the explorer gives proofs for the model).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import attrs
+from hypothesis.database import DirectoryBasedExampleDatabase
+from hypothesis.errors import Flaky, FlakyStrategyDefinition
+from hypothesis import seed as hypothesis_seed
+from hypothesis.stateful import run_state_machine_as_test
+
+from pymc_resume.bridge.clauses import unobservable
+from pymc_resume.bridge.machine import fuzz_settings, machine_class
+from pymc_resume.bridge.registry import factory
+from pymc_resume.bridge.repro import replay_steps, repro_document, write_repro
+from pymc_resume.bridge.shrink import minimize
+from pymc_resume.bridge.session import AdapterFailure, Session, Violation
+from pymc_resume.model.bounds import Bounds
+from pymc_resume.model.contract import CLAUSE_IDS, HOLDS, SKIPPED, VIOLATED
+
+
+@attrs.define
+class Recorder:
+    """Counts examples and steps; keeps every violation seen, in order."""
+
+    started: float = attrs.Factory(time.perf_counter)
+    examples: int = 0
+    steps: int = 0
+    violations: list[Violation] = attrs.Factory(list)
+    first_failure: tuple[int, float] | None = None  # (examples run, seconds) at the first
+    first_by_clause: dict[str, tuple[int, float]] = attrs.Factory(dict)
+    round_start: int = 0  # examples run before the current round
+    round_failure: int | None = None  # examples into the current round at its first failure
+    round_clauses: set[str] = attrs.Factory(set)
+
+    def start_round(self) -> None:
+        self.round_start, self.round_failure, self.round_clauses = self.examples, None, set()
+
+    def example(self) -> None:
+        self.examples += 1
+
+    def step(self) -> None:
+        self.steps += 1
+
+    def violation(self, violation: Violation) -> None:
+        now = (self.examples, time.perf_counter() - self.started)
+        if self.first_failure is None:
+            self.first_failure = now
+        if self.round_failure is None:
+            self.round_failure = self.examples - self.round_start
+        for clause_id in violation.clauses:
+            self.first_by_clause.setdefault(clause_id, now)
+        self.round_clauses.update(violation.clauses)
+        self.violations.append(violation)
+
+    def shortest(self, clause_id: str) -> list[Violation]:
+        """Violations of this clause, fewest steps first (latest first among equals)."""
+        found = [(len(v.steps), -i, v) for i, v in enumerate(self.violations) if clause_id in v.clauses]
+        return [v for _, _, v in sorted(found, key=lambda item: item[:2])]
+
+
+
+@attrs.frozen
+class ClauseResult:
+    verdict: str
+    reason: str | None = None
+    repro: str | None = None
+    pytest: str | None = None
+    repro_steps: int | None = None
+    steps: list[dict] | None = None
+    first_failure: tuple[int, float] | None = None  # (examples run, seconds) when first seen
+
+    def as_json(self) -> dict:
+        data = {"verdict": self.verdict, "reason": self.reason, "trace": self.steps, "repro": self.repro}
+        if self.verdict == VIOLATED:
+            data["repro_steps"] = self.repro_steps
+            data["pytest"] = self.pytest
+            data["first_failure"] = {"examples": self.first_failure[0],
+                                     "seconds": round(self.first_failure[1], 3)}
+        return data
+
+
+@attrs.frozen
+class FuzzReport:
+    adapter: str
+    options: dict
+    version: str
+    bounds: Bounds
+    seed: int | None
+    examples: int
+    steps: int
+    seconds: float
+    first_failure: tuple[int, float] | None
+    clauses: dict[str, ClauseResult]
+    error: str | None = None  # the adapter raised or hung: no verdicts
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.steps / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def violated(self) -> list[str]:
+        return [cid for cid, result in self.clauses.items() if result.verdict == VIOLATED]
+
+    def as_json(self) -> dict:
+        return {
+            "adapter": self.adapter,
+            "adapter_options": self.options,
+            "adapter_version": self.version,
+            "bounds": self.bounds.as_json(),
+            "seed": self.seed,
+            "examples": self.examples,
+            "steps": self.steps,
+            "seconds": round(self.seconds, 3),
+            "steps_per_second": round(self.steps_per_second, 1),
+            "first_failure": None if self.first_failure is None else {
+                "examples": self.first_failure[0], "seconds": round(self.first_failure[1], 3)},
+            "error": self.error,
+            "clauses": {cid: result.as_json() for cid, result in self.clauses.items()},
+        }
+
+
+def run_fuzz(
+    adapter: str,
+    options: dict | None,
+    bounds: Bounds,
+    *,
+    examples: int = 100,
+    steps: int = 12,
+    seed: int | None = None,
+    repro_dir: str | Path = "pymc-resume-repros",
+    use_database: bool = False,
+    step_timeout: float | None = 30.0,
+    shrink: bool = True,
+    all_clauses: bool = True,
+) -> FuzzReport:
+    """Fuzz `adapter` (a built-in name or module:Class) and write a repro per violated clause.
+
+    `all_clauses=False` stops at the first violation (one round).
+
+    Raises `registry.AdapterSpecError` when the adapter cannot be built.
+    """
+    make_adapter = factory(adapter, options)
+    probe = make_adapter()
+    capabilities = frozenset(probe.capabilities)
+    recorder = Recorder()
+
+    def session_factory(ignore: frozenset[str]):
+        def make_session() -> Session:
+            recorder.example()
+            return Session(make_adapter(), bounds.workflow, bounds.values, step_timeout=step_timeout,
+                           on_step=recorder.step, on_violation=recorder.violation, ignore=ignore)
+        return make_session
+
+    database = None
+    if use_database:  # one database per adapter configuration: the machine's code is shared
+        fault = probe.options().get("fault") or "nofault"
+        name = f"{adapter.replace(':', '.')}-{fault}"
+        database = DirectoryBasedExampleDatabase(str(Path(repro_dir) / "hypothesis-db" / name))
+    error = None
+    found: set[str] = set()
+    remaining = examples
+    while remaining > 0 and error is None:
+        recorder.start_round()
+        machine = machine_class(session_factory(frozenset(found)), processes=bounds.processes)
+        if seed is not None:
+            hypothesis_seed(seed)(machine)
+        try:
+            run_state_machine_as_test(machine, settings=fuzz_settings(remaining, steps, database, shrink))
+        except Violation:
+            pass  # recorded
+        except (Flaky, FlakyStrategyDefinition):
+            pass  # a race made a failure flaky on replay; the recorded failures still stand
+        except AdapterFailure as failure:
+            error = str(failure)
+        new = recorder.round_clauses - found
+        if not new or not all_clauses or recorder.round_failure is None:
+            break
+        found |= new
+        remaining -= max(recorder.round_failure, 1)
+    seconds = time.perf_counter() - recorder.started
+    clauses = {} if error else _verdicts(recorder, capabilities, adapter, probe, bounds, seed, repro_dir, all_clauses)
+    return FuzzReport(adapter, probe.options(), probe.version, bounds, seed, recorder.examples,
+                      recorder.steps, seconds, recorder.first_failure, clauses, error)
+
+
+def _verdicts(recorder: Recorder, capabilities, adapter: str, probe, bounds, seed, repro_dir,
+              all_clauses: bool) -> dict:
+    skip = unobservable(capabilities)
+    stopped = bool(recorder.violations)
+    results = {}
+    for clause_id in CLAUSE_IDS:
+        if clause_id in skip:
+            results[clause_id] = ClauseResult(SKIPPED, reason=skip[clause_id])
+            continue
+        candidates = recorder.shortest(clause_id)
+        if candidates:
+            result = _repro(clause_id, candidates, adapter, probe, bounds, seed, repro_dir)
+            results[clause_id] = attrs.evolve(result, first_failure=recorder.first_by_clause[clause_id])
+            continue
+        reason = None
+        if stopped and not all_clauses:
+            reason = (f"held on every step judged; the search stopped at the first violation "
+                      f"after {recorder.first_failure[0]} examples")
+        results[clause_id] = ClauseResult(HOLDS, reason=reason)
+    return results
+
+
+def _repro(clause_id: str, candidates: list[Violation], adapter, probe, bounds, seed, repro_dir) -> ClauseResult:
+    """Minimize the shortest failing steps seen (see `shrink`) and write the repro."""
+    make_adapter = factory(adapter, probe.options())
+    chosen, confirmed = candidates[0], False
+    for violation in candidates[:3]:  # the shortest that still reproduces on replay
+        steps, replayed = minimize(violation.steps, clause_id,
+                                   lambda steps: replay_steps(make_adapter, bounds, steps, only=clause_id))
+        if replayed is not None:
+            chosen, confirmed = replayed, True
+            break
+    document = repro_document(adapter=adapter, options=probe.options(), version=probe.version,
+                              seed=seed, bounds=bounds, violation=chosen, clause=clause_id)
+    document["confirmed_by_replay"] = confirmed
+    json_path, test_path = write_repro(repro_dir, document)
+    reason = chosen.clauses[clause_id]
+    if not confirmed:
+        reason += " (the replay did not reproduce it: a race)"
+    return ClauseResult(VIOLATED, reason=reason, repro=str(json_path), pytest=str(test_path),
+                        repro_steps=len(document["steps"]), steps=document["steps"])

@@ -1,0 +1,157 @@
+"""Real child processes for the bridge: run an operation in a fresh process, kill it with a
+real SIGKILL at a chosen point, and release k processes together from a barrier.
+
+`run_in_children(tasks, synchronized)` forks one child per task. A task gets a `Gate`; when
+`synchronized`, `gate.wait()` blocks the child until every child has either reached its gate or
+finished, and then all waiting children are released at once (the parent holds the barrier, so
+a child that is refused before its window never deadlocks the others). A task returns a
+JSON-serialisable value; a child that dies from a signal is reported `killed`.
+
+`ControlledPoints` is a probe for runtimes with named atomic-step boundaries (see
+`pymc_resume.runtime.workflow.Probe`): it SIGKILLs its own process at the crash point and waits
+at the gate at the race window.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+from collections.abc import Callable
+
+import attrs
+
+from pymc_resume.bridge.adapter import CrashPoint
+
+KILLED = "killed"
+RETURNED = "returned"
+FAILED = "failed"
+
+
+@attrs.frozen
+class ChildResult:
+    status: str  # RETURNED, FAILED (the task raised) or KILLED (died from a signal)
+    value: object = None
+    error: str = ""
+    signal: int | None = None
+
+
+class Gate:
+    """The child's side of the barrier."""
+
+    def __init__(self, report_fd: int, go_fd: int, synchronized: bool) -> None:
+        self._report_fd = report_fd
+        self._go_fd = go_fd
+        self._synchronized = synchronized
+
+    def wait(self) -> None:
+        if not self._synchronized:
+            return
+        os.write(self._report_fd, b"W\n")
+        os.read(self._go_fd, 1)
+
+
+class ControlledPoints:
+    """Kill this process at `crash`; wait at the gate the first time `window` is reached."""
+
+    def __init__(self, crash: CrashPoint | None, window: str | None = None, gate: Gate | None = None) -> None:
+        self.crash = crash
+        self.window = window
+        self.gate = gate
+        self._waited = False
+
+    def at(self, point: str, stage: int) -> None:
+        if self.window == point and self.gate is not None and not self._waited:
+            self._waited = True
+            self.gate.wait()
+        if self.crash is not None and self.crash.when == point and self.crash.stage == stage:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _child(task: Callable[[Gate], object], gate: Gate, report_fd: int) -> None:
+    """Runs in the forked child; never returns."""
+    try:
+        try:
+            message = {"value": task(gate)}
+        except BaseException as error:  # noqa: BLE001 - reported to the parent
+            message = {"error": f"{type(error).__name__}: {error}"}
+        os.write(report_fd, (json.dumps(message) + "\n").encode())
+    finally:
+        os._exit(0)
+
+
+def run_in_children(tasks: list[Callable[[Gate], object]], synchronized: bool = False) -> list[ChildResult]:
+    """Run each task in its own forked process; see the module docstring.
+
+    If the parent is interrupted (a step timeout raises in it), every child still running is
+    SIGKILLed and reaped before the exception propagates.
+    """
+    children = []  # (pid, report read end, go write end)
+    statuses: dict[int, int] = {}  # pid -> wait status, once reaped
+    try:
+        for task in tasks:
+            report_read, report_write = os.pipe()
+            go_read, go_write = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                os.close(report_read)
+                os.close(go_write)
+                _child(task, Gate(report_write, go_read, synchronized), report_write)
+            os.close(report_write)
+            os.close(go_read)
+            children.append((pid, report_read, go_write))
+        buffers = _collect(children)
+        for pid, _, _ in children:
+            statuses[pid] = os.waitpid(pid, 0)[1]
+        return [_result(statuses[pid], buffers[fd]) for pid, fd, _ in children]
+    finally:
+        for pid, report_read, go_write in children:
+            for fd in (report_read, go_write):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            if pid not in statuses:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                os.waitpid(pid, 0)
+
+
+def _collect(children) -> dict[int, bytes]:
+    """Read every child's reports until all have exited, running the barrier on the way."""
+    buffers = {fd: b"" for _, fd, _ in children}
+    open_fds = set(buffers)
+    waiting: set[int] = set()
+    go_of = {fd: go for _, fd, go in children}
+    while open_fds:
+        ready, _, _ = select.select(list(open_fds), [], [])
+        for fd in ready:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                open_fds.discard(fd)
+                waiting.discard(fd)
+                continue
+            buffers[fd] += chunk
+            while buffers[fd].startswith(b"W\n"):
+                buffers[fd] = buffers[fd][2:]
+                waiting.add(fd)
+        if waiting and waiting == open_fds:  # every child is at its gate or finished
+            for fd in waiting:
+                os.write(go_of[fd], b"g")
+            waiting.clear()
+    return buffers
+
+
+def _result(status: int, output: bytes) -> ChildResult:
+    text = output.strip()
+    if os.WIFSIGNALED(status):
+        return ChildResult(KILLED, signal=os.WTERMSIG(status))
+    if not text:
+        return ChildResult(FAILED, error=f"child exited with status {os.WEXITSTATUS(status)} and no result")
+    message = json.loads(text.splitlines()[-1])
+    if "error" in message:
+        return ChildResult(FAILED, error=message["error"])
+    return ChildResult(RETURNED, value=message["value"])

@@ -1,0 +1,393 @@
+"""One example against an adapter: apply client steps, observe, judge; then drain and judge
+liveness. The Hypothesis state machine, `replay` and the generated pytest repros all drive a
+`Session`, so a repro replays exactly what the fuzzer ran.
+
+A step is a JSON-able dict, one of the model's client-visible actions:
+
+    {"action": "start", "thread": t, "crash": null | {"stage": s, "when": w}}
+    {"action": "resume", "thread": t, "value": v, "crash": ...}          # v = -1: schema-invalid
+    {"action": "resume-together", "thread": t, "values": [v, ...], "window": null | w}
+    {"action": "recover", "thread": t, "crash": ...}
+    {"action": "fork", "thread": t, "checkpoint": c, "intent": "replay" | "edit", "value": v | null}
+    {"action": "update", "thread": t, "value": v}
+
+After every step the session observes the adapter and raises a `Violation` (an AssertionError,
+one subclass per clause so Hypothesis shrinks each clause's failure on its own) when a clause
+fails. `finish` is the liveness drain: it recovers every thread held by a crashed process and
+starts every new thread, a bounded number of rounds, then requires a quiescent state and judges
+every clause once more (effect-exactly-once is strict only when quiescent).
+
+An adapter that raises, or does not return within the step timeout, raises `AdapterFailure`,
+a BaseException so that Hypothesis stops at once instead of shrinking a broken adapter.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from pymc_resume.bridge.adapter import CRASHED, OK, REFUSED, CrashPoint, FuzzSetup, Observation
+from pymc_resume.bridge.clauses import judge_liveness, judge_world, ordered, unobservable
+from pymc_resume.bridge.nodes import FuzzNodes
+from pymc_resume.bridge.observe import ForkRecord, History, build_world, committed_upto
+from pymc_resume.bridge.sink import Sink
+from pymc_resume.model.contract import CLAUSE_IDS
+from pymc_resume.model.state import NO_VALUE
+from pymc_resume.model.workflow import INVALID, Workflow
+
+DRAIN = "drain"
+
+
+class Violation(AssertionError):
+    """A clause failed on what the adapter showed. `clauses` maps every failing id to what was
+    observed; `clause` is the first of them in contract order."""
+
+    def __init__(self, clauses: dict[str, str], at: int | str, steps: list[dict], observed: dict) -> None:
+        self.clauses = clauses
+        self.clause = next(iter(clauses))
+        self.at = at  # index of the step after which it was seen, or DRAIN
+        self.steps = steps
+        self.observed = observed
+        where = "in the liveness drain" if at == DRAIN else f"after step {at}"
+        super().__init__(f"{self.clause} violated {where}: {clauses[self.clause]}")
+
+
+def _class_name(clause_id: str) -> str:
+    return "".join(part.capitalize() for part in clause_id.split("-")) + "Violated"
+
+
+# One exception type per clause, so that Hypothesis tells the clauses' failures apart.
+VIOLATIONS: dict[str, type[Violation]] = {
+    cid: type(_class_name(cid), (Violation,), {"__module__": __name__}) for cid in CLAUSE_IDS
+}
+
+
+class AdapterFailure(BaseException):
+    """The adapter raised or hung: not a verdict about the contract."""
+
+
+@contextmanager
+def step_deadline(seconds: float | None, what: str) -> Iterator[None]:
+    """Interrupt the bridge's process (SIGALRM) if the body runs longer than `seconds`.
+
+    Works in the main thread only (elsewhere the body runs without a deadline). An adapter's
+    child processes are killed by its own cleanup when the exception unwinds through it.
+    """
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expired(signum, frame):
+        raise AdapterFailure(f"{what} did not finish within the step timeout of {seconds:g}s (the adapter hangs)")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def default_workroot() -> str | None:
+    """Where examples keep their stores: tmpfs (/dev/shm) when there is one, else the temp dir.
+
+    The contract's crashes are process crashes (SIGKILL): what a process wrote survives it in
+    the page cache, fsync or not, so a memory-backed directory tests the same durability while
+    sparing a shared disk thousands of fsyncs.
+    """
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        return str(shm)
+    return None
+
+
+def describe_step(step: dict) -> str:
+    """One line for a step, as in repro listings."""
+    action, t = step["action"], step["thread"]
+    crash = step.get("crash")
+    killed = f", crash at stage {crash['stage']} {crash['when']}" if crash else ""
+    if action == "resume":
+        return f"resume t{t} with {_value(step['value'])}{killed}"
+    if action == "resume-together":
+        window = f", held together {step['window']}" if step.get("window") else ""
+        return f"resume t{t} concurrently with {', '.join(map(_value, step['values']))}{window}"
+    if action == "fork":
+        edit = f", new input {_value(step['value'])}" if step["intent"] == "edit" else ""
+        return f"fork t{t} at checkpoint {step['checkpoint']} ({step['intent']}{edit})"
+    if action == "update":
+        return f"update t{t} note to {_value(step['value'])}"
+    return f"{action} t{t}{killed}"
+
+
+def _value(value: int) -> str:
+    return "invalid" if value == INVALID else f"v{value}"
+
+
+class Session:
+    """One example: a fresh adapter, sink and working directory."""
+
+    def __init__(
+        self,
+        adapter,
+        workflow: Workflow,
+        values: int,
+        *,
+        step_timeout: float | None = 30.0,
+        on_step: Callable[[], None] | None = None,
+        on_violation: Callable[[Violation], None] | None = None,
+        ignore: frozenset[str] = frozenset(),
+        workroot: str | Path | None = None,
+    ) -> None:
+        self.adapter = adapter
+        self.workflow = workflow
+        self.values = values
+        self.step_timeout = step_timeout
+        self.on_step = on_step
+        self.on_violation = on_violation
+        self.ignore = ignore  # clauses already found violated: judged, never raised
+        self.capabilities = frozenset(adapter.capabilities)
+        self.skip = unobservable(self.capabilities)
+        self.history = History()
+        self.steps: list[dict] = []
+        self.drained = False
+        self.failed = False  # a step raised (a violation or an adapter failure)
+        self.workdir = Path(tempfile.mkdtemp(prefix="pymc-resume-", dir=workroot or default_workroot()))
+        self.sink = Sink.create(self.workdir / "sink.db")
+        setup = FuzzSetup(workflow, values, self.workdir, FuzzNodes(workflow, self.sink))
+        self._call("open the adapter", lambda: adapter.open(setup))
+        self.observation = self._observe()
+
+    # -- what the rules need to choose their arguments ------------------------------------
+
+    def threads_where(self, *runs: str) -> list[int]:
+        return [t for t, view in enumerate(self.observation.threads) if view.run in runs]
+
+    def started(self) -> list[int]:
+        return self.threads_where("free", "dead", "live")
+
+    def head_pc(self, thread: int) -> int:
+        return self.observation.threads[thread].chain[-1].pc
+
+    def fork_choices(self, thread: int) -> list[tuple[int, list[int]]]:
+        """(checkpoint, values an edit fork may take there) for every strict ancestor."""
+        view = self.observation.threads[thread]
+        upto = committed_upto(view.chain)
+        recorded = self._recorded(view)
+        choices = []
+        for c, entry in enumerate(view.chain[:-1]):
+            edits = []
+            if entry.pc < upto and self.workflow.consumes[entry.pc]:
+                edits = [v for v in range(1, self.values + 1) if v != recorded.get(entry.pc)]
+            choices.append((c, edits))
+        return choices
+
+    # -- steps -------------------------------------------------------------------------
+
+    def apply(self, step: dict) -> None:
+        """Apply one step, observe, judge; a Violation or AdapterFailure marks the session failed."""
+        try:
+            self._apply(step)
+        except BaseException:
+            self.failed = True
+            raise
+
+    def _apply(self, step: dict) -> None:
+        index = len(self.steps)
+        before = self.observation
+        what = f"step {index} ({describe_step(step)})"
+        outcomes = self._call(what, lambda: self._dispatch(step, f"s{index}"))
+        self.steps.append({**step, "outcome": [o.as_json() for o in outcomes]})
+        self._remember(step, outcomes, before)
+        self.observation = self._call(f"observe after {what}", self.adapter.observe)
+        if self.on_step is not None:
+            self.on_step()
+        self._judge(index)
+
+    def _dispatch(self, step: dict, op: str) -> list:
+        adapter, action, t = self.adapter, step["action"], step["thread"]
+        crash = CrashPoint(**step["crash"]) if step.get("crash") else None
+        if action == "start":
+            return [adapter.start(t, crash, op)]
+        if action == "resume":
+            return [adapter.resume(t, step["value"], crash, op)]
+        if action == "resume-together":
+            return list(adapter.resume_together(t, list(step["values"]), step.get("window"), op))
+        if action == "recover":
+            return [adapter.recover(t, crash, op)]
+        if action == "fork":
+            return [adapter.fork(t, step["checkpoint"], step["intent"], step.get("value"))]
+        if action == "update":
+            return [adapter.update(t, step["value"])]
+        raise ValueError(f"unknown action {action!r}")
+
+    def _remember(self, step: dict, outcomes: list, before: Observation) -> None:
+        """Update the bridge's history with what the step did and what it should have done."""
+        action, t = step["action"], step["thread"]
+        history = self.history
+        if any(o.status == CRASHED for o in outcomes):
+            history.crashed.add(t)
+            history.crashed_since_fork.add(t)
+        if action in ("resume", "resume-together"):
+            values = [step["value"]] if action == "resume" else step["values"]
+            target = self._consumed_interrupt(before, t)
+            for value, outcome in zip(values, outcomes):
+                if value == INVALID:
+                    if outcome.status != REFUSED:
+                        history.findings.append((
+                            "checkpoint-validity",
+                            f"a schema-invalid resume value to t{t} was not refused ({outcome.status})",
+                        ))
+                elif target is not None and outcome.status != REFUSED:
+                    history.second_records.setdefault(t, []).append((target, value))
+        if action == "update" and step["value"] == INVALID and outcomes[0].status != REFUSED:
+            history.findings.append(("checkpoint-validity", f"a schema-invalid update of t{t} was accepted"))
+        if action == "fork" and outcomes[0].status == OK:
+            self._remember_fork(step, outcomes[0], before)
+
+    def _remember_fork(self, step: dict, outcome, before: Observation) -> None:
+        t, c = step["thread"], step["checkpoint"]
+        new = len(before.threads)
+        if outcome.thread is not None and outcome.thread != new:
+            raise AdapterFailure(f"the adapter numbered the new fork {outcome.thread}, expected {new}")
+        chain = before.threads[t].chain
+        edit = step["intent"] == "edit"
+        self.history.forks[new] = ForkRecord(
+            parent=t, base=c, intent=step["intent"],
+            edit_value=step["value"] if edit else NO_VALUE,
+            inherited=chain[c].pc if edit else committed_upto(chain),
+            snapshot=tuple(chain[: c + 1]),
+        )
+        if t in self.history.crashed:
+            self.history.crashed.add(new)
+
+    def _consumed_interrupt(self, observation: Observation, thread: int) -> int | None:
+        """The interrupt a resume to `thread` is aimed at, if it has already consumed (or
+        claimed) a value: such a resume must be refused."""
+        if thread >= len(observation.threads):
+            return None
+        view = observation.threads[thread]
+        if view.run == "new":
+            return None
+        pc = view.chain[-1].pc
+        reached = [s for s in self.workflow.consuming if s <= pc]
+        if not reached:
+            return None
+        target = reached[-1]
+        if target < pc or target in self._recorded(view):
+            return target
+        return None
+
+    def _recorded(self, view) -> dict[int, int]:
+        if view.inputs is not None:
+            return dict(view.inputs)
+        return {e.stage: e.app[self.workflow.stages[e.stage].node]
+                for e in view.chain if e.stage >= 0 and self.workflow.consumes[e.stage]}
+
+    # -- judging -------------------------------------------------------------------------
+
+    def _world(self):
+        events = self.sink.events()
+        return build_world(self.workflow, self.history, self.observation, events, self.capabilities)
+
+    def _violations(self, world) -> dict[str, str]:
+        violated = judge_world(self.workflow, world, self.skip)
+        for clause_id, seen in self.history.findings:
+            violated.setdefault(clause_id, seen)
+        for f, fork in self.history.forks.items():
+            threads = self.observation.threads
+            if f >= len(threads):
+                continue
+            parent_now = threads[fork.parent].chain[: fork.base + 1]
+            fork_now = threads[f].chain[: fork.base + 1]
+            if parent_now != fork.snapshot:
+                violated.setdefault("fork-determinism", f"the parent t{fork.parent}'s checkpoints up "
+                                    f"to {fork.base} changed after fork t{f} was made from them")
+            elif fork_now != fork.snapshot:
+                violated.setdefault("fork-determinism", f"fork t{f} does not start from exactly "
+                                    f"checkpoint {fork.base} of t{fork.parent} and its ancestry")
+        return violated
+
+    def _judge(self, at: int | str, extra: dict[str, str] | None = None) -> None:
+        world = self._world()
+        violated = self._violations(world)
+        violated.update(extra or {})
+        violated = {cid: seen for cid, seen in violated.items() if cid not in self.ignore}
+        if violated:
+            violated = ordered(violated)
+            first = next(iter(violated))
+            violation = VIOLATIONS[first](violated, at, list(self.steps), self.observed(world))
+            if self.on_violation is not None:
+                self.on_violation(violation)
+            raise violation
+
+    def observed(self, world) -> dict:
+        """What the adapter showed, for repros: each thread's chain, inputs and run state, and
+        the sink's applications by effect identity."""
+        threads = []
+        for t, view in enumerate(self.observation.threads):
+            threads.append({
+                "thread": t,
+                "run": view.run,
+                "checkpoints": [{"pc": e.pc, "stage": e.stage, "state": list(e.app)} for e in view.chain],
+                "inputs": None if view.inputs is None else {str(k): v for k, v in sorted(view.inputs.items())},
+            })
+        sink = [{"identity": [identity[0], identity[1], list(identity[2])], "applications": count}
+                for identity, count in world.sink]
+        return {"threads": threads, "sink": sink}
+
+    # -- the end of an example -----------------------------------------------------------
+
+    def finish(self, max_rounds: int | None = None) -> None:
+        """Drain (recover crashed, start new threads), judge liveness and every clause, close."""
+        try:
+            self.drained = True
+            rounds = max_rounds or len(self.workflow.stages) + 2
+            for round_number in range(rounds):
+                progressed = False
+                for t, view in enumerate(self.observation.threads):
+                    op = f"drain{round_number}.t{t}"
+                    if view.run == "dead":
+                        outcome = self._call(f"drain: recover t{t}", lambda: self.adapter.recover(t, None, op))
+                    elif view.run == "new":
+                        outcome = self._call(f"drain: start t{t}", lambda: self.adapter.start(t, None, op))
+                    else:
+                        continue
+                    progressed |= outcome.status == OK
+                    self.observation = self._observe()
+                if not progressed:
+                    break
+            extra = {}
+            if "liveness" not in self.skip:
+                stuck = judge_liveness(self.workflow, self._world())
+                if stuck is not None:
+                    extra["liveness"] = stuck
+            self._judge(DRAIN, extra)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        try:
+            self._call("close the adapter", self.adapter.close)
+        finally:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    # -- adapter calls -------------------------------------------------------------------
+
+    def _observe(self) -> Observation:
+        return self._call("observe", self.adapter.observe)
+
+    def _call(self, what: str, function):
+        with step_deadline(self.step_timeout, what):
+            try:
+                return function()
+            except AdapterFailure:
+                raise
+            except Exception as error:  # noqa: BLE001 - an adapter bug, reported with the step
+                raise AdapterFailure(f"the adapter raised during {what}: {type(error).__name__}: {error}") from error

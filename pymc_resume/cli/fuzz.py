@@ -1,0 +1,90 @@
+"""`pymc-resume fuzz ADAPTER`: Hypothesis stateful fuzzing of a live adapter against the contract."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from pymc_resume.cli import main
+from pymc_resume.cli.errors import fail
+from pymc_resume.files import write_json
+from pymc_resume.model.bounds import BoundsError, load_bounds
+from pymc_resume.model.contract import CLAUSES, VIOLATED
+from pymc_resume.report import table
+
+
+@main.command("fuzz")
+@click.argument("adapter")
+@click.option("--examples", type=click.IntRange(min=1), default=100, show_default=True,
+              help="Examples (rule sequences) Hypothesis generates.")
+@click.option("--steps", type=click.IntRange(min=1), default=12, show_default=True,
+              help="Most client steps per example.")
+@click.option("--seed", type=int, default=None, help="Seed Hypothesis for a reproducible run.")
+@click.option("--fault", default=None,
+              help="The reference runtime's fault switch: a mutant name (see `check --list-mutants`).")
+@click.option("--bounds", "bounds_name", default="default", show_default=True,
+              help="Bounds whose workflow, values and processes to fuzz with (name or TOML path).")
+@click.option("--repro-dir", type=click.Path(file_okay=False), default=None,
+              help="Write repros here and keep Hypothesis's example database here  "
+                   "[default: ./pymc-resume-repros, no database].")
+@click.option("--step-timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True,
+              metavar="SECONDS", help="Stop an adapter step that takes longer (a hang).")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the result as JSON to this path (atomically).")
+def fuzz_command(adapter, examples, steps, seed, fault, bounds_name, repro_dir, step_timeout, json_path):
+    """Fuzz ADAPTER (`reference`, or module:Class) with the model's client actions."""
+    from pymc_resume.bridge.fuzz import run_fuzz
+    from pymc_resume.bridge.registry import AdapterSpecError
+
+    try:
+        bounds = load_bounds(bounds_name)
+    except BoundsError as error:
+        fail(f"--bounds: {error}")
+    options = {"fault": fault} if fault is not None else {}
+    try:
+        report = run_fuzz(
+            adapter, options, bounds, examples=examples, steps=steps, seed=seed,
+            repro_dir=repro_dir or "pymc-resume-repros", use_database=repro_dir is not None,
+            step_timeout=step_timeout,
+        )
+    except AdapterSpecError as error:
+        fail(str(error))
+    if json_path:
+        write_json(json_path, report.as_json())
+    if report.error is not None:
+        fail(f"adapter {adapter!r}: {report.error}")
+    click.echo(fuzz_text(report))
+    if report.violated:
+        sys.exit(1)
+
+
+def fuzz_text(report) -> str:
+    fault = report.options.get("fault")
+    title = f"adapter {report.adapter!r}" + (f" with fault {fault!r}" if fault else "")
+    lines = [
+        f"{title} ({report.version}) on workflow {list(report.bounds.nodes)} "
+        f"(bounds {report.bounds.name!r}): {report.examples} examples, {report.steps} steps, "
+        f"{report.steps_per_second:.1f} steps/s, {report.seconds:.1f}s, seed {report.seed}",
+    ]
+    if report.first_failure is not None:
+        examples, seconds = report.first_failure
+        lines.append(f"first failure after {examples} examples ({seconds:.1f}s), then shrunk")
+    rows = []
+    for clause in CLAUSES:
+        result = report.clauses[clause.id]
+        detail = result.reason or ""
+        if result.verdict == VIOLATED:
+            detail = f"repro: {result.repro_steps} steps"
+        rows.append([clause.id, clause.kind, result.verdict, detail])
+    lines += ["", table(["id", "kind", "verdict", "detail"], rows)]
+    for clause in CLAUSES:
+        result = report.clauses[clause.id]
+        if result.verdict != VIOLATED:
+            continue
+        from pymc_resume.bridge.session import describe_step
+
+        lines += ["", f"{clause.id} violated: {result.reason}"]
+        lines += [f"  {i}. {describe_step(step)}" for i, step in enumerate(result.steps)]
+        lines += [f"  repro: {result.repro}", f"  pytest: {result.pytest}"]
+    return "\n".join(lines)

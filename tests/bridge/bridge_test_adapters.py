@@ -1,0 +1,31 @@
+"""Adapters that misbehave, for the bridge's bad-input tests (loaded as module:Class)."""
+
+import time
+
+from pymc_resume.bridge.reference_adapter import ReferenceAdapter
+
+
+class HangingAdapter(ReferenceAdapter):
+    """Never returns from a resume."""
+
+    def resume(self, thread, value, crash, op):
+        time.sleep(3600)
+
+
+class RaisingAdapter(ReferenceAdapter):
+    """Raises on a resume, as a broken adapter would."""
+
+    def resume(self, thread, value, crash, op):
+        raise RuntimeError("boom")
+
+
+class BlindAdapter(ReferenceAdapter):
+    """Observes only checkpoints: no recorded inputs, leases, executions or late inputs."""
+
+    capabilities = frozenset()
+
+    def observe(self):
+        observation = super().observe()
+        views = [view.__class__(view.chain, "free" if view.run == "dead" else view.run)
+                 for view in observation.threads]
+        return observation.__class__(tuple(views))
