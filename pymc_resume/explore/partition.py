@@ -117,14 +117,17 @@ class Partition:
         for state in self.model.initial_states():
             self.generated += 1
             key = self.key(state)
-            outbound[self.owner(key)][0].append((key, -1))
+            owner = self.owner(key)
+            if owner == self.index and self.encode:
+                key = self.encode(key)  # this partition's own candidates travel encoded
+            outbound[owner][0].append((key, -1))
         return self._keep_own(outbound)
 
     def step(self, inbound: list[Batch], level: int, tick: Callable[[], bool] | None = None):
         """Admit the candidates of this level (`inbound` from other partitions, and this
         partition's own), expand the new states, and return the next level's batches for the
         other partitions."""
-        fresh = self._admit(inbound + self.carry, level)
+        fresh = self._admit(inbound, level)
         self.carry = []
         return self._keep_own(self._expand(fresh, level, tick))
 
@@ -140,35 +143,42 @@ class Partition:
     def _admit(self, inbound: list[Batch], level: int) -> list[tuple[int, Hashable]]:
         while len(self.level_starts) < level:
             self.level_starts.append(len(self.store))
+        fresh: list[tuple[int, Hashable]] = []
+        for candidates, repeats in inbound:
+            self._admit_batch(candidates, repeats, level, fresh, encoded=False)
+        for candidates, repeats in self.carry:
+            self._admit_batch(candidates, repeats, level, fresh, encoded=True)
+        return fresh
+
+    def _admit_batch(self, candidates, repeats, level: int, fresh: list, encoded: bool) -> None:
+        """Admit one batch; `encoded` batches (this partition's own) already hold keys."""
         ids = self.store.ids
         parents = self.store.parents
         count, index = self.count, self.index
         edge_sources, edge_targets = self.edge_sources, self.edge_targets
-        encode, decode = self.encode, self.decode
-        fresh = []
-        for candidates, repeats in inbound:
-            locals_ = []
-            for state, parent in candidates:
-                key = encode(state) if encode else state
-                local = ids.get(key)
-                if local is None:
-                    local = len(parents)
-                    ids[key] = local
-                    parents.append(parent)
-                    gid = local * count + index
-                    if decode:
-                        state = decode(key)  # the interned copy: shares its parts with others
-                    self._check(state, gid, level)
-                    fresh.append((gid, state))
-                if edge_sources is not None:
-                    locals_.append(local)
-                    if parent >= 0:
-                        edge_sources.append(parent)
-                        edge_targets.append(local)
-            for position, parent in repeats:
-                edge_sources.append(parent)
-                edge_targets.append(locals_[position])
-        return fresh
+        encode = None if encoded else self.encode
+        decode = self.decode
+        locals_ = []
+        for state, parent in candidates:
+            key = encode(state) if encode else state
+            local = ids.get(key)
+            if local is None:
+                local = len(parents)
+                ids[key] = local
+                parents.append(parent)
+                gid = local * count + index
+                if decode:
+                    state = decode(key)  # the interned copy: shares its parts with others
+                self._check(state, gid, level)
+                fresh.append((gid, state))
+            if edge_sources is not None:
+                locals_.append(local)
+                if parent >= 0:
+                    edge_sources.append(parent)
+                    edge_targets.append(local)
+        for position, parent in repeats:
+            edge_sources.append(parent)
+            edge_targets.append(locals_[position])
 
     def _check(self, state: Hashable, gid: int, level: int) -> None:
         first_bad = self.first_bad
@@ -186,7 +196,8 @@ class Partition:
         keep_all = self.edge_sources is not None
         outbound: list[dict] = [{} for _ in range(count)]
         repeats: list[list[tuple[int, int]]] = [[] for _ in range(count)]
-        local_batch = outbound[self.index]
+        own = self.index
+        local_batch = outbound[own]
         partition_key = self.partition_key
         known = self.store.ids
         encode = self.encode
@@ -207,14 +218,16 @@ class Partition:
                 else:
                     where = partition_key(key) if partition_key else key
                     owner = ((hash(where) * MIX) >> 64) % count
+                if owner == own and encode:
+                    key = encode(key)  # kept here until the next level: as a compact key
                 if keep_all:
                     batch = outbound[owner]
                     first = batch.setdefault(key, (len(batch), gid))
                     if first[1] != gid:
                         repeats[owner].append((first[0], gid))
-                elif owner != self.index:
+                elif owner != own:
                     outbound[owner].setdefault(key, gid)
-                elif (encode(key) if encode else key) not in known:
+                elif key not in known:
                     local_batch.setdefault(key, gid)
             if check_deadlock and generated == before and DEADLOCK not in self.first_bad:
                 self.first_bad[DEADLOCK] = (level, gid)
