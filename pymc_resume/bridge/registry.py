@@ -11,6 +11,10 @@ import inspect
 
 BUILT_IN = {
     "reference": "pymc_resume.bridge.reference_adapter:ReferenceAdapter",
+    "langgraph": "pymc_resume.bridge.langgraph_adapter:LangGraphAdapter",
+    "langgraph-async": "pymc_resume.bridge.langgraph_adapter:LangGraphAsync",
+    "langgraph-exit": "pymc_resume.bridge.langgraph_adapter:LangGraphExit",
+    "langgraph-postgres": "pymc_resume.bridge.langgraph_adapter:LangGraphPostgres",
 }
 
 
