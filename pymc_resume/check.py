@@ -10,6 +10,7 @@ from pymc_resume.explore import ExplorationResult, explore
 from pymc_resume.explore.search import Checkpointing
 from pymc_resume.explore.snapshot import Snapshot
 from pymc_resume.model.bounds import Bounds
+from pymc_resume.model.clauses import CHECKS
 from pymc_resume.model.contract import CLAUSE_IDS, HOLDS, SKIPPED, VIOLATED
 from pymc_resume.model.narrate import split_action, store_changes
 from pymc_resume.model.semantics import ResumeModel
@@ -68,13 +69,25 @@ def trace_table(model: ResumeModel, steps) -> tuple[dict, ...]:
     return tuple(rows)
 
 
+def why_violated(model: ResumeModel, clause_id: str, last_state) -> str:
+    """What the last state of a counterexample shows, in words."""
+    check = CHECKS.get(clause_id)
+    if check is None:  # liveness, a graph property
+        return "no quiescent state is reachable from the last state"
+    return check(model.workflow, last_state)
+
+
 def judge(model: ResumeModel, result: ExplorationResult) -> dict[str, Verdict]:
     """One verdict per contract id: violated with its trace, holds, or skipped if unproved."""
     verdicts = {}
     for clause_id in CLAUSE_IDS:
         violation = result.violations.get(clause_id)
         if violation is not None:
-            verdicts[clause_id] = Verdict(VIOLATED, trace=trace_table(model, violation.trace))
+            verdicts[clause_id] = Verdict(
+                VIOLATED,
+                reason=why_violated(model, clause_id, violation.trace[-1].state),
+                trace=trace_table(model, violation.trace),
+            )
         elif result.complete:
             verdicts[clause_id] = Verdict(HOLDS)
         else:

@@ -25,13 +25,14 @@ def verdict_table(report: CheckReport) -> str:
     return table(["id", "kind", "verdict", "states", "detail"], rows)
 
 
-def trace_text(clause_id: str, trace: tuple[dict, ...]) -> str:
+def trace_text(clause_id: str, trace: tuple[dict, ...], reason: str | None = None) -> str:
     rows = []
     for row in trace:
         changes = row["changes"] or ["-"]
         rows.append([str(row["step"]), row["actor"], row["action"], changes[0]])
         rows.extend(["", "", "", more] for more in changes[1:])
-    return f"{clause_id} violated:\n" + table(["step", "actor", "action", "store / sink"], rows)
+    because = f": {reason}" if reason else ""
+    return f"{clause_id} violated{because}\n" + table(["step", "actor", "action", "store / sink"], rows)
 
 
 def check_text(report: CheckReport) -> str:
@@ -48,5 +49,5 @@ def check_text(report: CheckReport) -> str:
     ]
     for clause_id, verdict in report.verdicts.items():
         if verdict.trace is not None:
-            lines += ["", trace_text(clause_id, verdict.trace)]
+            lines += ["", trace_text(clause_id, verdict.trace, verdict.reason)]
     return "\n".join(lines)

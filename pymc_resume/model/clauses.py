@@ -1,8 +1,10 @@
-"""The seven clauses and the `fork-intent` obligation as predicates on one state.
+"""The seven clauses and the `fork-intent` obligation as checks on one state.
 
-Each check takes the workflow and a `World` and returns True when the clause holds there; the
-history variables in `Thread` (crash flags, delivery counts, second records) carry what a check
-needs from the past. `liveness` is a graph property: `is_quiescent` is its goal.
+Each check takes the workflow and a `World` and returns None when the clause holds there, or a
+sentence saying what it observed when it does not: the explorer needs only the verdict, the
+bridge reports the sentence. The history variables in `Thread` (crash flags, delivery counts,
+second records) carry what a check needs from the past. `liveness` is a graph property:
+`is_quiescent` is its goal.
 """
 
 from __future__ import annotations
@@ -50,19 +52,33 @@ def is_quiescent(workflow: Workflow, world: World) -> bool:
     return True
 
 
-def prefix_continuation(workflow: Workflow, world: World) -> bool:
-    for thread in world.threads:
+def _value(value: int) -> str:
+    return "none" if value == NO_VALUE else ("invalid" if value == INVALID else f"v{value}")
+
+
+def _identity(identity: tuple) -> str:
+    lineage, node, inputs = identity
+    return f"(lineage t{lineage}, node {node}, inputs {[_value(v) for v in inputs]})"
+
+
+# Each check returns None where its clause holds in `world`, else what was observed, in words.
+Reason = str | None
+
+
+def prefix_continuation(workflow: Workflow, world: World) -> Reason:
+    for t, thread in enumerate(world.threads):
         committed = [entry.stage for entry in thread.chain if entry.stage >= 0]
         if committed != list(range(len(committed))) or thread.head.pc != len(committed):
-            return False
-    return True
+            return f"t{t} committed stages {committed} with its head at stage {thread.head.pc}"
+    return None
 
 
-def effect_exactly_once(workflow: Workflow, world: World) -> bool:
-    if any(applications > 1 for _, applications in world.sink):
-        return False
+def effect_exactly_once(workflow: Workflow, world: World) -> Reason:
+    for identity, applications in world.sink:
+        if applications > 1:
+            return f"effect {_identity(identity)} applied {applications} times"
     if not is_quiescent(workflow, world):
-        return True
+        return None
     applied = dict(world.sink)
     for t, thread in enumerate(world.threads):
         for entry in thread.chain:
@@ -75,8 +91,9 @@ def effect_exactly_once(workflow: Workflow, world: World) -> bool:
             if fires:
                 identity = effect_identity(workflow, world.threads, t, entry.stage, entry.app)
                 if applied.get(identity) != 1:
-                    return False
-    return True
+                    return (f"quiescent, t{t} committed stage {entry.stage} but its effect "
+                            f"{_identity(identity)} was applied {applied.get(identity, 0)} times")
+    return None
 
 
 def recorded_inputs(thread: Thread) -> tuple:
@@ -85,88 +102,102 @@ def recorded_inputs(thread: Thread) -> tuple:
     return thread.claims, updates
 
 
-def fork_determinism(workflow: Workflow, world: World) -> bool:
+def fork_determinism(workflow: Workflow, world: World) -> Reason:
     threads = world.threads
-    for thread in threads:
+    for t, thread in enumerate(threads):
         if thread.parent < 0:
             continue
         parent = threads[thread.parent]
         start = thread.chain[thread.base].pc
         if thread.chain[: thread.base + 1] != parent.chain[: thread.base + 1]:
-            return False  # not c's state and ancestry, or the parent's checkpoints changed
+            return (f"fork t{t} and its parent t{thread.parent} differ up to checkpoint "
+                    f"{thread.base} (not the checkpoint's state, or the parent changed)")
         if thread.claims[:start] != parent.claims[:start]:
-            return False  # the parent's recorded inputs changed
+            return f"the parent t{thread.parent}'s recorded inputs changed under fork t{t}"
         if thread.ancestry_executed:
-            return False
+            return f"fork t{t} executed a stage of its checkpoint's ancestry"
     finished = [
-        th for th in threads
+        (t, th) for t, th in enumerate(threads)
         if th.parent >= 0 and th.head.pc == workflow.end and not th.crashed_since_fork
     ]
-    for a, first in enumerate(finished):
-        for second in finished[a + 1 :]:
+    for a, (t1, first) in enumerate(finished):
+        for t2, second in finished[a + 1 :]:
             same_fork = (first.parent, first.base, first.intent, first.edit_value) == (
                 second.parent, second.base, second.intent, second.edit_value
             )
             if same_fork and recorded_inputs(first) == recorded_inputs(second):
                 if first.head.app != second.head.app:
-                    return False
-    return True
+                    return (f"forks t{t1} and t{t2} of one checkpoint, with the same intent and "
+                            "inputs, reached different states")
+    return None
 
 
-def checkpoint_validity(workflow: Workflow, world: World) -> bool:
-    for thread in world.threads:
+def checkpoint_validity(workflow: Workflow, world: World) -> Reason:
+    for t, thread in enumerate(world.threads):
         if INVALID in thread.claims:
-            return False
-        for entry in thread.chain:
+            return f"t{t} claimed a schema-invalid resume value"
+        for k, entry in enumerate(thread.chain):
             if not workflow.is_valid(entry.app):
-                return False
-    return True
+                return f"t{t} checkpoint {k} holds a schema-invalid state {list(entry.app)}"
+    return None
 
 
-def consume_once_value(workflow: Workflow, world: World) -> bool:
-    for thread in world.threads:
+def consume_once_value(workflow: Workflow, world: World) -> Reason:
+    for t, thread in enumerate(world.threads):
         if thread.second_records:
-            return False
+            stage, value = thread.second_records[0]
+            return (f"a resume of {_value(value)} to the interrupt at stage {stage} of t{t}, "
+                    "which had already consumed a value, was recorded instead of refused")
         head = thread.head
         for position in workflow.consuming:
             claimed = thread.claims[position]
             if position < head.pc and claimed != NO_VALUE:
-                if head.app[workflow.stages[position].node] != claimed:
-                    return False
-    return True
+                used = head.app[workflow.stages[position].node]
+                if used != claimed:
+                    return (f"t{t} continued with {_value(used)} at stage {position}, whose "
+                            f"interrupt consumed {_value(claimed)}")
+    return None
 
 
-def consume_once_consumption(workflow: Workflow, world: World) -> bool:
-    return all(count <= 1 for thread in world.threads for count in thread.deliveries)
+def consume_once_consumption(workflow: Workflow, world: World) -> Reason:
+    for t, thread in enumerate(world.threads):
+        for stage, count in enumerate(thread.deliveries):
+            if count > 1:
+                return f"{count} deliveries executed the interrupt at stage {stage} of t{t}"
+    return None
 
 
-def recovery_determinism(workflow: Workflow, world: World) -> bool:
-    for thread in world.threads:
+def recovery_determinism(workflow: Workflow, world: World) -> Reason:
+    for t, thread in enumerate(world.threads):
         if thread.crashed and thread.head.pc == workflow.end:
             recorded = {s: thread.claims[s] for s in workflow.consuming}
             updates = recorded_inputs(thread)[1]
-            note = updates[-1] if updates else UNSET
-            if thread.head.app != workflow.replay(recorded, note):
-                return False
-    return True
+            expected = workflow.replay(recorded, updates[-1] if updates else UNSET)
+            if thread.head.app != expected:
+                return (f"t{t} completed after a crash with state {list(thread.head.app)}; the "
+                        f"crash-free run of its inputs gives {list(expected)}")
+    return None
 
 
-def fork_intent(workflow: Workflow, world: World) -> bool:
+def fork_intent(workflow: Workflow, world: World) -> Reason:
     threads = world.threads
-    for thread in threads:
+    for t, thread in enumerate(threads):
         if thread.parent < 0:
             continue
         parent = threads[thread.parent]
         if thread.intent == EDIT:
             edited = thread.chain[thread.base].pc
             if thread.claims[edited] != thread.edit_value or thread.edit_value == parent.claims[edited]:
-                return False
+                return (f"edit fork t{t} consumed {_value(thread.claims[edited])} at stage {edited}"
+                        f", not its new input {_value(thread.edit_value)}")
         elif thread.intent == REPLAY:
             if thread.claims[: thread.inherited] != parent.claims[: thread.inherited]:
-                return False
+                return (f"replay fork t{t} recorded inputs {[_value(v) for v in thread.claims]}; "
+                        f"its parent t{thread.parent} recorded "
+                        f"{[_value(v) for v in parent.claims]}")
         else:
-            return False  # a fork without a declared intent
-    return True
+            return f"fork t{t} declares no intent"
+    return None
 
 
 # The state invariants, keyed by contract id (liveness is checked on the graph).

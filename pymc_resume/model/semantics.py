@@ -63,9 +63,13 @@ class ResumeModel:
         self.end = self.workflow.end
         self.consumes = self.workflow.consumes
         self.invariants = [
-            Invariant(clause_id, self._bind(check)) for clause_id, check in CHECKS.items()
+            Invariant(clause_id, self._holds(check)) for clause_id, check in CHECKS.items()
         ]
         self.reachability = [AlwaysReachable("liveness", self._bind(is_quiescent))]
+
+    def _holds(self, check):
+        workflow = self.workflow
+        return lambda world: check(workflow, world) is None
 
     def _bind(self, check):
         workflow = self.workflow
