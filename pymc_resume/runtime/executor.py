@@ -29,7 +29,7 @@ from pathlib import Path
 
 from pymc_resume.model import mutants as m
 from pymc_resume.model.state import INITIAL, UPDATE
-from pymc_resume.model.workflow import NodeKind, StageKind
+from pymc_resume.model.workflow import StageKind
 from pymc_resume.runtime.holders import holder_alive, holder_token
 from pymc_resume.runtime.store import CheckpointRow, Store, ThreadRow
 from pymc_resume.runtime.workflow import NO_PROBE, NodeContext, Probe, RuntimeWorkflow
@@ -148,7 +148,7 @@ class Runtime:
         if intent not in ("replay", "edit"):
             raise Refused(f"a fork declares intent 'replay' or 'edit', not {intent!r}")
         with self.store.transaction() as db:
-            parent = self._thread(db, thread)
+            self._thread(db, thread)  # refuses a fork of a thread that does not exist
             chain = self.store.chain(db, thread)
             if not 0 <= checkpoint < len(chain) - 1:
                 raise Refused("a fork starts from a strict ancestor of the head")

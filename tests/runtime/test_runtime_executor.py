@@ -6,7 +6,7 @@ import pytest
 
 from pymc_resume.bridge.adapter import CrashPoint
 from pymc_resume.bridge.nodes import FuzzNodes
-from pymc_resume.bridge.process import KILLED, RETURNED, ControlledPoints, run_in_children
+from pymc_resume.bridge.process import KILLED, ControlledPoints, run_in_children
 from pymc_resume.bridge.sink import Sink
 from pymc_resume.model.state import UPDATE
 from pymc_resume.model.workflow import INVALID, Workflow
