@@ -10,7 +10,7 @@ from __future__ import annotations
 from pymc_resume.model.clauses import CHECKS, is_quiescent
 from pymc_resume.model.contract import CLAUSE_IDS
 from pymc_resume.model.state import NO_VALUE, World
-from pymc_resume.model.workflow import Workflow
+from pymc_resume.model.workflow import Workflow, value_name
 
 # What an adapter must let the bridge observe for a clause to be judged.
 REQUIRES: dict[str, frozenset[str]] = {
@@ -52,7 +52,7 @@ def judge_liveness(workflow: Workflow, world: World) -> str | None:
         if workflow.consumes[pc] and thread.claims[pc] == NO_VALUE and thread.runner == 0:
             continue
         stuck.append(f"t{t} at stage {pc} ({_lease(thread.runner)}, "
-                     f"claim {_value(thread.claims[pc]) if workflow.consumes[pc] else 'n/a'})")
+                     f"claim {value_name(thread.claims[pc]) if workflow.consumes[pc] else 'n/a'})")
     return "after recovering every crashed thread and starting every new one, not quiescent: " + "; ".join(stuck)
 
 
@@ -65,6 +65,3 @@ def ordered(violations: dict[str, str]) -> dict[str, str]:
 def _lease(runner: int) -> str:
     return {0: "lease free", 1: "lease held", 2: "lease held by a crashed process"}.get(runner, "stuck")
 
-
-def _value(value: int) -> str:
-    return "none" if value == NO_VALUE else ("invalid" if value < 0 else f"v{value}")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import pickle
 from array import array
-from bisect import bisect_right
 from collections.abc import Callable, Hashable
 
 from pymc_resume.explore.protocol import Model
@@ -135,10 +134,6 @@ class Partition:
         self.carry.append(outbound[self.index])
         outbound[self.index] = ([], [])
         return outbound
-
-    def level_of(self, local_id: int) -> int:
-        """The breadth-first level (1 = initial) at which a local state was admitted."""
-        return bisect_right(self.level_starts, local_id)
 
     def _admit(self, inbound: list[Batch], level: int) -> list[tuple[int, Hashable]]:
         while len(self.level_starts) < level:

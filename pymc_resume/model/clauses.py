@@ -10,7 +10,7 @@ second records) carry what a check needs from the past. `liveness` is a graph pr
 from __future__ import annotations
 
 from pymc_resume.model.state import EDIT, FREE, IDLE, NEW, NO_VALUE, REPLAY, UPDATE, Thread, World
-from pymc_resume.model.workflow import APPROVE, INVALID, UNSET, StageKind, Workflow
+from pymc_resume.model.workflow import APPROVE, INVALID, UNSET, StageKind, Workflow, value_name
 
 
 def lineage(threads: tuple[Thread, ...], t: int, stage: int) -> int:
@@ -52,13 +52,9 @@ def is_quiescent(workflow: Workflow, world: World) -> bool:
     return True
 
 
-def _value(value: int) -> str:
-    return "none" if value == NO_VALUE else ("invalid" if value == INVALID else f"v{value}")
-
-
 def _identity(identity: tuple) -> str:
     lineage, node, inputs = identity
-    return f"(lineage t{lineage}, node {node}, inputs {[_value(v) for v in inputs]})"
+    return f"(lineage t{lineage}, node {node}, inputs {[value_name(v) for v in inputs]})"
 
 
 # Each check returns None where its clause holds in `world`, else what was observed, in words.
@@ -146,7 +142,7 @@ def consume_once_value(workflow: Workflow, world: World) -> Reason:
     for t, thread in enumerate(world.threads):
         if thread.second_records:
             stage, value = thread.second_records[0]
-            return (f"a resume of {_value(value)} to the interrupt at stage {stage} of t{t}, "
+            return (f"a resume of {value_name(value)} to the interrupt at stage {stage} of t{t}, "
                     "which had already consumed a value, was recorded instead of refused")
         head = thread.head
         for position in workflow.consuming:
@@ -154,8 +150,8 @@ def consume_once_value(workflow: Workflow, world: World) -> Reason:
             if position < head.pc and claimed != NO_VALUE:
                 used = head.app[workflow.stages[position].node]
                 if used != claimed:
-                    return (f"t{t} continued with {_value(used)} at stage {position}, whose "
-                            f"interrupt consumed {_value(claimed)}")
+                    return (f"t{t} continued with {value_name(used)} at stage {position}, whose "
+                            f"interrupt consumed {value_name(claimed)}")
     return None
 
 
@@ -188,13 +184,13 @@ def fork_intent(workflow: Workflow, world: World) -> Reason:
         if thread.intent == EDIT:
             edited = thread.chain[thread.base].pc
             if thread.claims[edited] != thread.edit_value or thread.edit_value == parent.claims[edited]:
-                return (f"edit fork t{t} consumed {_value(thread.claims[edited])} at stage {edited}"
-                        f", not its new input {_value(thread.edit_value)}")
+                return (f"edit fork t{t} consumed {value_name(thread.claims[edited])} at stage {edited}"
+                        f", not its new input {value_name(thread.edit_value)}")
         elif thread.intent == REPLAY:
             if thread.claims[: thread.inherited] != parent.claims[: thread.inherited]:
-                return (f"replay fork t{t} recorded inputs {[_value(v) for v in thread.claims]}; "
+                return (f"replay fork t{t} recorded inputs {[value_name(v) for v in thread.claims]}; "
                         f"its parent t{thread.parent} recorded "
-                        f"{[_value(v) for v in parent.claims]}")
+                        f"{[value_name(v) for v in parent.claims]}")
         else:
             return f"fork t{t} declares no intent"
     return None

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pymc_resume.model.state import (
     DEAD, FREE, INTENT_NAMES, LIVE, NO_VALUE, STUCK, UPDATE, World,
 )
-from pymc_resume.model.workflow import INVALID, Workflow
+from pymc_resume.model.workflow import Workflow, value_name
 
 LEASE_NAMES = {
     FREE: "free",
@@ -14,10 +14,6 @@ LEASE_NAMES = {
     DEAD: "held by a crashed process",
     STUCK: "held by a process that crashed mid-node (unrecoverable)",
 }
-
-
-def value_name(value: int) -> str:
-    return "invalid" if value == INVALID else f"v{value}"
 
 
 def split_action(action: str | None) -> tuple[str, str]:

@@ -24,17 +24,13 @@ from pymc_resume.model.state import (
     DEAD, EDIT, EXECUTED, FREE, IDLE, IDLE_PROCESS, INITIAL, INTENT_NAMES, LIVE, LOADED, NEW,
     NO_VALUE, READY, REPLAY, ROOT, STARTED, STUCK, UPDATE, Budget, Checkpoint, Process, Thread, World,
 )
-from pymc_resume.model.workflow import APPROVE, DONE, INVALID, NodeKind, StageKind
+from pymc_resume.model.workflow import APPROVE, DONE, INVALID, NodeKind, StageKind, value_name
 
 Successor = tuple[str, World]
 
 
 def replace_at(items: tuple, index: int, value) -> tuple:
     return items[:index] + (value,) + items[index + 1 :]
-
-
-def value_name(value: int) -> str:
-    return "invalid" if value == INVALID else f"v{value}"
 
 
 def committed_upto(thread: Thread) -> int:

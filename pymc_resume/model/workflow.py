@@ -22,6 +22,13 @@ APPROVE = 1  # value 1 approves a gated node; any other valid value rejects it
 DONE = 1  # what an effect node writes into its field
 
 
+def value_name(value: int) -> str:
+    """A resume value as traces and reports print it: v1, v2, ..., invalid, or none."""
+    if value == UNSET:
+        return "none"
+    return "invalid" if value == INVALID else f"v{value}"
+
+
 class NodeKind(enum.Enum):
     STEP = "step"
     EFFECT = "effect"
