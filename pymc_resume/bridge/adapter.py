@@ -18,6 +18,11 @@ observe is reported `skipped` with the reason, never `holds`:
 - `leases`: `ThreadView.run` tells a live holder from a crashed one;
 - `executions`: node code receives the operation id and role (run, delivery, recovery);
 - `late-inputs`: `ThreadView.late_inputs`, resume values recorded after consumption.
+
+Operations a framework cannot express at all (it has no interrupt API, no fork) are declared in
+an optional `unsupported` mapping, operation -> why. The bridge never asks for them; without
+`resume` the adapter gets the workflow without its consuming nodes (`expressible_workflow`).
+The clauses that need such an operation are `not-applicable` with that reason, never `holds`.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from typing import Protocol, runtime_checkable
 import attrs
 
 from pymc_resume.model.state import Checkpoint
-from pymc_resume.model.workflow import Workflow
+from pymc_resume.model.workflow import NodeKind, Workflow
 
 # Where a process can be killed, around the execution of one stage.
 CRASH_POINTS = ("before-execute", "after-execute", "after-commit")
@@ -36,6 +41,9 @@ CRASH_POINTS = ("before-execute", "after-execute", "after-commit")
 RACE_WINDOWS = ("after-load", "after-execute")
 
 CAPABILITIES = frozenset({"recorded-inputs", "leases", "executions", "late-inputs"})
+
+# Client operations an adapter may declare `unsupported` (start and recover are always there).
+OPERATIONS = ("resume", "resume-together", "fork", "update")
 
 OK = "ok"
 REFUSED = "refused"
@@ -87,6 +95,32 @@ class FuzzSetup:
     values: int  # valid resume values are 1..values; 1 approves a gated node
     workdir: Path  # a fresh directory for the framework's store
     run_node: object  # the node code: run_node(stage, state, value, context) -> state
+
+
+def unsupported_operations(adapter) -> dict[str, str]:
+    """Operation -> why the adapter's framework cannot express it (the optional attribute)."""
+    declared = dict(getattr(adapter, "unsupported", None) or {})
+    unknown = sorted(set(declared) - set(OPERATIONS))
+    if unknown:
+        raise ValueError(f"adapter {adapter.name!r} declares unknown operations {unknown} "
+                         f"(known: {', '.join(OPERATIONS)})")
+    if "resume" in declared:  # no resume at all: no concurrent resume either
+        declared.setdefault("resume-together", declared["resume"])
+    return declared
+
+
+def expressible_workflow(workflow: Workflow, unsupported: dict[str, str]) -> Workflow:
+    """The workflow an adapter can run: without interrupts when it cannot resume (interrupt
+    and gated nodes dropped, an effect-then-interrupt node keeps its effect)."""
+    if "resume" not in unsupported:
+        return workflow
+    kept = []
+    for kind in workflow.nodes:
+        if kind is NodeKind.EFFECT_THEN_INTERRUPT:
+            kept.append(NodeKind.EFFECT)
+        elif kind not in (NodeKind.INTERRUPT, NodeKind.GATED):
+            kept.append(kind)
+    return Workflow(tuple(kept))
 
 
 @runtime_checkable

@@ -31,6 +31,26 @@ def unobservable(capabilities: frozenset[str]) -> dict[str, str]:
     return missing
 
 
+# The client operations a clause is about: it is judged when the framework expresses any of them.
+NEEDS_ANY_OF: dict[str, tuple[str, ...]] = {
+    "consume-once-value": ("resume",),
+    "consume-once-consumption": ("resume-together",),
+    "fork-determinism": ("fork",),
+    "fork-intent": ("fork",),
+    "checkpoint-validity": ("update", "resume"),  # an invalid state or an invalid resume value
+}
+
+
+def not_expressible(unsupported: dict[str, str]) -> dict[str, str]:
+    """Clause id -> why it is not applicable: the framework cannot express what it is about."""
+    missing = {}
+    for clause_id, operations in NEEDS_ANY_OF.items():
+        if all(op in unsupported for op in operations):
+            reasons = "; ".join(f"{op}: {unsupported[op]}" for op in operations)
+            missing[clause_id] = f"the framework cannot express it ({reasons})"
+    return missing
+
+
 def judge_world(workflow: Workflow, world: World, skip: dict[str, str]) -> dict[str, str]:
     """Clause id -> what was observed, for every state predicate that fails on `world`."""
     violated = {}

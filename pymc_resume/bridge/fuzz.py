@@ -9,7 +9,8 @@ report does not depend on how Hypothesis re-raises: for each violated clause the
 failing step sequence seen (Hypothesis's shrunk one, normally) becomes the repro, after a
 replay confirms it still fails.
 
-Verdicts: `violated` with a repro; `skipped` when the adapter cannot be observed for a clause;
+Verdicts: `violated` with a repro; `not-applicable` when the framework cannot express what a
+clause is about (no interrupt API, no fork); `skipped` when the adapter cannot be observed for a clause;
 `holds` when no step of any example run failed it (a bounded, randomized search, not a proof:
 the explorer gives proofs for the model).
 """
@@ -25,14 +26,15 @@ from hypothesis.errors import Flaky, FlakyStrategyDefinition
 from hypothesis import seed as hypothesis_seed
 from hypothesis.stateful import run_state_machine_as_test
 
-from pymc_resume.bridge.clauses import unobservable
+from pymc_resume.bridge.adapter import unsupported_operations
+from pymc_resume.bridge.clauses import not_expressible, unobservable
 from pymc_resume.bridge.machine import fuzz_settings, machine_class
 from pymc_resume.bridge.registry import factory
 from pymc_resume.bridge.repro import replay_steps, repro_document, write_repro
 from pymc_resume.bridge.shrink import minimize
 from pymc_resume.bridge.session import AdapterFailure, Session, Violation
 from pymc_resume.model.bounds import Bounds
-from pymc_resume.model.contract import CLAUSE_IDS, HOLDS, SKIPPED, VIOLATED
+from pymc_resume.model.contract import CLAUSE_IDS, HOLDS, NOT_APPLICABLE, SKIPPED, VIOLATED
 
 
 @attrs.define
@@ -91,8 +93,8 @@ class ClauseResult:
         if self.verdict == VIOLATED:
             data["repro_steps"] = self.repro_steps
             data["pytest"] = self.pytest
-            data["first_failure"] = {"examples": self.first_failure[0],
-                                     "seconds": round(self.first_failure[1], 3)}
+            data["first_failure"] = None if self.first_failure is None else {
+                "examples": self.first_failure[0], "seconds": round(self.first_failure[1], 3)}
         return data
 
 
@@ -149,10 +151,12 @@ def run_fuzz(
     step_timeout: float | None = 30.0,
     shrink: bool = True,
     all_clauses: bool = True,
+    known: frozenset[str] = frozenset(),
 ) -> FuzzReport:
     """Fuzz `adapter` (a built-in name or module:Class) and write a repro per violated clause.
 
-    `all_clauses=False` stops at the first violation (one round).
+    `all_clauses=False` stops at the first violation (one round). Clauses in `known` (found
+    violated elsewhere) are judged but do not stop an example.
 
     Raises `registry.AdapterSpecError` when the adapter cannot be built.
     """
@@ -174,7 +178,7 @@ def run_fuzz(
         name = f"{adapter.replace(':', '.')}-{fault}"
         database = DirectoryBasedExampleDatabase(str(Path(repro_dir) / "hypothesis-db" / name))
     error = None
-    found: set[str] = set()
+    found: set[str] = set(known)
     remaining = examples
     while remaining > 0 and error is None:
         recorder.start_round()
@@ -203,15 +207,19 @@ def run_fuzz(
 def _verdicts(recorder: Recorder, capabilities, adapter: str, probe, bounds, seed, repro_dir,
               all_clauses: bool) -> dict:
     skip = unobservable(capabilities)
+    not_applicable = not_expressible(unsupported_operations(probe))
     stopped = bool(recorder.violations)
     results = {}
     for clause_id in CLAUSE_IDS:
+        if clause_id in not_applicable:
+            results[clause_id] = ClauseResult(NOT_APPLICABLE, reason=not_applicable[clause_id])
+            continue
         if clause_id in skip:
             results[clause_id] = ClauseResult(SKIPPED, reason=skip[clause_id])
             continue
         candidates = recorder.shortest(clause_id)
         if candidates:
-            result = _repro(clause_id, candidates, adapter, probe, bounds, seed, repro_dir)
+            result = clause_repro(clause_id, candidates, adapter, probe, bounds, seed, repro_dir)
             results[clause_id] = attrs.evolve(result, first_failure=recorder.first_by_clause[clause_id])
             continue
         reason = None
@@ -222,7 +230,7 @@ def _verdicts(recorder: Recorder, capabilities, adapter: str, probe, bounds, see
     return results
 
 
-def _repro(clause_id: str, candidates: list[Violation], adapter, probe, bounds, seed, repro_dir) -> ClauseResult:
+def clause_repro(clause_id: str, candidates: list[Violation], adapter, probe, bounds, seed, repro_dir) -> ClauseResult:
     """Minimize the shortest failing steps seen (see `shrink`) and write the repro."""
     make_adapter = factory(adapter, probe.options())
     chosen, confirmed = candidates[0], False

@@ -82,14 +82,15 @@ def machine_class(make_session: Callable[[], Session], processes: int = 2, max_f
             t = self._thread(data, self.session.threads_where("new"))
             self.session.apply({"action": "start", "thread": t, "crash": self._crash(data)})
 
-        @precondition(lambda self: bool(self.session.started()))
+        @precondition(lambda self: self.session.can("resume") and bool(self.session.started()))
         @rule(data=st.data())
         def resume(self, data):
             t = self._thread(data, self.session.started())
             value = data.draw(st.sampled_from(self._values()), label="value")
             self.session.apply({"action": "resume", "thread": t, "value": value, "crash": self._crash(data)})
 
-        @precondition(lambda self: processes > 1 and bool(self.session.started()))
+        @precondition(lambda self: processes > 1 and self.session.can("resume-together")
+                      and bool(self.session.started()))
         @rule(data=st.data())
         def resume_together(self, data):
             t = self._thread(data, self.session.started())
@@ -105,7 +106,7 @@ def machine_class(make_session: Callable[[], Session], processes: int = 2, max_f
             t = self._thread(data, self.session.threads_where("dead"))
             self.session.apply({"action": "recover", "thread": t, "crash": self._crash(data)})
 
-        @precondition(lambda self: bool(self._forkable()))
+        @precondition(lambda self: self.session.can("fork") and bool(self._forkable()))
         @rule(data=st.data())
         def fork(self, data):
             t = self._thread(data, self._forkable())
@@ -118,7 +119,7 @@ def machine_class(make_session: Callable[[], Session], processes: int = 2, max_f
             self.session.apply({"action": "fork", "thread": t, "checkpoint": checkpoint,
                                 "intent": intent, "value": value})
 
-        @precondition(lambda self: bool(self.session.threads_where("free", "dead")))
+        @precondition(lambda self: self.session.can("update") and bool(self.session.threads_where("free", "dead")))
         @rule(data=st.data())
         def update(self, data):
             t = self._thread(data, self.session.threads_where("free", "dead"))

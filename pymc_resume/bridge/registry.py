@@ -1,13 +1,17 @@
-"""Adapters by name: the built-in ones, or `module:Class` for a user's own.
+"""Adapters by name: the built-in ones, or `module:Class` for a user's own; and the framework
+families a conformance profile runs, each with its configurations.
 
-`make_adapter(spec, options)` builds one adapter per example; `options` are keyword arguments
+`factory(spec, options)` builds one adapter per example; `options` are keyword arguments
 of the adapter's constructor (the reference adapter takes `fault`).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
+
+import attrs
 
 BUILT_IN = {
     "reference": "pymc_resume.bridge.reference_adapter:ReferenceAdapter",
@@ -16,6 +20,59 @@ BUILT_IN = {
     "langgraph-exit": "pymc_resume.bridge.langgraph_adapter:LangGraphExit",
     "langgraph-postgres": "pymc_resume.bridge.langgraph_adapter:LangGraphPostgres",
 }
+
+
+@attrs.frozen
+class Configuration:
+    """One way to run an adapter: a name for tables (e.g. "sqlite/sync"), the adapter spec and
+    its constructor options."""
+
+    name: str
+    adapter: str
+    options: dict = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class Family:
+    """A framework as `profile` knows it: its configurations, and how to tell it is installed."""
+
+    name: str
+    configurations: tuple[Configuration, ...]
+    requires: str | None = None  # a module that the framework's extra installs
+    install: str | None = None  # the command that installs it
+
+    def installed(self) -> bool:
+        if self.requires is None:
+            return True
+        try:
+            return importlib.util.find_spec(self.requires) is not None
+        except ImportError:  # a parent package is missing
+            return False
+
+
+FAMILIES: dict[str, Family] = {
+    "reference": Family("reference", (Configuration("sqlite", "reference"),)),
+    "langgraph": Family(
+        "langgraph",
+        (
+            Configuration("sqlite/sync", "langgraph", {"durability": "sync"}),
+            Configuration("sqlite/async", "langgraph", {"durability": "async"}),
+            Configuration("sqlite/exit", "langgraph", {"durability": "exit"}),
+            Configuration("postgres/sync", "langgraph", {"durability": "sync", "store": "postgres"}),
+        ),
+        requires="langgraph.checkpoint.sqlite",
+        install="pip install 'pymc-resume[langgraph]'",
+    ),
+}
+
+
+def family_of(spec: str) -> Family:
+    """The family a `profile ADAPTER` argument names: a family, a built-in name (its one
+    configuration) or `module:Class` (a user's adapter, run as it is)."""
+    if spec in FAMILIES:
+        return FAMILIES[spec]
+    resolve(spec)  # raises AdapterSpecError with the reason
+    return Family(spec, (Configuration("default", spec),))
 
 
 class AdapterSpecError(ValueError):

@@ -62,9 +62,13 @@ def _slug(text: str) -> str:
 
 
 def repro_name(document: dict) -> str:
-    fault = (document.get("adapter_options") or {}).get("fault") or "nofault"
+    """adapter_configuration_clause: the configuration is the option values (`nofault` for none),
+    so that the repros of one adapter's configurations do not overwrite each other."""
+    options = document.get("adapter_options") or {}
+    configuration = "_".join(_slug(key if value is True else str(value)) for key, value in sorted(options.items())
+                             if value not in (None, False)) or "nofault"
     adapter = document["adapter"].rsplit(":", 1)[-1]
-    return f"{_slug(adapter)}_{_slug(fault)}_{_slug(document['clause'])}"
+    return f"{_slug(adapter)}_{configuration}_{_slug(document['clause'])}"
 
 
 def write_repro(directory: str | Path, document: dict) -> tuple[Path, Path]:

@@ -32,8 +32,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from pymc_resume.bridge.adapter import CRASHED, OK, REFUSED, CrashPoint, FuzzSetup, Observation
-from pymc_resume.bridge.clauses import judge_liveness, judge_world, ordered, unobservable
+from pymc_resume.bridge.adapter import (
+    CRASHED, OK, REFUSED, CrashPoint, FuzzSetup, Observation, expressible_workflow, unsupported_operations,
+)
+from pymc_resume.bridge.clauses import judge_liveness, judge_world, not_expressible, ordered, unobservable
 from pymc_resume.bridge.nodes import FuzzNodes
 from pymc_resume.bridge.observe import ForkRecord, History, build_world, committed_upto
 from pymc_resume.bridge.sink import Sink
@@ -146,21 +148,23 @@ class Session:
         workroot: str | Path | None = None,
     ) -> None:
         self.adapter = adapter
-        self.workflow = workflow
+        self.unsupported = unsupported_operations(adapter)
+        self.workflow = expressible_workflow(workflow, self.unsupported)
         self.values = values
         self.step_timeout = step_timeout
         self.on_step = on_step
         self.on_violation = on_violation
         self.ignore = ignore  # clauses already found violated: judged, never raised
         self.capabilities = frozenset(adapter.capabilities)
-        self.skip = unobservable(self.capabilities)
+        self.not_applicable = not_expressible(self.unsupported)
+        self.skip = unobservable(self.capabilities) | self.not_applicable
         self.history = History()
         self.steps: list[dict] = []
         self.drained = False
         self.failed = False  # a step raised (a violation or an adapter failure)
         self.workdir = Path(tempfile.mkdtemp(prefix="pymc-resume-", dir=workroot or default_workroot()))
         self.sink = Sink.create(self.workdir / "sink.db")
-        setup = FuzzSetup(workflow, values, self.workdir, FuzzNodes(workflow, self.sink))
+        setup = FuzzSetup(self.workflow, values, self.workdir, FuzzNodes(self.workflow, self.sink))
         self._call("open the adapter", lambda: adapter.open(setup))
         self.observation = self._observe()
 
@@ -168,6 +172,10 @@ class Session:
 
     def threads_where(self, *runs: str) -> list[int]:
         return [t for t, view in enumerate(self.observation.threads) if view.run in runs]
+
+    def can(self, operation: str) -> bool:
+        """Whether the adapter's framework expresses `operation` (see `adapter.OPERATIONS`)."""
+        return operation not in self.unsupported
 
     def started(self) -> list[int]:
         return self.threads_where("free", "dead", "live")

@@ -29,3 +29,10 @@ class BlindAdapter(ReferenceAdapter):
         views = [view.__class__(view.chain, "free" if view.run == "dead" else view.run)
                  for view in observation.threads]
         return observation.__class__(tuple(views))
+
+
+class NoInterruptNoForkAdapter(ReferenceAdapter):
+    """A framework with neither an interrupt API nor forks: the clauses about them are
+    not-applicable, and it runs the workflow without its consuming nodes."""
+
+    unsupported = {"resume": "no interrupt API", "fork": "no way to start a run from an old checkpoint"}

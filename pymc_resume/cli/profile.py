@@ -1,0 +1,150 @@
+"""`pymc-resume profile ADAPTER | --all`: conformance profiles, one row per configuration."""
+
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+
+import click
+
+from pymc_resume.cli import main
+from pymc_resume.cli.errors import fail
+from pymc_resume.files import write_atomically, write_json
+from pymc_resume.model.bounds import BoundsError, load_bounds
+from pymc_resume.model.contract import CLAUSE_IDS, HOLDS, NOT_APPLICABLE, SKIPPED, VIOLATED
+from pymc_resume.report import table
+
+CELL = {HOLDS: "holds", VIOLATED: "violated", NOT_APPLICABLE: "n/a", SKIPPED: "skipped"}
+
+
+@main.command("profile")
+@click.argument("adapter", required=False)
+@click.option("--all", "every", is_flag=True, help="Profile every built-in framework (those installed).")
+@click.option("--config", "only_configs", multiple=True, metavar="NAME",
+              help="Only these configurations of the framework (e.g. sqlite/sync); repeatable.")
+@click.option("--examples", type=click.IntRange(min=0), default=25, show_default=True,
+              help="Fuzzed examples per configuration after the targeted scenarios (0: scenarios only).")
+@click.option("--steps", type=click.IntRange(min=1), default=12, show_default=True,
+              help="Most client steps per fuzzed example.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Hypothesis seed (deterministic runs).")
+@click.option("--bounds", "bounds_name", default="default", show_default=True,
+              help="Bounds whose workflow, values and processes to use (name or TOML path).")
+@click.option("--repro-dir", type=click.Path(file_okay=False), default="pymc-resume-repros",
+              show_default=True, help="Where repros of violations are written.")
+@click.option("--step-timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
+              metavar="SECONDS", help="Stop an adapter step that takes longer (a hang).")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the profiles as JSON to this path (atomically).")
+@click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the table as Markdown to this path (atomically).")
+def profile_command(adapter, every, only_configs, examples, steps, seed, bounds_name, repro_dir,
+                    step_timeout, json_path, markdown_path):
+    """The conformance profile of ADAPTER (a framework such as `langgraph`, a built-in adapter
+    name, or module:Class), or of every framework with --all."""
+    from pymc_resume.bridge.profile import run_profile
+    from pymc_resume.bridge.registry import FAMILIES, AdapterSpecError, family_of
+
+    if every == (adapter is not None):
+        fail("give either ADAPTER or --all")
+    try:
+        bounds = load_bounds(bounds_name)
+    except BoundsError as error:
+        fail(f"--bounds: {error}")
+    try:
+        families = list(FAMILIES.values()) if every else [family_of(adapter)]
+    except AdapterSpecError as error:
+        fail(str(error))
+    runs, skipped = [], []
+    for family in families:
+        if not family.installed():
+            if not every:
+                fail(f"{family.name} is not installed: {family.install}")
+            skipped.append({"adapter": family.name, "reason": "not installed", "install": family.install})
+            continue
+        configurations = [c for c in family.configurations if not only_configs or c.name in only_configs]
+        if not configurations:
+            known = ", ".join(c.name for c in family.configurations)
+            fail(f"--config: {family.name} has no configuration {', '.join(only_configs)} (known: {known})")
+        runs += [(family, configuration) for configuration in configurations]
+    profiles = []
+    for family, configuration in runs:
+        try:
+            profiles.append(run_profile(
+                family.name, configuration, bounds, examples=examples, steps=steps, seed=seed,
+                repro_dir=repro_dir, step_timeout=step_timeout,
+                progress=lambda message: click.echo(message, err=True),
+            ))
+        except AdapterSpecError as error:
+            if not every:
+                fail(str(error))
+            skipped.append({"adapter": family.name, "config": configuration.name, "reason": str(error),
+                            "install": family.install})
+    document = {
+        "bounds": bounds.as_json(),
+        "seed": seed,
+        "examples": examples,
+        "profiles": [p.as_json() for p in profiles],
+        "skipped": skipped,
+    }
+    if json_path:
+        write_json(json_path, document)
+    if markdown_path:
+        write_atomically(markdown_path, markdown_table(profiles, skipped) + "\n")
+    click.echo(profile_text(profiles, skipped))
+    if any(p.violated for p in profiles):
+        sys.exit(1)
+
+
+def _row_name(profile) -> list[str]:
+    return [profile.family, profile.version, profile.configuration.name]
+
+
+def identical_line(profiles) -> str:
+    """Which rows share every verdict, or that none do."""
+    groups = defaultdict(list)
+    for profile in profiles:
+        groups[profile.signature()].append(f"{profile.family} {profile.configuration.name}")
+    shared = [names for names in groups.values() if len(names) > 1]
+    if not shared:
+        return "identical profiles: none (no two rows share every verdict)"
+    return "identical profiles: " + "; ".join(" = ".join(names) for names in shared)
+
+
+def profile_text(profiles, skipped) -> str:
+    rows = [_row_name(p) + [CELL[p.clauses[cid].verdict] for cid in CLAUSE_IDS] for p in profiles]
+    lines = [table(["framework", "version", "config", *CLAUSE_IDS], rows), "", identical_line(profiles)]
+    for entry in skipped:
+        config = f" {entry['config']}" if entry.get("config") else ""
+        install = f" ({entry['install']})" if entry.get("install") else ""
+        lines.append(f"skipped: {entry['adapter']}{config}: {entry['reason']}{install}")
+    for profile in profiles:
+        lines += ["", f"{profile.family} {profile.configuration.name} ({profile.version}): "
+                      f"{profile.scenarios} targeted scenarios, {profile.examples} fuzzed examples, "
+                      f"{profile.seconds:.0f}s"]
+        if profile.error:
+            lines.append(f"  ERROR (verdicts incomplete): {profile.error}")
+        for cid in CLAUSE_IDS:
+            result = profile.clauses[cid]
+            if result.verdict == VIOLATED:
+                lines.append(f"  {cid} violated: {result.reason}")
+                lines.append(f"    repro ({result.repro_steps} steps): {result.repro}")
+            elif result.verdict in (NOT_APPLICABLE, SKIPPED):
+                lines.append(f"  {cid} {result.verdict}: {result.reason}")
+        lines += [f"  note: {note}" for note in profile.notes]
+    return "\n".join(lines)
+
+
+def markdown_table(profiles, skipped) -> str:
+    def cell(result) -> str:
+        if result.verdict == VIOLATED and result.repro:
+            return f"violated ([repro]({result.repro}))"
+        return CELL[result.verdict]
+
+    header = ["framework", "version", "config", *(f"`{cid}`" for cid in CLAUSE_IDS)]
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    for profile in profiles:
+        cells = _row_name(profile) + [cell(profile.clauses[cid]) for cid in CLAUSE_IDS]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", identical_line(profiles)]
+    lines += [f"\nskipped: {e['adapter']}: {e['reason']} ({e.get('install') or ''})" for e in skipped]
+    return "\n".join(lines)

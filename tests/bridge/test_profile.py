@@ -1,0 +1,102 @@
+"""Conformance profiles: the targeted battery, the fuzz budget, not-applicable clauses, the CLI."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pymc_resume.bridge.adapter import expressible_workflow, unsupported_operations
+from pymc_resume.bridge.profile import run_profile
+from pymc_resume.bridge.registry import Configuration
+from pymc_resume.bridge.repro import load_repro, replay_repro
+from pymc_resume.bridge.scenarios import scenarios
+from pymc_resume.model.bounds import load_bounds
+from pymc_resume.model.contract import CLAUSE_IDS
+from pymc_resume.model.workflow import NodeKind
+
+from bridge_test_adapters import NoInterruptNoForkAdapter
+
+DEFAULT = load_bounds("default")
+UNSUPPORTED = "bridge_test_adapters:NoInterruptNoForkAdapter"
+
+
+def test_the_reference_conforms_on_every_id(tmp_path):
+    profile = run_profile("reference", Configuration("sqlite", "reference"), DEFAULT, examples=3,
+                          repro_dir=tmp_path)
+    assert profile.error is None
+    assert {cid: r.verdict for cid, r in profile.clauses.items()} == dict.fromkeys(CLAUSE_IDS, "holds")
+    assert profile.scenarios == len(scenarios(DEFAULT.workflow, DEFAULT.processes))
+    assert profile.examples >= 3
+    assert "held in" in profile.clauses["liveness"].reason
+
+
+@pytest.mark.parametrize("fault, target", [
+    ("no-claim", "consume-once-consumption"),
+    ("record-second-resume", "consume-once-value"),
+    ("persist-unvalidated", "checkpoint-validity"),
+    ("fork-by-reference", "fork-determinism"),
+    ("rerun-step-on-recovery", "prefix-continuation"),
+])
+def test_the_battery_alone_finds_a_faults_clause_with_a_replayable_repro(tmp_path, fault, target):
+    configuration = Configuration(fault, "reference", {"fault": fault})
+    profile = run_profile("reference", configuration, DEFAULT, examples=0, repro_dir=tmp_path)
+    assert profile.violated == [target]
+    result = profile.clauses[target]
+    document = load_repro(result.repro)
+    assert document["adapter_options"] == {"fault": fault}
+    assert replay_repro(document).reproduces
+    assert replay_repro(document, fault="none").violations == {}
+
+
+def test_unsupported_operations_make_their_clauses_not_applicable(tmp_path):
+    adapter = NoInterruptNoForkAdapter()
+    workflow = expressible_workflow(DEFAULT.workflow, unsupported_operations(adapter))
+    assert workflow.nodes == (NodeKind.STEP, NodeKind.EFFECT, NodeKind.EFFECT, NodeKind.STEP)
+    profile = run_profile("no-interrupts", Configuration("default", UNSUPPORTED), DEFAULT, examples=5,
+                          repro_dir=tmp_path)
+    verdicts = {cid: r.verdict for cid, r in profile.clauses.items()}
+    not_applicable = {"consume-once-value", "consume-once-consumption", "fork-determinism", "fork-intent"}
+    assert {cid for cid, v in verdicts.items() if v == "not-applicable"} == not_applicable
+    assert "no interrupt API" in profile.clauses["consume-once-value"].reason
+    assert verdicts["checkpoint-validity"] == "holds"  # updates are still expressible
+    assert profile.violated == []
+
+
+def test_an_adapter_declaring_an_unknown_operation_is_refused():
+    class Odd:
+        name = "odd"
+        unsupported = {"teleport": "no"}
+
+    with pytest.raises(ValueError, match="teleport"):
+        unsupported_operations(Odd())
+
+
+def cli(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "pymc_resume", *args], capture_output=True, text=True,
+                          cwd=cwd)
+
+
+def test_profile_cli_writes_profiles_json_and_exits_0_for_the_reference(tmp_path):
+    run = cli("profile", "reference", "--examples", "2", "--json", "p.json", "--markdown", "p.md",
+              cwd=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    data = json.loads((tmp_path / "p.json").read_text())
+    [profile] = data["profiles"]
+    assert profile["adapter"] == "reference" and profile["config"] == "sqlite"
+    assert list(profile["clauses"]) == list(CLAUSE_IDS)
+    assert {"verdict", "reason", "trace", "repro"} <= set(profile["clauses"]["liveness"])
+    assert "| reference |" in (tmp_path / "p.md").read_text()
+    assert "identical profiles" in run.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    ((), "give either ADAPTER or --all"),
+    (("nosuch",), "unknown adapter 'nosuch'"),
+    (("reference", "--config", "nosuch"), "no configuration nosuch"),
+    (("reference", "--bounds", "nosuch"), "--bounds"),
+])
+def test_profile_bad_input_is_one_line_exit_2(tmp_path, args, message):
+    run = cli("profile", *args, cwd=tmp_path)
+    assert run.returncode == 2
+    assert message in run.stderr and len(run.stderr.strip().splitlines()) == 1
