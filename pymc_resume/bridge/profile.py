@@ -210,10 +210,11 @@ def evidence_notes(evidence: list[tuple[Scenario, list[SinkEvent]]]) -> list[str
             kept.append(crash.stage)
     notes = []
     if reran:
-        notes.append("work whose checkpoint was durably written ran again after a SIGKILL: "
-                     + "; ".join(reran) + " (scenarios crash-stage-S-after-commit)")
+        notes.append("re-execution of durably recorded work after a SIGKILL: observed: "
+                     + "; ".join(reran) + " (scenarios crash-stage-S-after-commit, the sink's execution log)")
     if kept:
-        notes.append("after a SIGKILL right after the checkpoint of stage(s) "
-                     f"{', '.join(map(str, kept))} was written, recovery did not run that stage again "
-                     "(scenarios crash-stage-S-after-commit; the sink's execution log)")
+        notes.append("re-execution of durably recorded work after a SIGKILL: not observed for stage(s) "
+                     f"{', '.join(map(str, kept))}: killed right after the stage's checkpoint was written "
+                     "and recovered, each ran once (scenarios crash-stage-S-after-commit, the sink's "
+                     "execution log)")
     return notes

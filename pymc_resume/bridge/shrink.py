@@ -5,7 +5,9 @@ depend on what the adapter shows (which threads exist, which are crashed), some 
 line up and a shrunk example can keep steps it does not need. This pass works on the steps
 themselves: it deletes one step at a time, then simplifies one (no crash, thread 0), replays the
 candidate and keeps it when the same clause is still violated, until nothing more goes.
-Every kept candidate was replayed, so the result is itself a confirmed repro.
+Every kept candidate was replayed, so the result is itself a confirmed repro. Only candidates a
+client could have issued are tried (`well_formed`): a thread is started before anything else
+is done to it, so a repro never resumes, updates or forks a thread that never ran.
 """
 
 from __future__ import annotations
@@ -17,7 +19,30 @@ from pymc_resume.bridge.session import AdapterFailure, Violation
 Replay = Callable[[list[dict]], "Violation | None"]
 
 
+def well_formed(steps: list[dict]) -> bool:
+    """Every step names a thread that exists (the root, or a fork made earlier), and every step
+    but `start` names a thread that was started."""
+    threads, started = 1, set()
+    for step in steps:
+        t = step["thread"]
+        if t >= threads:
+            return False
+        if step["action"] == "start":
+            started.add(t)
+        elif t not in started:
+            return False
+        if step["action"] == "fork":
+            threads += 1
+    return True
+
+
 def _simpler(steps: list[dict]) -> Iterator[list[dict]]:
+    for candidate in _candidates(steps):
+        if well_formed(candidate):
+            yield candidate
+
+
+def _candidates(steps: list[dict]) -> Iterator[list[dict]]:
     for i in range(len(steps)):
         yield steps[:i] + steps[i + 1 :]
     for i, step in enumerate(steps):

@@ -1,0 +1,27 @@
+"""The bridge's last shrinking pass only tries step lists a client could have issued."""
+
+from pymc_resume.bridge.shrink import minimize, well_formed
+
+START = {"action": "start", "thread": 0, "crash": None}
+UPDATE = {"action": "update", "thread": 0, "value": -1}
+FORK = {"action": "fork", "thread": 0, "checkpoint": 0, "intent": "replay", "value": None}
+
+
+def test_a_thread_is_started_before_anything_else_is_done_to_it():
+    assert well_formed([START, UPDATE])
+    assert not well_formed([UPDATE])
+    assert well_formed([START, FORK, {**START, "thread": 1}])
+    assert not well_formed([START, {**START, "thread": 1}])  # no fork made thread 1
+    assert not well_formed([START, FORK, {**UPDATE, "thread": 1}])  # the fork never started
+
+
+def test_minimize_never_drops_the_start_a_later_step_needs():
+    class Seen:
+        clauses = {"checkpoint-validity": "invalid state persisted"}
+
+    def replay(steps):  # "violated" whenever the invalid update is there
+        return Seen() if UPDATE in steps else None
+
+    steps, violation = minimize([START, {**START, "crash": {"stage": 1, "when": "after-execute"}}, UPDATE],
+                                "checkpoint-validity", replay)
+    assert steps == [START, UPDATE] and violation is not None
