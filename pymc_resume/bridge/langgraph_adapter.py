@@ -34,6 +34,11 @@ What LangGraph gives and what it does not:
   point's pending writes (its recorded resume value), an edit fork drops them and its start
   records the new input as a `__resume__` pending write on the fork point (the write
   `Command(resume=v)` makes), which its start (`invoke(None)`) reads.
+
+`gate=True` puts the consume-once gate (`pymc_resume.gate`) in front: a delivery validates its
+value, then claims the parked interrupt in the same store before LangGraph runs anything, and a
+delivery that loses the claim is `refused`; recovery continues an outstanding claim with the
+claimed value. The claim shows in `inputs` until LangGraph records the value itself.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ from pymc_resume.bridge.adapter import (
     CRASHED, OK, REFUSED, CrashPoint, FuzzSetup, Observation, Outcome, ThreadView,
 )
 from pymc_resume.bridge.process import KILLED, RETURNED, Gate, run_in_children
+from pymc_resume.gate import ConsumeOnceGate, GateRefusal
 from pymc_resume.model.state import INITIAL, UPDATE, Checkpoint
 from pymc_resume.model.workflow import UNSET, NodeKind, StageKind, Workflow
 
@@ -104,7 +110,7 @@ class LangGraphAdapter:
     name = "langgraph"
     capabilities = frozenset({"recorded-inputs", "executions", "late-inputs"})
 
-    def __init__(self, durability: str = "sync", store: str = "sqlite") -> None:
+    def __init__(self, durability: str = "sync", store: str = "sqlite", gate: bool = False) -> None:
         if durability not in DURABILITY:
             raise KeyError(f"durability {durability!r} (one of {', '.join(DURABILITY)})")
         if store not in STORES:
@@ -116,6 +122,7 @@ class LangGraphAdapter:
             raise RuntimeError(f"{module} is not installed ({error}); pip install 'pymc-resume[langgraph]'") from None
         self.durability = durability
         self.store = store
+        self.gate = bool(gate)
         self.version = f"langgraph {_langgraph_version()}"
         self.path: Path | None = None
         self.prefix = ""  # thread ids are unique per example (a Postgres database is shared)
@@ -124,11 +131,14 @@ class LangGraphAdapter:
         self.threads: list[dict] = []  # per bridge thread: its LangGraph thread id and run state
         self._saver = None
         self._graph = None
+        self._gate: ConsumeOnceGate | None = None  # the bridge process's own, to observe claims
 
     def options(self) -> dict:
         options = {"durability": self.durability}
         if self.store != "sqlite":
             options["store"] = self.store
+        if self.gate:
+            options["gate"] = True
         return options
 
     # -- the graph -----------------------------------------------------------------------
@@ -195,6 +205,7 @@ class LangGraphAdapter:
         self.threads = [{"id": "t0", "run": "new"}]
         self._saver = self._connect(setup=True)
         self._graph = self._build(self._saver)
+        self._gate = ConsumeOnceGate.for_checkpointer(self._saver) if self.gate else None
 
     def close(self) -> None:
         if self._saver is not None:
@@ -202,9 +213,11 @@ class LangGraphAdapter:
                 if self.store != "sqlite":  # the shared database keeps nothing of the example
                     for thread in self.threads:
                         self._saver.delete_thread(self.prefix + thread["id"])
+                        if self._gate is not None:
+                            self._gate.forget(self.prefix + thread["id"])
             finally:
                 self._saver.conn.close()
-        self._saver = self._graph = None
+        self._saver = self._graph = self._gate = None
 
     # -- operations that run nodes: in child processes -------------------------------------
 
@@ -239,17 +252,30 @@ class LangGraphAdapter:
             saver = self._connect()  # this process's own connection
             graph = self._build(saver)
             config = self._config(thread)
+            gate = ConsumeOnceGate.for_checkpointer(saver) if self.gate else None
             try:
-                if window == "after-load":
-                    graph.get_state(config)  # the client reads the head, then the deliveries race
+                seen = None
+                if window == "after-load":  # the client reads the head, then the deliveries race
+                    seen = gate.parked(graph, config) if gate else graph.get_state(config)
                     _CONTROL.at("after-load", -1)
-                graph.invoke(payload(), config, durability=self.durability)
-            except Exception as error:  # noqa: BLE001 - what LangGraph returns to its client
-                if type(error).__module__.startswith(("langgraph", "pydantic")):
+                self._invoke(graph, gate, config, role, payload(), seen)
+            except Exception as error:  # noqa: BLE001 - what LangGraph (or the gate) returns to its client
+                if isinstance(error, GateRefusal) or type(error).__module__.startswith(("langgraph", "pydantic")):
                     return {"status": REFUSED, "detail": f"{type(error).__name__}: {error}"}
                 raise
             return {"status": OK, "detail": ""}
         return task
+
+    def _invoke(self, graph, gate, config, role: str, payload, seen) -> None:
+        """Run the graph: through the gate when it is on (a delivery claims first; a recovery
+        continues an outstanding claim), else LangGraph's own invoke."""
+        if gate is not None and role == "delivery":
+            gate.resume(graph, config, payload.resume, seen=seen,
+                        validate=_valid_value, durability=self.durability)
+        elif gate is not None and role == "recovery" and payload is None:
+            gate.recover(graph, config, durability=self.durability)
+        else:
+            graph.invoke(payload, config, durability=self.durability)
 
     def _settle(self, thread: int, result) -> Outcome:
         if result.status == KILLED:
@@ -377,6 +403,9 @@ class LangGraphAdapter:
                       for e in chain if e.stage >= 0 and workflow.consumes[e.stage]}
             late = []
             head = tuples[-1] if tuples else None
+            claim = self._gate.outstanding_claim(self._config(t)) if self._gate is not None else None
+            if claim is not None and head is not None and head.checkpoint["id"] == claim.checkpoint_id:
+                inputs.setdefault(chain[-1].pc, int(claim.value))  # claimed, not yet recorded by LangGraph
             if head is not None:
                 resumes = [w for _, channel, w in head.pending_writes or () if channel == RESUME]
                 pc = chain[-1].pc
@@ -400,6 +429,15 @@ def _after(workflow: Workflow, app: tuple[int, ...], stage: int) -> tuple[int, .
         ):
             out[later.node] = UNSET
     return tuple(out)
+
+
+def _valid_value(value) -> None:
+    """The gate's check before it claims: a resume value must fit the state schema (>= 0)."""
+    from typing import Annotated
+
+    from pydantic import Field, TypeAdapter
+
+    TypeAdapter(Annotated[int, Field(ge=0)]).validate_python(value)
 
 
 def _value(written) -> int:
@@ -445,6 +483,13 @@ class LangGraphExit(LangGraphAdapter):
 
     def __init__(self, durability: str = "exit") -> None:
         super().__init__(durability)
+
+
+class LangGraphGated(LangGraphAdapter):
+    """The consume-once gate on (`pymc_resume.gate`), durability "sync" on SQLite by default."""
+
+    def __init__(self, durability: str = "sync", store: str = "sqlite", gate: bool = True) -> None:
+        super().__init__(durability, store, gate)
 
 
 class LangGraphPostgres(LangGraphAdapter):

@@ -19,6 +19,7 @@ BUILT_IN = {
     "langgraph-async": "pymc_resume.bridge.langgraph_adapter:LangGraphAsync",
     "langgraph-exit": "pymc_resume.bridge.langgraph_adapter:LangGraphExit",
     "langgraph-postgres": "pymc_resume.bridge.langgraph_adapter:LangGraphPostgres",
+    "langgraph-gate": "pymc_resume.bridge.langgraph_adapter:LangGraphGated",
 }
 
 
@@ -59,6 +60,8 @@ FAMILIES: dict[str, Family] = {
             Configuration("sqlite/async", "langgraph", {"durability": "async"}),
             Configuration("sqlite/exit", "langgraph", {"durability": "exit"}),
             Configuration("postgres/sync", "langgraph", {"durability": "sync", "store": "postgres"}),
+            # The same graphs behind pymc_resume.gate: consume-once-consumption is its business.
+            Configuration("sqlite/sync+gate", "langgraph", {"durability": "sync", "gate": True}),
         ),
         requires="langgraph.checkpoint.sqlite",
         install="pip install 'pymc-resume[langgraph]'",

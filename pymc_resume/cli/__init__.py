@@ -40,6 +40,7 @@ def _register_commands() -> None:
     from pymc_resume.cli import matrix  # noqa: F401
     from pymc_resume.cli import fuzz  # noqa: F401
     from pymc_resume.cli import replay  # noqa: F401
+    from pymc_resume.cli import race  # noqa: F401
     from pymc_resume.cli import profile  # noqa: F401
 
 

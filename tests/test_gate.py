@@ -1,0 +1,267 @@
+"""The consume-once gate on real LangGraph graphs and real stores: a SqliteSaver file, and the
+PostgreSQL server (tests marked `postgres`, skipped only when the server does not answer).
+
+Racers and crashed claimants are real processes: forked children released together from a
+barrier, and a claimant killed with a real SIGKILL inside the node that consumes the value.
+"""
+
+import multiprocessing
+import os
+import signal
+import sqlite3
+import time
+import uuid
+
+import pytest
+
+pytest.importorskip("langgraph.checkpoint.sqlite", reason="langgraph is not installed (pip install 'pymc-resume[langgraph]')")
+
+from typing import TypedDict  # noqa: E402
+
+from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
+from langgraph.graph import END, START, StateGraph  # noqa: E402
+from langgraph.types import interrupt  # noqa: E402
+
+from pymc_resume.bridge.process import RETURNED, run_in_children  # noqa: E402
+from pymc_resume.gate import (  # noqa: E402
+    ClaimStillHeld, ConsumeOnceGate, InterruptAlreadyClaimed, InterruptAlreadyConsumed, GateRefusal,
+)
+from pymc_resume.race import postgres_unreachable, postgres_url  # noqa: E402
+
+
+class Approval(TypedDict):
+    prepared: bool
+    answer: str
+
+
+class Store:
+    """A real checkpoint store and the files the test graph's node writes: `log` gets one line per
+    execution of the approval node (`start v` / `done v`); `kill` makes it SIGKILL itself once."""
+
+    def __init__(self, kind: str, tmp_path) -> None:
+        self.kind = kind
+        self.path = tmp_path / "checkpoints.db"
+        self.log = tmp_path / "executions.log"
+        self.kill = tmp_path / "kill-once"
+        self.hold = tmp_path / "hold"
+        self.thread_id = f"gate-test-{uuid.uuid4().hex}"
+        self.config = {"configurable": {"thread_id": self.thread_id}}
+
+    def saver(self):
+        """A new connection, as each process opens its own."""
+        if self.kind == "sqlite":
+            saver = SqliteSaver(sqlite3.connect(self.path, check_same_thread=False, timeout=30))
+        else:
+            import psycopg
+            from langgraph.checkpoint.postgres import PostgresSaver
+            from psycopg.rows import dict_row
+
+            conn = psycopg.connect(postgres_url(), autocommit=True, prepare_threshold=0, row_factory=dict_row)
+            saver = PostgresSaver(conn)
+        saver.setup()
+        return saver
+
+    def graph(self, saver=None):
+        saver = saver or self.saver()
+        log, kill, hold = self.log, self.kill, self.hold
+
+        def prepare(state):
+            return {"prepared": True}
+
+        def approve(state):
+            answer = interrupt("approve?")
+            with open(log, "a") as out:
+                out.write(f"start {answer}\n")
+            if kill.exists():
+                kill.unlink()
+                os.kill(os.getpid(), signal.SIGKILL)
+            while hold.exists():  # a claimant that is still running
+                time.sleep(0.01)
+            with open(log, "a") as out:
+                out.write(f"done {answer}\n")
+            return {"answer": answer}
+
+        builder = StateGraph(Approval)
+        builder.add_node("prepare", prepare)
+        builder.add_node("approve", approve)
+        builder.add_edge(START, "prepare")
+        builder.add_edge("prepare", "approve")
+        builder.add_edge("approve", END)
+        return builder.compile(checkpointer=saver)
+
+    def executions(self) -> list[str]:
+        return self.log.read_text().splitlines() if self.log.exists() else []
+
+    def cleanup(self) -> None:
+        if self.kind == "postgres":
+            saver = self.saver()
+            saver.delete_thread(self.thread_id)
+            ConsumeOnceGate.for_checkpointer(saver).forget(self.thread_id)
+            saver.conn.close()
+
+
+def _postgres_or_skip():
+    pytest.importorskip("langgraph.checkpoint.postgres", reason="langgraph-checkpoint-postgres is not installed")
+    why = postgres_unreachable(postgres_url())
+    if why:
+        pytest.skip(why)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store(request, tmp_path):
+    if request.param == "postgres":
+        _postgres_or_skip()
+    store = Store(request.param, tmp_path)
+    yield store
+    store.cleanup()
+
+
+def parked(store: Store):
+    """Start the thread: it parks at the approval interrupt. Returns (graph, gate)."""
+    graph = store.graph()
+    result = graph.invoke({"prepared": False, "answer": ""}, store.config)
+    assert "__interrupt__" in result
+    return graph, ConsumeOnceGate.for_checkpointer(graph.checkpointer)
+
+
+def test_one_resume_is_served_and_a_later_one_is_refused(store):
+    graph, gate = parked(store)
+    seen = gate.parked(graph, store.config)
+    assert gate.resume(graph, store.config, "yes")["answer"] == "yes"
+    with pytest.raises(InterruptAlreadyConsumed, match=store.thread_id):
+        gate.resume(graph, store.config, "no")  # the head moved past the interrupt
+    with pytest.raises(InterruptAlreadyClaimed, match="'yes'") as refused:
+        gate.resume(graph, store.config, "no", seen=seen)  # aimed at the interrupt it saw
+    assert refused.value.claim.value == "yes" and refused.value.thread_id == store.thread_id
+    assert store.executions() == ["start yes", "done yes"]
+    assert graph.get_state(store.config).values["answer"] == "yes"
+    assert gate.last_claim(store.config).status == "done"
+
+
+def test_concurrent_resumes_serve_exactly_one_racer(store):
+    parked(store)
+
+    def racer(value):
+        def task(barrier):
+            graph = store.graph()
+            gate = ConsumeOnceGate.for_checkpointer(graph.checkpointer)
+            seen = gate.parked(graph, store.config)  # every racer read the parked head ...
+            barrier.wait()  # ... before any of them claims
+            try:
+                gate.resume(graph, store.config, value, seen=seen)
+            except InterruptAlreadyClaimed as refused:
+                return {"refused": refused.claim.value}
+            return {"served": value}
+        return task
+
+    values = [f"v{i}" for i in range(4)]
+    results = run_in_children([racer(v) for v in values], synchronized=True)
+    assert all(r.status == RETURNED for r in results), results
+    served = [r.value["served"] for r in results if "served" in r.value]
+    refused = [r.value["refused"] for r in results if "refused" in r.value]
+    assert len(served) == 1 and refused == served * 3  # every refusal names the winner's value
+    assert store.executions() == [f"start {served[0]}", f"done {served[0]}"]
+
+
+def test_a_schema_check_before_the_claim_claims_nothing(store):
+    graph, gate = parked(store)
+
+    def validate(value):
+        if value not in ("yes", "no"):
+            raise ValueError(f"not an answer: {value!r}")
+
+    with pytest.raises(ValueError):
+        gate.resume(graph, store.config, "maybe", validate=validate)
+    assert gate.last_claim(store.config) is None and store.executions() == []
+    assert gate.resume(graph, store.config, "no", validate=validate)["answer"] == "no"
+
+
+@pytest.mark.parametrize("durability", ["sync", "exit"])
+def test_a_crashed_claimant_is_recovered_with_the_claimed_value(store, durability):
+    graph, gate = parked(store)
+    store.kill.touch()
+
+    def claimant(barrier):
+        child = store.graph()
+        ConsumeOnceGate.for_checkpointer(child.checkpointer).resume(child, store.config, "yes", durability=durability)
+    [result] = run_in_children([claimant])
+    assert result.signal == signal.SIGKILL and store.executions() == ["start yes"]
+
+    with pytest.raises(InterruptAlreadyClaimed, match="'yes'"):  # a fresh process's new value: refused
+        gate.resume(graph, store.config, "no", durability=durability)
+    assert gate.outstanding_claim(store.config).value == "yes"
+
+    gate.recover(graph, store.config, durability=durability)  # continues with the claimed value
+    assert store.executions() == ["start yes", "start yes", "done yes"]
+    assert graph.get_state(store.config).values["answer"] == "yes"
+    claim = gate.last_claim(store.config)
+    assert (claim.status, claim.attempts) == ("done", 2)
+    assert gate.recover(graph, store.config) is None  # nothing left to recover
+    with pytest.raises(InterruptAlreadyConsumed):
+        gate.resume(graph, store.config, "no")
+
+
+def test_recover_leaves_a_live_claimant_alone_until_it_is_killed(store):
+    graph, gate = parked(store)
+    store.hold.touch()
+    context = multiprocessing.get_context("fork")
+
+    def claimant():
+        child = store.graph()
+        ConsumeOnceGate.for_checkpointer(child.checkpointer).resume(child, store.config, "yes")
+
+    process = context.Process(target=claimant)
+    process.start()
+    try:
+        while "start yes" not in store.executions():  # the claimant runs the node, and holds
+            assert process.is_alive()
+            time.sleep(0.01)
+        with pytest.raises(ClaimStillHeld, match="live process"):
+            gate.recover(graph, store.config)
+        os.kill(process.pid, signal.SIGKILL)  # a real crash of the claimant
+        process.join()
+    finally:
+        if process.is_alive():
+            process.kill()
+            process.join()
+    store.hold.unlink()
+    gate.recover(graph, store.config)
+    assert graph.get_state(store.config).values["answer"] == "yes"
+    assert store.executions() == ["start yes", "start yes", "done yes"]
+
+
+def test_recover_without_a_claim_leaves_a_parked_thread_parked(store):
+    graph, gate = parked(store)
+    assert gate.recover(graph, store.config) is None
+    assert gate.parked(graph, store.config).interrupts[0].value == "approve?"
+    assert store.executions() == []
+
+
+def test_refusals_share_one_base_class_and_an_in_memory_saver_is_no_shared_store():
+    assert issubclass(InterruptAlreadyClaimed, GateRefusal) and issubclass(InterruptAlreadyConsumed, GateRefusal)
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    with pytest.raises(TypeError, match="no shared store"):
+        ConsumeOnceGate.for_checkpointer(InMemorySaver())
+
+
+def test_for_sqlite_and_for_postgres_open_their_own_connections(tmp_path):
+    store = Store("sqlite", tmp_path)
+    graph, _ = parked(store)
+    gate = ConsumeOnceGate.for_sqlite(store.path)
+    assert gate.resume(graph, store.config, "yes")["answer"] == "yes"
+    assert ConsumeOnceGate.for_sqlite(str(store.path)).last_claim(store.config).value == "yes"
+
+
+@pytest.mark.postgres
+def test_for_postgres_takes_a_url(tmp_path):
+    _postgres_or_skip()
+    store = Store("postgres", tmp_path)
+    try:
+        graph, _ = parked(store)
+        gate = ConsumeOnceGate.for_postgres(postgres_url())
+        assert gate.resume(graph, store.config, "yes")["answer"] == "yes"
+        with pytest.raises(InterruptAlreadyConsumed):
+            ConsumeOnceGate.for_postgres(postgres_url()).resume(graph, store.config, "no")
+    finally:
+        store.cleanup()
