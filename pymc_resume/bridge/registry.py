@@ -20,6 +20,7 @@ BUILT_IN = {
     "langgraph-exit": "pymc_resume.bridge.langgraph_adapter:LangGraphExit",
     "langgraph-postgres": "pymc_resume.bridge.langgraph_adapter:LangGraphPostgres",
     "langgraph-gate": "pymc_resume.bridge.langgraph_adapter:LangGraphGated",
+    "pydantic-graph": "pymc_resume.bridge.pydantic_graph_adapter:PydanticGraphAdapter",
 }
 
 
@@ -65,6 +66,12 @@ FAMILIES: dict[str, Family] = {
         ),
         requires="langgraph.checkpoint.sqlite",
         install="pip install 'pymc-resume[langgraph]'",
+    ),
+    "pydantic-graph": Family(
+        "pydantic-graph",
+        (Configuration("file", "pydantic-graph"),),
+        requires="pydantic_graph.persistence",  # 2.x has no persistence: not this adapter's framework
+        install="pip install 'pymc-resume[pydantic-graph]'",
     ),
 }
 

@@ -1,0 +1,465 @@
+"""The bridge adapter for pydantic-graph: a real `Graph` of `BaseNode` classes whose run is
+persisted by a real `FileStatePersistence` (one JSON file per thread in the example's workdir).
+
+The fuzzing workflow becomes a linear graph, one node class per stage of the model (`S0`,
+`S1`, ...; an effect-then-interrupt node is two classes, the effect then the wait). Node code is
+the bridge's `run_node`. The state is a Pydantic model whose fields are `>= 0`, and a consuming
+node's `value` field is `>= 0` too, so pydantic-graph is given the chance to refuse the
+schema's forbidden value (-1); it validates them when it loads the file.
+
+pydantic-graph persists a run as a list of snapshots: a `NodeSnapshot` (the state before a node
+and the node to run, with a status `created` / `pending` / `running` / `success` / `error`)
+appended after every node, and an `EndSnapshot` at the end. `iter_from_persistence` (its
+documented way to continue a run) takes the first `created` snapshot (`load_next` marks it
+`pending`) and runs from there; `record_run` marks a snapshot `running` while its node runs,
+then `success`.
+
+How the contract's operations map (docs/pydantic-graph.md says more):
+
+- start: `graph.iter(S0(), state=initial, persistence=file)`, driven with `GraphRun.next()`
+  until the next node is a consuming node without a value (the run parks: its snapshot is
+  persisted `created`, the client stops iterating, as in pydantic-graph's human-in-the-loop
+  example) or the run ends.
+- resume(v): the documented human-in-the-loop pattern: the client loads the parked snapshot
+  with `load_next` (created -> pending, under the file lock: the claim), builds the consuming
+  node with the answer as a field (`S3(value=v)`) and runs it with `graph.iter(...)` from the
+  snapshot's state; pydantic-graph appends a snapshot of that node (the recorded value) before
+  running it. A resume to a thread whose head is not a parked interrupt is refused by the client
+  before it writes anything.
+- recover: `iter_from_persistence` (nothing to do when the head is parked or ended). After a
+  SIGKILL in the middle of a node that snapshot stays `running` forever and there is no
+  `created` snapshot, so pydantic-graph raises `GraphRuntimeError`: the adapter returns it as a
+  refusal.
+- fork: a new persistence file with copies of the parent's snapshots up to the fork point (ids
+  kept, so effect keys of a replay fork equal the parent's), the fork point set back to
+  `created`; at an interrupt it carries the recorded value (replay) or the new one (edit).
+- update: not expressible (see `unsupported`).
+
+Crash points are real SIGKILLs of the child process that runs the graph: before or after the
+node's code (in the node), or after the persistence appended the snapshot that records the
+node's result (a wrapper around `FileStatePersistence.snapshot_node` / `snapshot_end`).
+Effects are keyed by the node's snapshot id (`BaseNode.get_snapshot_id()`, which
+`iter_from_persistence` restores from the file), the stable identity pydantic-graph hands node
+code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+import signal
+import types
+import uuid
+from pathlib import Path
+from typing import Annotated, Optional
+
+from pymc_resume.bridge.adapter import (
+    CRASHED, OK, REFUSED, CrashPoint, FuzzSetup, Observation, Outcome, ThreadView,
+)
+from pymc_resume.bridge.process import KILLED, RETURNED, Gate, run_in_children
+from pymc_resume.model.state import INITIAL, Checkpoint
+from pymc_resume.model.workflow import Workflow
+
+UPDATE_UNSUPPORTED = (
+    "pydantic-graph has no client API to write a run's state: snapshots are appended only by a "
+    "running graph, and iter_from_persistence resumes the first 'created' snapshot, so a "
+    "snapshot a client appends is not the one that runs"
+)
+
+
+def _pydantic_graph_version() -> str:
+    from importlib.metadata import version
+    return version("pydantic-graph")
+
+
+class _Control:
+    """What a child process needs at its controlled points (module global in the child)."""
+
+    def __init__(self, thread: int, op: str, role: str, crash: CrashPoint | None,
+                 window: str | None, gate: Gate | None) -> None:
+        self.thread, self.op, self.role = thread, op, role
+        self.crash, self.window, self.gate = crash, window, gate
+        self.executed: set[int] = set()
+        self.waited = False
+
+    def at(self, point: str, stage: int) -> None:
+        """Wait at the race window, or die at the crash point, when execution gets there."""
+        if self.window == point and self.gate is not None and not self.waited:
+            self.waited = True
+            self.gate.wait()
+        if self.crash is not None and self.crash.when == point and self.crash.stage == stage:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def committed(self, stage: int) -> None:
+        """The persistence recorded the result of `stage` (the snapshot after it)."""
+        crash = self.crash
+        if crash is not None and crash.when == "after-commit" and crash.stage == stage and stage in self.executed:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+_CONTROL: _Control | None = None
+
+
+def _field(node: int) -> str:
+    return f"n{node}"
+
+
+def _stage_of(node_id: str) -> int:
+    return int(node_id[1:])
+
+
+class PydanticGraphAdapter:
+    name = "pydantic-graph"
+    capabilities = frozenset({"recorded-inputs", "leases", "executions", "late-inputs"})
+    unsupported = {"update": UPDATE_UNSUPPORTED}
+
+    def __init__(self) -> None:
+        try:
+            import pydantic_graph  # noqa: F401
+        except ImportError as error:
+            raise RuntimeError(f"pydantic-graph is not installed ({error}); "
+                               "pip install 'pymc-resume[pydantic-graph]'") from None
+        self.version = f"pydantic-graph {_pydantic_graph_version()}"
+        try:
+            import pydantic_graph.graph  # noqa: F401
+            import pydantic_graph.persistence.file  # noqa: F401
+        except ImportError:
+            raise RuntimeError(
+                f"{self.version} has no BaseNode Graph runner and no state persistence "
+                "(pydantic_graph.graph, pydantic_graph.persistence were removed in 2.0): "
+                "nothing durable to resume; pip install 'pydantic-graph<2'") from None
+        self.workdir: Path | None = None
+        self.workflow: Workflow | None = None
+        self.run_node = None
+        self.threads: list[dict] = []  # per bridge thread: its file name and the client's run memory
+
+    def options(self) -> dict:
+        return {}
+
+    def open(self, setup: FuzzSetup) -> None:
+        self.workdir = setup.workdir
+        self.workflow = setup.workflow
+        self.run_node = setup.run_node
+        self.threads = [{"file": "t0.json", "run": "new"}]
+
+    def close(self) -> None:
+        self.threads = []
+
+    def _path(self, thread: int) -> Path:
+        return self.workdir / self.threads[thread]["file"]
+
+    # -- the graph (built in each child process) -------------------------------------------
+
+    def _build(self):
+        """(graph, state model, node classes by stage, persistence class) for this workflow."""
+        from pydantic import BaseModel, Field, create_model
+        from pydantic_graph.basenode import BaseNode, End
+        from pydantic_graph.graph import Graph  # the BaseNode runner (the top-level name is deprecated in 1.x)
+        from pydantic_graph.persistence.file import FileStatePersistence
+
+        workflow = self.workflow
+        names = [_field(n) for n in range(len(workflow.nodes))] + ["note"]
+        fields = {name: (Annotated[int, Field(ge=0)], 0) for name in names}
+        state_model = create_model("FuzzState", __base__=BaseModel, **fields)
+
+        classes: list[type] = [None] * len(workflow.stages)
+        following = End[None]
+        for s in reversed(range(len(workflow.stages))):
+            classes[s] = _node_class(s, workflow, names, self.run_node, following, BaseNode, state_model)
+            following = classes[s]
+        graph = Graph(nodes=classes, name="fuzz", state_type=state_model, run_end_type=type(None),
+                      auto_instrument=False)
+
+        class Persistence(FileStatePersistence):
+            """The file persistence, with the after-commit crash point after each append."""
+
+            async def snapshot_node(self, state, next_node) -> None:
+                await super().snapshot_node(state, next_node)
+                if _CONTROL is not None:
+                    _CONTROL.committed(_stage_of(next_node.get_node_id()) - 1)
+
+            async def snapshot_end(self, state, end) -> None:
+                await super().snapshot_end(state, end)
+                if _CONTROL is not None:
+                    _CONTROL.committed(len(workflow.stages) - 1)
+
+        return graph, state_model, classes, Persistence
+
+    # -- operations that run nodes: in child processes -------------------------------------
+
+    def start(self, thread: int, crash: CrashPoint | None, op: str) -> Outcome:
+        return self._run(thread, "start", None, "run", crash, op)
+
+    def resume(self, thread: int, value: int, crash: CrashPoint | None, op: str) -> Outcome:
+        return self._run(thread, "resume", value, "delivery", crash, op)
+
+    def recover(self, thread: int, crash: CrashPoint | None, op: str) -> Outcome:
+        return self._run(thread, "recover", None, "recovery", crash, op)
+
+    def resume_together(self, thread: int, values: list[int], window: str | None, op: str) -> list[Outcome]:
+        tasks = [self._task(thread, "resume", v, "delivery", None, f"{op}.{i}", window)
+                 for i, v in enumerate(values)]
+        results = run_in_children(tasks, synchronized=window is not None)
+        return [self._settle(thread, result) for result in results]
+
+    def _run(self, thread: int, action: str, value, role: str, crash, op: str) -> Outcome:
+        [result] = run_in_children([self._task(thread, action, value, role, crash, op, None)])
+        return self._settle(thread, result)
+
+    def _task(self, thread: int, action: str, value, role: str, crash, op: str, window: str | None):
+        path = self._path(thread)
+
+        def task(gate: Gate) -> dict:
+            global _CONTROL
+            _CONTROL = _Control(thread, op, role, crash, window, gate)
+            client = _Client(*self._build(), path)
+            try:
+                detail = asyncio.run(getattr(client, action)(value))
+            except _Refusal as refusal:
+                return {"status": REFUSED, "detail": str(refusal)}
+            except Exception as error:  # noqa: BLE001 - what pydantic-graph returns to its client
+                if _from_pydantic_graph(error):
+                    return {"status": REFUSED, "detail": f"{type(error).__name__}: {error}"}
+                raise
+            return {"status": OK, "detail": detail}
+        return task
+
+    def _settle(self, thread: int, result) -> Outcome:
+        if result.status == KILLED:
+            self.threads[thread]["run"] = "dead"
+            return Outcome(CRASHED, f"killed by signal {result.signal}")
+        if result.status != RETURNED:
+            raise RuntimeError(f"pydantic-graph failed in a child process: {result.error}")
+        if self.threads[thread]["run"] != "dead" or result.value["status"] == OK:
+            self.threads[thread]["run"] = "free"
+        return Outcome(result.value["status"], result.value["detail"])
+
+    # -- client calls that run no node -----------------------------------------------------
+
+    def fork(self, thread: int, checkpoint: int, intent: str, value: int | None) -> Outcome:
+        """A new persistence file: the parent's snapshots up to the fork point, copied."""
+        snapshots = _read(self._path(thread))
+        chain, sources = self._view(snapshots)
+        if not 0 <= checkpoint < len(chain) - 1:
+            return Outcome(REFUSED, f"no checkpoint {checkpoint} to fork from")
+        index = sources[checkpoint]
+        copied = [dict(s) for s in snapshots[: index + 1]]
+        point = dict(copied[-1], status="created", start_ts=None, duration=None)
+        stage = chain[checkpoint].pc
+        if self.workflow.consumes[stage]:
+            recorded = _claims(snapshots, stage)
+            if intent == "edit":
+                point["node"] = dict(point["node"], value=value)
+                point["id"] = f"{point['node']['node_id']}:{uuid.uuid4().hex}"
+            elif recorded:  # replay: the value the parent recorded, under its snapshot id
+                claim = recorded[0]
+                point["node"], point["id"] = dict(claim["node"]), claim["id"]
+        copied[-1] = point
+        new = len(self.threads)
+        self.threads.append({"file": f"t{new}.json", "run": "new"})
+        _write(self._path(new), copied)
+        return Outcome(OK, f"forked as thread {new}", thread=new)
+
+    def update(self, thread: int, note: int) -> Outcome:
+        """Not expressible (`unsupported`); refused in case a bridge still asks."""
+        return Outcome(REFUSED, UPDATE_UNSUPPORTED)
+
+    # -- observation: the raw JSON file, as stored (no validation) -------------------------
+
+    def _view(self, snapshots: list[dict]) -> tuple[list[Checkpoint], list[int]]:
+        """The model's chain for a snapshot list, and the snapshot index each checkpoint is.
+
+        Every node run appends the snapshot of the next node with the state after it, so a
+        snapshot whose node comes later than the previous checkpoint's commits the stage before
+        it. A snapshot at the same position is the resume pattern's record of a delivered value
+        (the consuming node with its `value`), not a checkpoint.
+        """
+        workflow = self.workflow
+        names = [_field(n) for n in range(len(workflow.nodes))] + ["note"]
+        chain: list[Checkpoint] = []
+        sources: list[int] = []
+        for index, snapshot in enumerate(snapshots):
+            pc = _pc(workflow, snapshot)
+            app = tuple(int(snapshot["state"].get(name, 0)) for name in names)
+            if not chain:
+                chain.append(Checkpoint(pc, app, INITIAL if pc == 0 else pc - 1))
+            elif pc > chain[-1].pc:
+                chain.append(Checkpoint(pc, app, pc - 1))
+            else:
+                continue
+            sources.append(index)
+        return chain, sources
+
+    def _inputs(self, snapshots: list[dict]) -> tuple[dict[int, int], tuple[tuple[int, int], ...]]:
+        """Recorded values (the first per interrupt) and any recorded after it (late)."""
+        inputs: dict[int, int] = {}
+        late: list[tuple[int, int]] = []
+        for stage in self.workflow.consuming:
+            values = [int(s["node"]["value"]) for s in _claims(snapshots, stage)]
+            if values:
+                inputs[stage] = values[0]
+                late += [(stage, v) for v in values[1:]]
+        return inputs, tuple(late)
+
+    def observe(self) -> Observation:
+        views = []
+        for t, thread in enumerate(self.threads):
+            snapshots = _read(self._path(t))
+            chain, _ = self._view(snapshots)
+            if not chain:
+                chain = [Checkpoint(0, self.workflow.initial_state(), INITIAL)]
+            inputs, late = self._inputs(snapshots)
+            views.append(ThreadView(tuple(chain), self._run_state(thread, snapshots), inputs, late))
+        return Observation(tuple(views))
+
+    @staticmethod
+    def _run_state(thread: dict, snapshots: list[dict]) -> str:
+        """"dead" when the file holds a snapshot marked `running`: pydantic-graph's mark of the
+        process that runs a node, and no process of this adapter is alive when the bridge
+        observes (run_in_children reaps every child before it returns), so its holder crashed.
+        Otherwise the client's memory: "new" before the first run, "dead" after a kill until a
+        run succeeds, else "free"."""
+        if any(s.get("kind") == "node" and s.get("status") == "running" for s in snapshots):
+            return "dead"
+        return thread["run"]
+
+
+# -- the client's side, in the child process ------------------------------------------------
+
+
+class _Refusal(Exception):
+    """The client refuses before it asks pydantic-graph for anything."""
+
+
+class _Client:
+    """One process's calls to pydantic-graph for one thread's persistence file."""
+
+    def __init__(self, graph, state_model, classes, persistence_class, path: Path) -> None:
+        self.graph, self.state_model, self.classes = graph, state_model, classes
+        self.persistence = persistence_class(path)
+        self.persistence.set_graph_types(graph)
+
+    def _parked(self, node) -> bool:
+        return getattr(node, "value", False) is None
+
+    async def _drive(self, run) -> str:
+        """Run nodes until the run parks at an interrupt or ends."""
+        from pydantic_graph.basenode import End
+        node = run.next_node
+        while not isinstance(node, End) and not self._parked(node):
+            node = await run.next()
+        return "ended" if isinstance(node, End) else f"parked at {node.get_node_id()}"
+
+    async def _head(self):
+        snapshots = await self.persistence.load_all()
+        return snapshots[-1] if snapshots else None
+
+    async def start(self, _value) -> str:
+        if await self._head() is not None:  # a fork's copied snapshots: continue them
+            return await self._from_persistence()
+        async with self.graph.iter(self.classes[0](), state=self.state_model(),
+                                   persistence=self.persistence) as run:
+            return await self._drive(run)
+
+    async def recover(self, _value) -> str:
+        head = await self._head()
+        if head is None:
+            return await self.start(None)
+        if head.kind == "end":
+            return "already ended"
+        if head.status == "created" and self._parked(head.node):
+            return f"parked at {head.node.get_node_id()}"
+        return await self._from_persistence()
+
+    async def _from_persistence(self) -> str:
+        async with self.graph.iter_from_persistence(self.persistence) as run:
+            return await self._drive(run)
+
+    async def resume(self, value: int) -> str:
+        """The human-in-the-loop pattern: claim the parked snapshot, run its node with the value."""
+        head = await self._head()
+        if head is None or head.kind != "node" or head.status != "created" or not self._parked(head.node):
+            status = "no snapshot" if head is None else f"{head.kind} snapshot, {getattr(head, 'status', 'ended')}"
+            raise _Refusal(f"the run is not parked at an interrupt (head: {status})")
+        _CONTROL.at("after-load", -1)
+        snapshot = await self.persistence.load_next()
+        if snapshot is None or snapshot.id != head.id:
+            raise _Refusal("the parked snapshot was taken by another delivery (load_next found none)")
+        node = type(snapshot.node)(value=value)
+        async with self.graph.iter(node, state=snapshot.state, persistence=self.persistence) as run:
+            return await self._drive(run)
+
+
+def _node_class(s: int, workflow: Workflow, names: list[str], run_node, following, base, state_model) -> type:
+    """The dataclass `S{s}` that runs stage `s` and returns the next stage's node (or End)."""
+    from pydantic import Field
+    from pydantic_graph.basenode import End
+
+    stage = workflow.stages[s]
+    last = s == len(workflow.stages) - 1
+
+    async def run(self, ctx):
+        control = _CONTROL
+        control.at("before-execute", s)
+        context = types.SimpleNamespace(
+            thread=control.thread, stage=s, node=stage.node, op=control.op, role=control.role,
+            idempotency_key=self.get_snapshot_id(),
+        )
+        app = tuple(getattr(ctx.state, name) for name in names)
+        out = run_node(s, app, getattr(self, "value", None), context)
+        setattr(ctx.state, names[stage.node], out[stage.node])
+        control.executed.add(s)
+        control.at("after-execute", s)
+        return End(None) if last else following()
+
+    run.__annotations__ = {"return": following}
+    namespace = {"run": run, "__module__": __name__, "__qualname__": f"S{s}"}
+    fields = []
+    if stage.consumes:
+        fields = [("value", Optional[Annotated[int, Field(ge=0)]], dataclasses.field(default=None))]
+    return dataclasses.make_dataclass(f"S{s}", fields, bases=(base[state_model, None, None],),
+                                      namespace=namespace)
+
+
+def _from_pydantic_graph(error: BaseException) -> bool:
+    """Whether pydantic-graph raised `error` to its client (rather than the bridge's node code
+    or this adapter): the innermost frame of pydantic-graph or pymc_resume on its traceback is
+    pydantic-graph's. That covers its own errors, the Pydantic validation it runs when it loads
+    the file, and what its file lock raises (`TimeoutError`, `FileNotFoundError`)."""
+    innermost = None
+    tb = error.__traceback__
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if "/pydantic_graph/" in filename:
+            innermost = "pydantic_graph"
+        elif "/pymc_resume/" in filename:
+            innermost = "pymc_resume"
+        tb = tb.tb_next
+    return innermost == "pydantic_graph"
+
+
+def _pc(workflow: Workflow, snapshot: dict) -> int:
+    if snapshot.get("kind") == "end":
+        return workflow.end
+    return _stage_of(snapshot["node"]["node_id"])
+
+
+def _claims(snapshots: list[dict], stage: int) -> list[dict]:
+    """Snapshots of the consuming node at `stage` that carry a value, in order."""
+    return [s for s in snapshots if s.get("kind") == "node" and _stage_of(s["node"]["node_id"]) == stage
+            and s["node"].get("value") is not None]
+
+
+def _read(path: Path) -> list[dict]:
+    try:
+        return json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return []
+
+
+def _write(path: Path, snapshots: list[dict]) -> None:
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(snapshots, indent=2))
+    temporary.replace(path)
