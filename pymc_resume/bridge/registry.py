@@ -21,6 +21,7 @@ BUILT_IN = {
     "langgraph-postgres": "pymc_resume.bridge.langgraph_adapter:LangGraphPostgres",
     "langgraph-gate": "pymc_resume.bridge.langgraph_adapter:LangGraphGated",
     "pydantic-graph": "pymc_resume.bridge.pydantic_graph_adapter:PydanticGraphAdapter",
+    "crewai": "pymc_resume.bridge.crewai_adapter:CrewAIAdapter",
 }
 
 
@@ -66,6 +67,12 @@ FAMILIES: dict[str, Family] = {
         ),
         requires="langgraph.checkpoint.sqlite",
         install="pip install 'pymc-resume[langgraph]'",
+    ),
+    "crewai": Family(
+        "crewai",
+        (Configuration("sqlite/persist", "crewai"),),
+        requires="crewai",
+        install="pip install 'pymc-resume[crewai]'",
     ),
     "pydantic-graph": Family(
         "pydantic-graph",
