@@ -18,11 +18,12 @@ run's memory is its own. Reported per run:
   cpu_seconds        user + system CPU of the run process and its workers during the call;
   cpu_utilization    cpu_seconds / seconds: near W for a W-worker run on idle cores, lower when
                      other work on the machine took the CPU (then wall-time ratios mislead).
-  peak_rss_mib       ru_maxrss of the run process plus, for W > 1 workers, W times the largest
-                     ru_maxrss among its (reaped) worker processes: kernel high-water marks, so an
-                     UPPER BOUND on the tree's peak resident memory (per-process peaks need not
-                     coincide, the largest worker is counted W times, and pages a worker shares
-                     copy-on-write with the coordinator are counted in both).
+  peak_rss_mib       ru_maxrss of the run process plus, for W > 1 workers, the sum of each
+                     worker's own ru_maxrss (reported by the worker after its search; W times the
+                     largest reaped child's if unavailable): kernel high-water marks, so an UPPER
+                     BOUND on the tree's peak resident memory (per-process peaks need not
+                     coincide, and pages a worker shares copy-on-write with the coordinator are
+                     counted in both).
   sampled_peak_rss_mib  the largest sum of the tree's current RSS seen by a 0.1 s sampler: a
                      LOWER bound on the same quantity.
   bytes_per_state    (peak_rss - baseline) / distinct_states: memory the search itself took, per
@@ -161,6 +162,7 @@ def _prepare_pymc_resume(spec: dict):
             "seconds": seconds,
             "tool_seconds": result.seconds,
             "violations": sorted(result.violations),
+            "worker_peak_rss": list(result.worker_peak_rss),
         }
 
     return run
@@ -218,7 +220,11 @@ def run_one(spec: dict) -> dict:
     # child of _forked_rss_bytes is far smaller than any worker, so it never is the largest.
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     largest_child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-    peak = own + workers * largest_child
+    reported = measured.pop("worker_peak_rss", None)
+    if workers and reported and len(reported) == workers:
+        peak = own + sum(reported)  # each worker's own high-water mark, as it reported it
+    else:
+        peak = own + workers * largest_child
     distinct = measured["distinct_states"]
     return {
         **measured,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import resource
+
 from collections.abc import Callable
 
 import attrs
@@ -53,8 +55,19 @@ class CheckReport:
             "states_generated": r.states_generated,
             "depth": r.depth,
             "seconds": round(r.seconds, 3),
+            "peak_rss_mib": peak_rss_mib(r),
             "clauses": {cid: verdict.as_json() for cid, verdict in self.verdicts.items()},
         }
+
+
+def peak_rss_mib(result: ExplorationResult) -> dict:
+    """Peak resident memory: this process's, each worker's (as they reported it), and their sum
+    (an upper bound of the run's peak: the processes need not peak at the same moment)."""
+    mib = 1024 * 1024
+    coordinator = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    workers = [round(rss / mib, 1) for rss in result.worker_peak_rss]
+    return {"coordinator": round(coordinator, 1), "workers": workers,
+            "total": round(coordinator + sum(workers), 1)}
 
 
 def trace_table(model: ResumeModel, steps) -> tuple[dict, ...]:

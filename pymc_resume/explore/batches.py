@@ -1,7 +1,8 @@
 """Batches of candidate states as bytes between processes.
 
-A batch is (candidates, repeats): distinct (state key, parent gid) pairs, and repeated edges
-as (index into the candidates, parent gid). Keys that are all non-negative ints below 2**64
+A batch is (candidates, repeats, tables): distinct (state key, parent gid) pairs, repeated edges
+as (index into the candidates, parent gid), and a wire codec's new table entries (or None,
+pickled). Keys that are all non-negative ints below 2**64
 (packed states) travel as raw `array`s, a memory copy each way; other keys are pickled with
 protocol 5, in C. Repeats are always two raw arrays.
 """
@@ -28,12 +29,13 @@ def _pack_candidates(candidates: list[tuple]) -> tuple[bytes, bytes]:
     return PICKLED, pickle.dumps(candidates, 5)
 
 
-def pack(batch: tuple[list, list]) -> bytes:
-    candidates, repeats = batch
+def pack(batch: tuple[list, list, object]) -> bytes:
+    candidates, repeats, tables = batch
     kind, body = _pack_candidates(candidates)
     positions = array("q", [position for position, _ in repeats])
     parents = array("q", [parent for _, parent in repeats])
-    return HEADER.pack(kind, len(body), len(repeats)) + body + positions.tobytes() + parents.tobytes()
+    return (HEADER.pack(kind, len(body), len(repeats)) + body + positions.tobytes()
+            + parents.tobytes() + pickle.dumps(tables, 5))
 
 
 def unpack(data: bytes) -> tuple:
@@ -49,5 +51,5 @@ def unpack(data: bytes) -> tuple:
         candidates = list(zip(keys, parents))
     positions, parents = array("q"), array("q")
     positions.frombytes(rest[: 8 * repeat_count])
-    parents.frombytes(rest[8 * repeat_count :])
-    return candidates, list(zip(positions, parents))
+    parents.frombytes(rest[8 * repeat_count : 16 * repeat_count])
+    return candidates, list(zip(positions, parents)), pickle.loads(rest[16 * repeat_count :])

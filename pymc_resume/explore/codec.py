@@ -3,8 +3,13 @@
 A model may offer `codec()`, returning a fresh `Codec` per partition. `encode` maps a state to a
 compact hashable key (usually an int) and `decode` maps the key back to an equal state; the
 explorer stores only keys, and expands decoded states. A codec may keep tables (interning), so
-keys are only meaningful inside the partition that made them; states travel between partitions
-as states, never as keys.
+keys are only meaningful inside the partition that made them.
+
+A codec with tables may also be a `WireCodec`: then states travel between partitions as the
+sender's keys too, never as objects. With each batch a partition sends the entries its tables
+gained since its last batch to that destination (`delta`); the receiver interns them in its own
+tables, remembers sender id -> own id (`absorb`, into one translation per sender) and rewrites
+each key by table lookups (`translate`), without rebuilding, pickling or hashing a state.
 """
 
 from __future__ import annotations
@@ -19,21 +24,74 @@ class Codec(Protocol):
     def decode(self, key: Hashable) -> Hashable: ...
 
 
-class Interner:
-    """Gives each distinct value a dense id and shares one copy of it."""
+class WireCodec(Codec, Protocol):
+    def delta(self, since: object | None) -> tuple[object, object]:
+        """(a mark of the tables now, the picklable entries added after mark `since`)."""
 
-    __slots__ = ("ids", "values")
+    def new_translation(self) -> object:
+        """An empty translation from another partition's ids to this one's."""
+
+    def absorb(self, translation: object, delta: object) -> None:
+        """Intern another partition's new entries, extending `translation`."""
+
+    def translate(self, key: Hashable, translation: object) -> Hashable:
+        """Another partition's key, as this partition's key of the same state."""
+
+
+class Interner:
+    """Gives each distinct value a dense id and shares one copy of it.
+
+    Interned values live as long as the interner, so their `id()`s are unique among live
+    objects: `by_identity` maps them to their ids, and a value that *is* an interned copy (a
+    part a successor kept unchanged from its decoded parent) is found without hashing it.
+    """
+
+    __slots__ = ("ids", "values", "by_identity")
 
     def __init__(self) -> None:
         self.ids: dict[Hashable, int] = {}
         self.values: list = []
+        self.by_identity: dict[int, int] = {}
 
     def __len__(self) -> int:
         return len(self.values)
 
+    # Object identities do not survive pickling: a restored interner rebuilds `by_identity`.
+    def __getstate__(self):
+        return self.ids, self.values
+
+    def __setstate__(self, state) -> None:
+        self.ids, self.values = state
+        self.by_identity = {id(value): index for index, value in enumerate(self.values)}
+
     def id(self, value: Hashable) -> int:
-        found = self.ids.get(value)
+        found = self.by_identity.get(id(value))
         if found is None:
-            found = self.ids[value] = len(self.values)
-            self.values.append(value)
+            found = self.ids.get(value)
+            if found is None:
+                found = self.ids[value] = len(self.values)
+                self.values.append(value)
+                self.by_identity[id(value)] = found
         return found
+
+
+class InternerTables:
+    """A wire codec's tables: interners whose ids travel between partitions.
+
+    `delta` and `absorb` work for any list of interners; a model's codec adds `translate`,
+    which knows where its key keeps each table's ids.
+    """
+
+    tables: tuple[Interner, ...]
+
+    def delta(self, since: tuple[int, ...] | None) -> tuple[tuple[int, ...], list[list]]:
+        since = since or (0,) * len(self.tables)
+        now = tuple(len(table) for table in self.tables)
+        return now, [table.values[start:] for table, start in zip(self.tables, since)]
+
+    def new_translation(self) -> list[list[int]]:
+        return [[] for _ in self.tables]
+
+    def absorb(self, translation: list[list[int]], delta: list[list]) -> None:
+        for table, ids, values in zip(self.tables, translation, delta):
+            ids.extend(table.id(value) for value in values)

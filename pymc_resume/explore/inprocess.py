@@ -69,6 +69,9 @@ class InProcess:
     def load_state(self, partitions: list[bytes], inbound: list[bytes]) -> None:
         self.partition.restore(partitions[0])
 
+    def worker_peak_rss(self) -> tuple[int, ...]:
+        return ()  # no worker processes
+
     def graph_pieces(self) -> list[GraphPiece]:
         p = self.partition
         return [GraphPiece(len(p), p.level_starts, p.goal_flags, p.edge_sources, p.edge_targets)]

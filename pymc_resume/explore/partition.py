@@ -21,21 +21,28 @@ from pymc_resume.explore.visited import VisitedStore
 
 Candidate = tuple[Hashable, int]  # (state key, parent global id)
 # A batch for one partition: distinct candidates, plus the repeated edges into them as
-# (index into the candidates, parent gid), so each state travels once per level.
-Batch = tuple[list[Candidate], list[tuple[int, int]]]
+# (index into the candidates, parent gid), so each state travels once per level, plus, where
+# the keys are a wire codec's, (sender index, the sender's new table entries) or None.
+Batch = tuple[list[Candidate], list[tuple[int, int]], tuple[int, object] | None]
+
+
+def empty_batch() -> Batch:
+    return [], [], None
 
 PROTOCOL = 5
 
-# Owners come from the key's hash times a 64-bit odd constant (Fibonacci hashing), taking high
-# bits: Python hashes small ints to themselves, so `hash(key) % count` alone would partition
-# packed-int states by their lowest bit.
-MIX = 0x9E3779B97F4A7C15
+# Owners come from the key's hash modulo a prime, then modulo the partition count: Python hashes
+# small ints to themselves, so `hash(key) % count` alone would split packed-int states by their
+# lowest bit. The prime is below 2**30 so every intermediate stays a one-digit int: this costs
+# 40 ns a successor, where a 64-bit multiplicative mix (Fibonacci hashing) cost 200 ns, a third
+# of the two-worker overhead on TwoPhase.
+PRIME = 1_000_003
 
 
 def owner_of(key: Hashable, count: int, partition_key: Callable | None = None) -> int:
     """The partition that owns `key` among `count` (the same in every process of a run)."""
     where = partition_key(key) if partition_key else key
-    return ((hash(where) * MIX) >> 64) % count
+    return hash(where) % PRIME % count
 
 # How many expansions between calls of the `tick` callback (progress, limits).
 TICK_EVERY = 4096
@@ -58,9 +65,17 @@ class Partition:
         self.codec = model.codec() if hasattr(model, "codec") else None
         # Optional locality: states with equal partition keys share an owner.
         self.partition_key = getattr(model, "partition_key", None)
+        # A wire codec's keys travel as they are (see `codec`): `sent` is, per destination, the
+        # mark of our tables at our last batch to it; `translations` map each sender's ids.
+        self.wire = self.codec is not None and hasattr(self.codec, "translate")
+        self.sent: list[object | None] = [None] * count
+        self.translations = [self.codec.new_translation() for _ in range(count)] if self.wire else None
         self._bind_codec()
         self.store = VisitedStore()
         self.invariants = list(model.invariants)
+        # Optional fast path: a model's `all_hold(state)` is True only where every invariant
+        # holds; where it is False (or absent) each invariant is asked.
+        self.all_hold = getattr(model, "all_hold", None)
         self.goals = [prop.goal for prop in model.reachability]
         self.goal_flags = [bytearray() for _ in self.goals]
         # Incoming edges, recorded by the owner of the target: (source gid, target local id).
@@ -82,7 +97,7 @@ class Partition:
 
     # Everything a partition knows, except the model: what a checkpoint saves.
     SAVED = ("codec", "store", "goal_flags", "edge_sources", "edge_targets", "first_bad",
-             "level_starts", "generated", "carry")
+             "level_starts", "generated", "carry", "sent", "translations")
 
     def snapshot(self) -> bytes:
         return pickle.dumps({name: getattr(self, name) for name in self.SAVED}, PROTOCOL)
@@ -107,52 +122,72 @@ class Partition:
 
     def carried(self) -> int:
         """How many of this partition's own candidates wait for the next level."""
-        return sum(len(candidates) for candidates, _ in self.carry)
+        return sum(len(batch[0]) for batch in self.carry)
 
     def initial_candidates(self) -> list[Batch]:
         """The initial states as level-1 batches for the other partitions (this partition
         keeps its own)."""
-        outbound: list[Batch] = [([], []) for _ in range(self.count)]
+        outbound: list[Batch] = [empty_batch() for _ in range(self.count)]
         for state in self.model.initial_states():
             self.generated += 1
             key = self.key(state)
             owner = self.owner(key)
-            if owner == self.index and self.encode:
-                key = self.encode(key)  # this partition's own candidates travel encoded
+            if self.encode and (owner == self.index or self.wire):
+                key = self.encode(key)  # own candidates, and all of a wire codec's, as keys
             outbound[owner][0].append((key, -1))
-        return self._keep_own(outbound)
+        return self._keep_own(self._with_tables(outbound))
 
     def step(self, inbound: list[Batch], level: int, tick: Callable[[], bool] | None = None):
         """Admit the candidates of this level (`inbound` from other partitions, and this
         partition's own), expand the new states, and return the next level's batches for the
         other partitions."""
-        fresh = self._admit(inbound, level)
+        first, fresh = self._admit(inbound, level)
         self.carry = []
-        return self._keep_own(self._expand(fresh, level, tick))
+        return self._keep_own(self._expand(first, fresh, level, tick))
 
     def _keep_own(self, outbound: list[Batch]) -> list[Batch]:
         self.carry.append(outbound[self.index])
-        outbound[self.index] = ([], [])
+        outbound[self.index] = empty_batch()
         return outbound
 
-    def _admit(self, inbound: list[Batch], level: int) -> list[tuple[int, Hashable]]:
+    def _with_tables(self, outbound: list[Batch]) -> list[Batch]:
+        """Attach, to each non-empty batch for another partition, our table entries that
+        partition has not received yet (wire codecs only)."""
+        if not self.wire:
+            return outbound
+        for owner, (candidates, repeats, _) in enumerate(outbound):
+            if candidates and owner != self.index:
+                self.sent[owner], delta = self.codec.delta(self.sent[owner])
+                outbound[owner] = (candidates, repeats, (self.index, delta))
+        return outbound
+
+    def _admit(self, inbound: list[Batch], level: int) -> tuple[int, list[Hashable]]:
+        """Admit this level's candidates; return the first new local id and the new keys
+        (their local ids follow on from it). Keys, not states: a level's states are decoded one
+        at a time as they are expanded, so a wide level costs 8 bytes a state, not a state."""
         while len(self.level_starts) < level:
             self.level_starts.append(len(self.store))
-        fresh: list[tuple[int, Hashable]] = []
-        for candidates, repeats in inbound:
-            self._admit_batch(candidates, repeats, level, fresh, encoded=False)
-        for candidates, repeats in self.carry:
+        first = len(self.store)
+        fresh: list[Hashable] = []
+        for candidates, repeats, tables in inbound:
+            if tables is not None:  # another partition's keys, and its new table entries
+                source, delta = tables
+                self.codec.absorb(self.translations[source], delta)
+                translate, translation = self.codec.translate, self.translations[source]
+                candidates = [(translate(key, translation), parent) for key, parent in candidates]
+                self._admit_batch(candidates, repeats, level, fresh, encoded=True)
+            else:
+                self._admit_batch(candidates, repeats, level, fresh, encoded=self.wire)
+        for candidates, repeats, _ in self.carry:
             self._admit_batch(candidates, repeats, level, fresh, encoded=True)
-        return fresh
+        return first, fresh
 
     def _admit_batch(self, candidates, repeats, level: int, fresh: list, encoded: bool) -> None:
-        """Admit one batch; `encoded` batches (this partition's own) already hold keys."""
+        """Admit one batch; `encoded` batches (this partition's own, or translated) hold keys."""
         ids = self.store.ids
         parents = self.store.parents
-        count, index = self.count, self.index
         edge_sources, edge_targets = self.edge_sources, self.edge_targets
         encode = None if encoded else self.encode
-        decode = self.decode
         locals_ = []
         for state, parent in candidates:
             key = encode(state) if encode else state
@@ -161,11 +196,7 @@ class Partition:
                 local = len(parents)
                 ids[key] = local
                 parents.append(parent)
-                gid = local * count + index
-                if decode:
-                    state = decode(key)  # the interned copy: shares its parts with others
-                self._check(state, gid, level)
-                fresh.append((gid, state))
+                fresh.append(key)
             if edge_sources is not None:
                 locals_.append(local)
                 if parent >= 0:
@@ -176,60 +207,79 @@ class Partition:
             edge_targets.append(locals_[position])
 
     def _check(self, state: Hashable, gid: int, level: int) -> None:
-        first_bad = self.first_bad
-        for invariant in self.invariants:
-            if invariant.name not in first_bad and not invariant.holds(state):
-                first_bad[invariant.name] = (level, gid)
+        all_hold = self.all_hold
+        if all_hold is None or not all_hold(state):
+            first_bad = self.first_bad
+            for invariant in self.invariants:
+                if invariant.name not in first_bad and not invariant.holds(state):
+                    first_bad[invariant.name] = (level, gid)
         for flags, goal in zip(self.goal_flags, self.goals):
             flags.append(1 if goal(state) else 0)
 
-    def _expand(self, fresh, level: int, tick: Callable[[], bool] | None) -> list[Batch]:
-        # The hot loop. A dict per destination keeps the first parent of each distinct successor;
-        # where edges are recorded, later parents become repeats (two ints each). Successors
-        # already known locally are dropped at once when no edges are recorded.
-        count = self.count
-        keep_all = self.edge_sources is not None
-        outbound: list[dict] = [{} for _ in range(count)]
+    def _expand(self, first: int, fresh: list, level: int, tick: Callable[[], bool] | None
+                ) -> list[Batch]:
+        # The hot loop. A successor is first looked up among this partition's states: a known
+        # one is dropped at once (or, where edges are recorded, becomes an edge into it). The
+        # others are deduplicated for the level in `pending`, and only a first sighting pays for
+        # its owner (a hash of the state) and joins that owner's batch; where edges are
+        # recorded, a later sighting from another parent is a repeat (two ints).
+        count, own = self.count, self.index
+        outbound: list[list[Candidate]] = [[] for _ in range(count)]
         repeats: list[list[tuple[int, int]]] = [[] for _ in range(count)]
-        own = self.index
-        local_batch = outbound[own]
+        pending: dict = {}  # key -> (owner, position in its batch), or just owner without edges
+        keep_edges = self.edge_sources is not None
+        edge_sources, edge_targets = self.edge_sources, self.edge_targets
         partition_key = self.partition_key
         known = self.store.ids
-        encode = self.encode
+        # A wire codec's keys travel anywhere, so every successor is encoded at once; another
+        # codec's keys mean nothing elsewhere, so only this partition's own are encoded.
+        encode = self.encode if self.wire else None
+        encode_own = self.encode if self.encode and not self.wire else None
         canonical = self.canonical
+        decode, check = self.decode, self._check
         successors = self.model.successors
         check_deadlock = self.model.deadlock_is_error
         generated = 0
-        for expanded, (gid, state) in enumerate(fresh):
+        for expanded, key in enumerate(fresh):
             if tick is not None and expanded % TICK_EVERY == TICK_EVERY - 1 and tick():
                 self.stopped = True
                 break
+            gid = (first + expanded) * count + own
+            # The interned copy: shares its parts with every equal part (and encodes fast).
+            state = decode(key) if decode else key
+            check(state, gid, level)
             before = generated
             for _action, successor in successors(state):
                 generated += 1
-                key = canonical(successor) if canonical else successor
-                if count == 1:
-                    owner = 0
+                world = canonical(successor) if canonical else successor
+                if encode_own:
+                    key = encode_own(world) if self.owner(world) == own else world
                 else:
-                    where = partition_key(key) if partition_key else key
-                    owner = ((hash(where) * MIX) >> 64) % count
-                if owner == own and encode:
-                    key = encode(key)  # kept here until the next level: as a compact key
-                if keep_all:
+                    key = encode(world) if encode else world
+                local = known.get(key)
+                if local is not None:  # already one of ours
+                    if keep_edges:
+                        edge_sources.append(gid)
+                        edge_targets.append(local)
+                    continue
+                sighted = pending.get(key)
+                if sighted is None:
+                    if count == 1:
+                        owner = 0
+                    else:
+                        where = partition_key(world) if partition_key else world
+                        owner = hash(where) % PRIME % count  # as owner_of
                     batch = outbound[owner]
-                    first = batch.setdefault(key, (len(batch), gid))
-                    if first[1] != gid:
-                        repeats[owner].append((first[0], gid))
-                elif owner != own:
-                    outbound[owner].setdefault(key, gid)
-                elif key not in known:
-                    local_batch.setdefault(key, gid)
+                    # (Without edges only "sighted" matters: a small int costs no allocation.)
+                    pending[key] = (owner, len(batch)) if keep_edges else owner
+                    batch.append((key, gid))
+                elif keep_edges:
+                    owner, position = sighted
+                    if outbound[owner][position][1] != gid:
+                        repeats[owner].append((position, gid))
             if check_deadlock and generated == before and DEADLOCK not in self.first_bad:
                 self.first_bad[DEADLOCK] = (level, gid)
         self.generated += generated
-        if keep_all:
-            return [
-                ([(key, parent) for key, (_, parent) in batch.items()], extra)
-                for batch, extra in zip(outbound, repeats)
-            ]
-        return [(list(batch.items()), []) for batch in outbound]
+        return self._with_tables(
+            [(batch, extra, None) for batch, extra in zip(outbound, repeats)]
+        )

@@ -45,3 +45,7 @@ class Model(Protocol):
     def initial_states(self) -> Iterable[State]: ...
 
     def successors(self, state: State) -> Iterable[tuple[str, State]]: ...
+
+    # Optional: `all_hold(state) -> bool`, True only where every invariant holds (a fast path
+    # the explorer tries first; a model may memoize it). Where it is False, or absent, the
+    # explorer asks each invariant.

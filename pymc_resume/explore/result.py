@@ -40,6 +40,8 @@ class ExplorationResult:
     complete: bool
     violations: dict[str, Violation]
     stopped_because: str | None = None
+    # Per worker process (none for one worker): its peak resident bytes, as it reported them.
+    worker_peak_rss: tuple[int, ...] = ()
 
     def holds(self, name: str) -> bool:
         return self.complete and name not in self.violations

@@ -93,6 +93,7 @@ def _explore(model, workers, limits, started, canonical, progress, checkpoint, r
             for name, gid in first_bad.items()
         }
         size, generated = backend.size(), backend.generated()
+        worker_peak_rss = backend.worker_peak_rss()
     seconds = time.monotonic() - started
     if progress:
         progress(Snapshot(size, generated, 0, depth, seconds), final=True)
@@ -104,6 +105,7 @@ def _explore(model, workers, limits, started, canonical, progress, checkpoint, r
         complete=complete,
         violations=violations,
         stopped_because=stopped_because,
+        worker_peak_rss=worker_peak_rss,
     )
 
 

@@ -17,7 +17,7 @@ import attrs
 
 from pymc_resume.files import write_atomically
 
-FORMAT = 1
+FORMAT = 2  # 2: partitions keep wire-codec marks and translations
 POINTER = "current"
 
 

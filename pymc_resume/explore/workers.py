@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import resource
 import traceback
 from collections.abc import Callable, Hashable
 
@@ -20,7 +21,7 @@ import multiprocess
 from pymc_resume.explore.limits import Limits
 from pymc_resume.explore.memory import resident_bytes
 from pymc_resume.explore.batches import pack, unpack
-from pymc_resume.explore.partition import Partition, owner_of
+from pymc_resume.explore.partition import Partition, empty_batch, owner_of
 from pymc_resume.explore.protocol import Model
 from pymc_resume.explore.reachability import GraphPiece
 
@@ -88,14 +89,14 @@ def _handle(conn, partition: Partition, kind: str, args, chunks, tick, index: in
     """Answer one request of the coordinator; True when the worker should stop."""
     if kind == "seed":
         outbound = (partition.initial_candidates() if index == 0
-                    else [([], []) for _ in range(count)])
-        pending = partition.carried() + sum(len(candidates) for candidates, _ in outbound)
+                    else [empty_batch() for _ in range(count)])
+        pending = partition.carried() + sum(len(batch[0]) for batch in outbound)
         _send(conn, ("seeded", pending), [pack(batch) for batch in outbound])
     elif kind == "step":
         (level,) = args
         before = len(partition)
         outbound = partition.step([unpack(chunk) for chunk in chunks], level, tick)
-        pending = partition.carried() + sum(len(candidates) for candidates, _ in outbound)
+        pending = partition.carried() + sum(len(batch[0]) for batch in outbound)
         reply = ("stepped", len(partition) - before, len(partition), partition.generated,
                  stop_reason[0] if partition.stopped else None, pending)
         _send(conn, reply, [pack(batch) for batch in outbound])
@@ -109,7 +110,8 @@ def _handle(conn, partition: Partition, kind: str, args, chunks, tick, index: in
         if partition.goals:
             piece = GraphPiece(len(partition), partition.level_starts, partition.goal_flags,
                                partition.edge_sources, partition.edge_targets)
-        _send(conn, (partition.first_bad, piece))
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+        _send(conn, (partition.first_bad, piece, peak))
     elif kind == "snapshot":
         _send(conn, ("saved",), [partition.snapshot()])
     elif kind == "restore":
@@ -217,7 +219,7 @@ class WorkerPool:
 
     def first_bad(self) -> dict[str, tuple[int, int]]:
         merged: dict[str, tuple[int, int]] = {}
-        for first_bad, _piece in self._results():
+        for first_bad, _piece, _peak in self._results():
             for name, found in first_bad.items():
                 if name not in merged or found < merged[name]:
                     merged[name] = found
@@ -235,4 +237,7 @@ class WorkerPool:
         self._pending = sum(len(chunk) for inbox in self.routed for chunk in inbox)
 
     def graph_pieces(self) -> list[GraphPiece]:
-        return [piece for _first_bad, piece in self._results()]
+        return [piece for _first_bad, piece, _peak in self._results()]
+
+    def worker_peak_rss(self) -> tuple[int, ...]:
+        return tuple(peak for _first_bad, _piece, peak in self._results())

@@ -207,3 +207,7 @@ CHECKS = {
     "recovery-determinism": recovery_determinism,
     "fork-intent": fork_intent,
 }
+
+# The checks that read nothing but `world.threads`: the explorer may judge them once per
+# distinct tuple of threads, which recurs across many worlds (see `ResumeModel.all_hold`).
+THREAD_ONLY = tuple(name for name in CHECKS if name != "effect-exactly-once")

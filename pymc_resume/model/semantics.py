@@ -19,7 +19,9 @@ from pymc_resume.explore import AlwaysReachable, Invariant
 from pymc_resume.model import mutants as m
 from pymc_resume.model.bounds import Bounds
 from pymc_resume.model.codec import WorldCodec
-from pymc_resume.model.clauses import CHECKS, effect_identity, is_quiescent
+from pymc_resume.model.clauses import (
+    CHECKS, THREAD_ONLY, effect_exactly_once, effect_identity, is_quiescent,
+)
 from pymc_resume.model.state import (
     DEAD, EDIT, EXECUTED, FREE, IDLE, IDLE_PROCESS, INITIAL, INTENT_NAMES, LIVE, LOADED, NEW,
     NO_VALUE, READY, REPLAY, ROOT, STARTED, STUCK, UPDATE, Budget, Checkpoint, Process, Thread, World,
@@ -62,6 +64,9 @@ class ResumeModel:
             Invariant(clause_id, self._holds(check)) for clause_id, check in CHECKS.items()
         ]
         self.reachability = [AlwaysReachable("liveness", self._bind(is_quiescent))]
+        self._thread_checks = [CHECKS[name] for name in THREAD_ONLY]
+        self._threads_hold: dict[tuple, bool] = {}  # memo: threads -> the THREAD_ONLY verdict
+        self._spent: dict[tuple[Budget, str], Budget] = {}  # memo of `_spend`
 
     def _holds(self, check):
         workflow = self.workflow
@@ -71,14 +76,30 @@ class ResumeModel:
         workflow = self.workflow
         return lambda world: check(workflow, world)
 
+    # At most this many memoized thread tuples (about 150 bytes each) before the memo restarts.
+    MEMO_LIMIT = 1 << 18
+
+    def all_hold(self, world: World) -> bool:
+        """True only if every invariant holds in `world` (the explorer's fast path; on False it
+        asks each invariant). All checks but `effect-exactly-once` read only the threads, and
+        a tuple of threads recurs in many worlds (at `default`, 24k tuples in 308k states), so
+        their joint verdict is memoized per tuple of threads."""
+        threads = world.threads
+        holds = self._threads_hold.get(threads)
+        if holds is None:
+            if len(self._threads_hold) >= self.MEMO_LIMIT:
+                self._threads_hold.clear()
+            workflow = self.workflow
+            holds = all(check(workflow, world) is None for check in self._thread_checks)
+            self._threads_hold[threads] = holds
+        return holds and effect_exactly_once(self.workflow, world) is None
+
     def canonical(self, world: World) -> World:
         """Processes are interchangeable: sorting them picks one state per symmetry class."""
-        return world._replace(processes=tuple(sorted(world.processes)))
-
-    def partition_key(self, world: World) -> tuple:
-        """Locality for the parallel explorer: the budget changes only on client actions, so
-        most successors share their state's partition and never travel between workers."""
-        return world.budget, len(world.threads)
+        ordered = tuple(sorted(world.processes))
+        if ordered == world.processes:
+            return world  # already canonical: keep the object (and its parts' identities)
+        return World(world.budget, ordered, world.threads, world.sink)
 
     def codec(self) -> WorldCodec:
         """The compact encoding the explorer stores states in (one per partition)."""
@@ -135,6 +156,15 @@ class ResumeModel:
                     yield from self._forks(world, t)
 
     # -- helpers that rebuild a world ----------------------------------------------------
+
+    def _spend(self, budget: Budget, what: str) -> Budget:
+        """`budget` with one `what` used up. Memoized: budgets are few, and a successor whose
+        budget is a shared object is cheaper to build and to encode (see `WorldCodec`)."""
+        spent = self._spent.get((budget, what))
+        if spent is None:
+            spent = budget._replace(**{what: getattr(budget, what) - 1})
+            self._spent[budget, what] = spent
+        return spent
 
     @staticmethod
     def _with(world: World, *, process=None, thread=None, budget=None, sink=None) -> World:
@@ -285,11 +315,13 @@ class ResumeModel:
 
     def _crash(self, world: World, i: int, p: Process) -> Successor:
         t = p.thread
-        thread = world.threads[t]._replace(crashed=True, crashed_since_fork=True)
+        thread = world.threads[t]
+        runner = thread.runner
         if p.holds_lease:
             mid_node = p.phase == EXECUTED and m.NO_MID_NODE_RECOVERY in self.faults
-            thread = thread._replace(runner=STUCK if mid_node else DEAD)
-        budget = world.budget._replace(crashes=world.budget.crashes - 1)
+            runner = STUCK if mid_node else DEAD
+        thread = thread._replace(crashed=True, crashed_since_fork=True, runner=runner)
+        budget = self._spend(world.budget, "crashes")
         return (
             f"p{i} crash (was working on t{t})",
             self._with(world, process=(i, IDLE_PROCESS), thread=(t, thread), budget=budget),
@@ -343,15 +375,15 @@ class ResumeModel:
         j = reached[-1]
         budget = world.budget
         if budget.resumes:
-            spent = budget._replace(resumes=budget.resumes - 1)
+            spent = self._spend(budget, "resumes")
             for value in range(1, self.bounds.values + 1):
                 yield self._deliver(world, i, t, j, value, spent)
         if budget.invalid_updates:
-            spent = budget._replace(invalid_updates=budget.invalid_updates - 1)
+            spent = self._spend(budget, "invalid_updates")
             yield self._deliver(world, i, t, j, INVALID, spent)
 
     def _deliver(self, world: World, i: int, t: int, j: int, value: int, budget: Budget) -> Successor:
-        world = world._replace(budget=budget)
+        world = World(budget, world.processes, world.threads, world.sink)
         label = f"p{i} deliver({value_name(value)}) to t{t} stage {j}"
         validates = not self.faults & {m.PERSIST_UNVALIDATED, m.VALIDATE_AFTER_CLAIM}
         if value == INVALID and validates:
@@ -367,10 +399,10 @@ class ResumeModel:
         return label, self._with(world, process=(i, p))
 
     def _invalid_update(self, world: World, t: int) -> Successor:
-        budget = world.budget._replace(invalid_updates=world.budget.invalid_updates - 1)
+        budget = self._spend(world.budget, "invalid_updates")
         label = f"client update t{t} with an invalid state"
         if m.PERSIST_UNVALIDATED not in self.faults:
-            return f"{label}: refused", world._replace(budget=budget)
+            return f"{label}: refused", World(budget, world.processes, world.threads, world.sink)
         thread = world.threads[t]
         head = thread.head
         app = replace_at(head.app, self.workflow.note, INVALID)
@@ -379,7 +411,7 @@ class ResumeModel:
 
     def _forks(self, world: World, t: int) -> Iterator[Successor]:
         parent = world.threads[t]
-        budget = world.budget._replace(forks=world.budget.forks - 1)
+        budget = self._spend(world.budget, "forks")
         for c in range(len(parent.chain) - 1):  # strict ancestors of the head
             yield self._fork(world, t, c, REPLAY, NO_VALUE, budget)
             pos = parent.chain[c].pc
