@@ -230,22 +230,57 @@ def _verdicts(recorder: Recorder, capabilities, adapter: str, probe, bounds, see
     return results
 
 
+# How often a failing step list is replayed before it counts as not reproducing: a violation
+# that comes from a race (which of two released processes wins) does not show on every replay.
+CONFIRM_ATTEMPTS = 5
+
+
 def clause_repro(clause_id: str, candidates: list[Violation], adapter, probe, bounds, seed, repro_dir) -> ClauseResult:
-    """Minimize the shortest failing steps seen (see `shrink`) and write the repro."""
+    """Confirm the shortest failing steps seen by a replay, minimize them (see `shrink`) and
+    write the repro.
+
+    A candidate that reproduces on its first replay is minimized; one that needs several
+    replays (a race) is kept as it is, and its repro says how many replays to allow.
+    """
     make_adapter = factory(adapter, probe.options())
-    chosen, confirmed = candidates[0], False
+
+    def replay(steps):
+        return replay_steps(make_adapter, bounds, steps, only=clause_id)
+
+    chosen, confirmed, attempts = candidates[0], False, 1
     for violation in candidates[:3]:  # the shortest that still reproduces on replay
-        steps, replayed = minimize(violation.steps, clause_id,
-                                   lambda steps: replay_steps(make_adapter, bounds, steps, only=clause_id))
-        if replayed is not None:
-            chosen, confirmed = replayed, True
-            break
+        replayed, attempt = _confirm(violation.steps, clause_id, replay)
+        if replayed is None:
+            continue
+        chosen, confirmed = replayed, True
+        if attempt == 1:
+            _steps, minimized = minimize(replayed.steps, clause_id, replay)
+            chosen = minimized or replayed
+        else:
+            attempts = CONFIRM_ATTEMPTS
+        break
     document = repro_document(adapter=adapter, options=probe.options(), version=probe.version,
                               seed=seed, bounds=bounds, violation=chosen, clause=clause_id)
     document["confirmed_by_replay"] = confirmed
+    document["replay_attempts"] = attempts
     json_path, test_path = write_repro(repro_dir, document)
     reason = chosen.clauses[clause_id]
     if not confirmed:
-        reason += " (the replay did not reproduce it: a race)"
+        reason += f" (not reproduced in {CONFIRM_ATTEMPTS} replays: a race)"
+    elif attempts > 1:
+        reason += f" (a race: a replay reproduces it within {attempts} attempts)"
     return ClauseResult(VIOLATED, reason=reason, repro=str(json_path), pytest=str(test_path),
                         repro_steps=len(document["steps"]), steps=document["steps"])
+
+
+def _confirm(steps: list[dict], clause_id: str, replay) -> tuple[Violation | None, int]:
+    """Replay `steps` until the clause fails again: (the violation, the attempt), or (None, 0)."""
+    clean = [{k: v for k, v in step.items() if k != "outcome"} for step in steps]
+    for attempt in range(1, CONFIRM_ATTEMPTS + 1):
+        try:
+            violation = replay(clean)
+        except AdapterFailure:
+            return None, 0
+        if violation is not None and clause_id in violation.clauses:
+            return violation, attempt
+    return None, 0

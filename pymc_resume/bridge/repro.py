@@ -139,6 +139,8 @@ class ReplayResult:
     violations: dict[str, str]  # what fails now (empty: nothing)
     at: int | str | None
     error: str | None = None  # the adapter raised or hung
+    attempt: int = 1  # the replay that reproduced it (of `attempts`), or the last one tried
+    attempts: int = 1
 
     @property
     def reproduces(self) -> bool:
@@ -178,19 +180,31 @@ def replay_steps(
     return None
 
 
-def replay_repro(document: dict, fault=KEEP, step_timeout: float | None = 30.0) -> ReplayResult:
+def replay_repro(document: dict, fault=KEEP, step_timeout: float | None = 30.0,
+                 attempts: int | None = None) -> ReplayResult:
     """Replay a repro's steps against a fresh adapter; `fault` overrides the recorded fault
-    option ("none" for the correct runtime)."""
+    option ("none" for the correct runtime).
+
+    A repro of a race records how many replays to allow (`replay_attempts`); the steps are
+    replayed, each time on a fresh adapter, until the recorded clause fails or they run out.
+    """
     options = dict(document.get("adapter_options") or {})
     if fault is not KEEP:
         options["fault"] = None if fault in (None, "", "none") else fault
     make_adapter = factory(document["adapter"], options)
     bounds = Bounds.from_json(document["bounds"])
-    try:
-        violation = replay_steps(make_adapter, bounds, document["steps"], step_timeout,
-                                 only=document["clause"])
-    except AdapterFailure as failure:
-        return ReplayResult(document["clause"], {}, None, error=str(failure))
-    if violation is None:
-        return ReplayResult(document["clause"], {}, None)
-    return ReplayResult(document["clause"], violation.clauses, violation.at)
+    clause = document["clause"]
+    attempts = max(1, attempts or document.get("replay_attempts") or 1)
+    result = ReplayResult(clause, {}, None, attempts=attempts)
+    for attempt in range(1, attempts + 1):
+        try:
+            violation = replay_steps(make_adapter, bounds, document["steps"], step_timeout, only=clause)
+        except AdapterFailure as failure:
+            return ReplayResult(clause, {}, None, error=str(failure), attempt=attempt, attempts=attempts)
+        if violation is None:
+            result = ReplayResult(clause, {}, None, attempt=attempt, attempts=attempts)
+            continue
+        result = ReplayResult(clause, violation.clauses, violation.at, attempt=attempt, attempts=attempts)
+        if result.reproduces:
+            break
+    return result

@@ -59,7 +59,8 @@ def profile_command(adapter, every, only_configs, examples, steps, seed, bounds_
         if not family.installed():
             if not every:
                 fail(f"{family.name} is not installed: {family.install}")
-            skipped.append({"adapter": family.name, "reason": "not installed", "install": family.install})
+            skipped.append({"adapter": family.name, "reason": f"not installed (no module {family.requires})",
+                            "install": family.install})
             continue
         configurations = [c for c in family.configurations if not only_configs or c.name in only_configs]
         if not configurations:

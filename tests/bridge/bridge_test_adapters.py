@@ -36,3 +36,14 @@ class NoInterruptNoForkAdapter(ReferenceAdapter):
     not-applicable, and it runs the workflow without its consuming nodes."""
 
     unsupported = {"resume": "no interrupt API", "fork": "no way to start a run from an old checkpoint"}
+
+
+class EveryOtherTimeAdapter(ReferenceAdapter):
+    """Persists invalid updates (the `persist-unvalidated` fault) in every second adapter it
+    builds, as a race would show a violation on some replays and not others."""
+
+    built = 0
+
+    def __init__(self, fault=None):
+        EveryOtherTimeAdapter.built += 1
+        super().__init__(fault="persist-unvalidated" if EveryOtherTimeAdapter.built % 2 == 0 else None)

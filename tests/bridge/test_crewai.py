@@ -14,8 +14,7 @@ import sys
 import pytest
 
 pytest.importorskip("crewai.flow.persistence",
-                    reason="crewai is not installed (pip install 'pymc-resume[crewai]' "
-                           "-c constraints/crewai-1.15.2.txt, in a venv without the LangGraph pins)")
+                    reason="crewai is not installed (pip install -e '.[crewai]' -c constraints/ci.txt)")
 
 from pymc_resume.bridge.crewai_adapter import OFFLINE, CrewAIAdapter  # noqa: E402
 from pymc_resume.bridge.session import Session, Violation  # noqa: E402

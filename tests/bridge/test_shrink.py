@@ -25,3 +25,21 @@ def test_minimize_never_drops_the_start_a_later_step_needs():
     steps, violation = minimize([START, {**START, "crash": {"stage": 1, "when": "after-execute"}}, UPDATE],
                                 "checkpoint-validity", replay)
     assert steps == [START, UPDATE] and violation is not None
+
+
+def test_a_repro_of_a_race_is_replayed_until_it_reproduces():
+    from bridge_test_adapters import EveryOtherTimeAdapter
+
+    from pymc_resume.bridge.repro import replay_repro
+    from pymc_resume.model.bounds import load_bounds
+
+    document = {"adapter": "bridge_test_adapters:EveryOtherTimeAdapter", "adapter_options": {},
+                "bounds": load_bounds("small").as_json(), "clause": "checkpoint-validity",
+                "steps": [START, UPDATE]}
+    # replay_repro builds one adapter to check the options, then one per replay: the replays
+    # here get adapters 3 (correct), then 5 (correct) and 6 (faulty).
+    EveryOtherTimeAdapter.built = 1
+    once = replay_repro(document, attempts=1)
+    assert not once.reproduces and once.attempts == 1
+    twice = replay_repro({**document, "replay_attempts": 2})
+    assert twice.reproduces and twice.attempt == 2
