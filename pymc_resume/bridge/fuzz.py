@@ -231,16 +231,20 @@ def _verdicts(recorder: Recorder, capabilities, adapter: str, probe, bounds, see
 
 
 # How often a failing step list is replayed before it counts as not reproducing: a violation
-# that comes from a race (which of two released processes wins) does not show on every replay.
-CONFIRM_ATTEMPTS = 5
+# that comes from a race (which of two released processes wins, whether a background write
+# landed before a SIGKILL) does not show on every replay.
+CONFIRM_ATTEMPTS = 10
+# Replays that must all fail the clause again before a repro counts as deterministic.
+RELIABLE_REPLAYS = 2
 
 
 def clause_repro(clause_id: str, candidates: list[Violation], adapter, probe, bounds, seed, repro_dir) -> ClauseResult:
     """Confirm the shortest failing steps seen by a replay, minimize them (see `shrink`) and
     write the repro.
 
-    A candidate that reproduces on its first replay is minimized; one that needs several
-    replays (a race) is kept as it is, and its repro says how many replays to allow.
+    The repro is the shortest step list that fails on every one of a few replays; where only
+    races reproduce (some replays fail, some do not), the one that failed most often is kept
+    and its repro says how many replays to allow (`replay_attempts`).
     """
     make_adapter = factory(adapter, probe.options())
 
@@ -248,17 +252,30 @@ def clause_repro(clause_id: str, candidates: list[Violation], adapter, probe, bo
         return replay_steps(make_adapter, bounds, steps, only=clause_id)
 
     chosen, confirmed, attempts = candidates[0], False, 1
-    for violation in candidates[:3]:  # the shortest that still reproduces on replay
+    racy: list[tuple[int, Violation]] = []
+    for violation in candidates[:3]:  # the shortest that reproduces reliably
         replayed, attempt = _confirm(violation.steps, clause_id, replay)
         if replayed is None:
             continue
-        chosen, confirmed = replayed, True
+        options = [replayed]
         if attempt == 1:
             _steps, minimized = minimize(replayed.steps, clause_id, replay)
-            chosen = minimized or replayed
-        else:
-            attempts = CONFIRM_ATTEMPTS
-        break
+            if minimized is not None and len(minimized.steps) < len(replayed.steps):
+                options.insert(0, minimized)
+        reliable = None
+        for option in options:
+            hits = _hits(option.steps, clause_id, replay, RELIABLE_REPLAYS)
+            if hits == RELIABLE_REPLAYS:
+                reliable = option
+                break
+            racy.append((hits, option))
+        if reliable is not None:
+            chosen, confirmed = reliable, True
+            break
+    else:
+        if racy:  # only races reproduce it: the one that did most often
+            chosen = max(racy, key=lambda entry: (entry[0], -len(entry[1].steps)))[1]
+            confirmed, attempts = True, CONFIRM_ATTEMPTS
     document = repro_document(adapter=adapter, options=probe.options(), version=probe.version,
                               seed=seed, bounds=bounds, violation=chosen, clause=clause_id)
     document["confirmed_by_replay"] = confirmed
@@ -268,9 +285,22 @@ def clause_repro(clause_id: str, candidates: list[Violation], adapter, probe, bo
     if not confirmed:
         reason += f" (not reproduced in {CONFIRM_ATTEMPTS} replays: a race)"
     elif attempts > 1:
-        reason += f" (a race: a replay reproduces it within {attempts} attempts)"
+        reason += f" (a race: not every replay shows it; its repro allows {attempts} replays)"
     return ClauseResult(VIOLATED, reason=reason, repro=str(json_path), pytest=str(test_path),
                         repro_steps=len(document["steps"]), steps=document["steps"])
+
+
+def _hits(steps: list[dict], clause_id: str, replay, replays: int) -> int:
+    """In how many of `replays` fresh replays of `steps` the clause fails again."""
+    clean = [{k: v for k, v in step.items() if k != "outcome"} for step in steps]
+    hits = 0
+    for _ in range(replays):
+        try:
+            violation = replay(clean)
+        except AdapterFailure:
+            continue
+        hits += violation is not None and clause_id in violation.clauses
+    return hits
 
 
 def _confirm(steps: list[dict], clause_id: str, replay) -> tuple[Violation | None, int]:

@@ -18,6 +18,7 @@ import json
 import os
 import select
 import signal
+import threading
 from collections.abc import Callable
 
 import attrs
@@ -76,9 +77,23 @@ def _child(task: Callable[[Gate], object], gate: Gate, report_fd: int) -> None:
             message = {"value": task(gate)}
         except BaseException as error:  # noqa: BLE001 - reported to the parent
             message = {"error": f"{type(error).__name__}: {error}"}
+        _wait_for_threads()
         os.write(report_fd, (json.dumps(message) + "\n").encode())
     finally:
         os._exit(0)
+
+
+def _wait_for_threads() -> None:
+    """Finish as a client process that returns from its work exits: after its non-daemon
+    threads and thread-pool executors are done (a framework's background checkpoint writes,
+    for instance). `os._exit` alone would cut them off, losing writes no real process loses.
+
+    `threading._shutdown` is what the interpreter itself runs at exit for this.
+    """
+    try:
+        threading._shutdown()
+    except Exception:  # noqa: BLE001 - the report must still reach the parent
+        pass
 
 
 def run_in_children(tasks: list[Callable[[Gate], object]], synchronized: bool = False) -> list[ChildResult]:
