@@ -45,6 +45,8 @@ class History:
     crashed_since_fork: set[int] = attrs.Factory(set)
     second_records: dict[int, list[tuple[int, int]]] = attrs.Factory(dict)  # accepted late resumes
     findings: list[tuple[str, str]] = attrs.Factory(list)  # (clause id, what was observed)
+    # thread -> (stage, head) where a schema-invalid resume value was refused while it was parked
+    refused_invalid: dict[int, tuple[int, object]] = attrs.Factory(dict)
 
 
 def committed_upto(chain) -> int:

@@ -252,8 +252,12 @@ class Session:
                             "checkpoint-validity",
                             f"a schema-invalid resume value to t{t} was not refused ({outcome.status})",
                         ))
+                    elif (parked := self._parked(before, t)) is not None:
+                        history.refused_invalid[t] = parked
                 elif target is not None and outcome.status != REFUSED:
                     history.second_records.setdefault(t, []).append((target, value))
+                elif outcome.status == REFUSED and action == "resume":
+                    self._judge_refused_valid(t, before)
         if action == "update" and step["value"] == INVALID and outcomes[0].status != REFUSED:
             history.findings.append(("checkpoint-validity", f"a schema-invalid update of t{t} was accepted"))
         if action == "fork" and outcomes[0].status == OK:
@@ -274,6 +278,29 @@ class Session:
         )
         if t in self.history.crashed:
             self.history.crashed.add(new)
+
+    def _parked(self, observation: Observation, thread: int) -> tuple[int, object] | None:
+        """(stage, head) when `thread` is parked at an interrupt with no value recorded for it."""
+        if thread >= len(observation.threads):
+            return None
+        view = observation.threads[thread]
+        pc = view.chain[-1].pc
+        if view.run != "free" or pc == self.workflow.end or not self.workflow.consumes[pc]:
+            return None
+        if pc in self._recorded(view):
+            return None
+        return pc, view.chain[-1]
+
+    def _judge_refused_valid(self, thread: int, before: Observation) -> None:
+        """A valid value refused by an interrupt that is still parked where a schema-invalid
+        value was refused: the invalid value consumed it (it must not; checkpoint-validity)."""
+        parked = self._parked(before, thread)
+        if parked is not None and self.history.refused_invalid.get(thread) == parked:
+            self.history.findings.append((
+                "checkpoint-validity",
+                f"after refusing a schema-invalid resume value, the interrupt at stage {parked[0]} of "
+                f"t{thread} refuses valid values too: the invalid value consumed it",
+            ))
 
     def _consumed_interrupt(self, observation: Observation, thread: int) -> int | None:
         """The interrupt a resume to `thread` is aimed at, if it has already consumed (or

@@ -144,8 +144,9 @@ def test_a_schema_invalid_resume_value_is_refused_after_crewai_consumed_the_feed
     # ...but CrewAI had already cleared the pending feedback: no value can be delivered any more.
     assert "No pending feedback" in session.steps[2]["outcome"][0]["detail"]
     assert session.observation.threads[0].chain[-1].pc == 3
-    # The bridge cannot see that consumption (CrewAI records no claim), so it judges nothing here.
-    assert violated == set()
+    # CrewAI records no claim, but a valid value refused where the invalid one was refused shows
+    # the invalid value consumed the interrupt, which the clause forbids.
+    assert violated == {"checkpoint-validity"}
 
 
 def test_two_concurrent_resumes_both_consume_the_feedback_step():
