@@ -50,9 +50,9 @@ import uuid
 from pathlib import Path
 
 from pymc_resume.bridge.adapter import (
-    CRASHED, OK, REFUSED, CrashPoint, FuzzSetup, Observation, Outcome, ThreadView,
+    OK, REFUSED, CrashPoint, FuzzSetup, Observation, Outcome, ThreadView,
 )
-from pymc_resume.bridge.process import KILLED, RETURNED, ControlledPoints, Gate, run_in_children
+from pymc_resume.bridge.process import ControlledPoints, Gate, run_in_children, settle
 from pymc_resume.model.state import INITIAL, Checkpoint
 from pymc_resume.model.workflow import Workflow
 
@@ -310,14 +310,7 @@ class CrewAIAdapter:
         return task
 
     def _settle(self, thread: int, result) -> Outcome:
-        if result.status == KILLED:
-            self.threads[thread]["run"] = "dead"
-            return Outcome(CRASHED, f"killed by signal {result.signal}")
-        if result.status != RETURNED:
-            raise RuntimeError(f"CrewAI failed in a child process: {result.error}")
-        if self.threads[thread]["run"] != "dead" or result.value["status"] == OK:
-            self.threads[thread]["run"] = "free"
-        return Outcome(result.value["status"], result.value["detail"])
+        return settle(self.threads[thread], result, "CrewAI")
 
     # -- client calls CrewAI cannot express --------------------------------------------------
 

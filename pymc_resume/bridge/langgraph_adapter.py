@@ -52,9 +52,9 @@ import uuid
 from pathlib import Path
 
 from pymc_resume.bridge.adapter import (
-    CRASHED, OK, REFUSED, CrashPoint, FuzzSetup, Observation, Outcome, ThreadView,
+    OK, REFUSED, CrashPoint, FuzzSetup, Observation, Outcome, ThreadView,
 )
-from pymc_resume.bridge.process import KILLED, RETURNED, Gate, run_in_children
+from pymc_resume.bridge.process import Gate, run_in_children, settle
 from pymc_resume.gate import ConsumeOnceGate, GateRefusal
 from pymc_resume.model.state import INITIAL, UPDATE, Checkpoint
 from pymc_resume.model.workflow import UNSET, NodeKind, StageKind, Workflow
@@ -278,14 +278,7 @@ class LangGraphAdapter:
             graph.invoke(payload, config, durability=self.durability)
 
     def _settle(self, thread: int, result) -> Outcome:
-        if result.status == KILLED:
-            self.threads[thread]["run"] = "dead"
-            return Outcome(CRASHED, f"killed by signal {result.signal}")
-        if result.status != RETURNED:
-            raise RuntimeError(f"LangGraph failed in a child process: {result.error}")
-        if self.threads[thread]["run"] != "dead" or result.value["status"] == OK:
-            self.threads[thread]["run"] = "free"
-        return Outcome(result.value["status"], result.value["detail"])
+        return settle(self.threads[thread], result, "LangGraph")
 
     # -- client calls that run no node -----------------------------------------------------
 

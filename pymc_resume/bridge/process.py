@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import attrs
 
-from pymc_resume.bridge.adapter import CrashPoint
+from pymc_resume.bridge.adapter import CRASHED, OK, CrashPoint, Outcome
 
 KILLED = "killed"
 RETURNED = "returned"
@@ -170,3 +170,19 @@ def _result(status: int, output: bytes) -> ChildResult:
     if "error" in message:
         return ChildResult(FAILED, error=message["error"])
     return ChildResult(RETURNED, value=message["value"])
+
+
+def settle(thread: dict, result: ChildResult, framework: str) -> Outcome:
+    """The outcome of an operation a child process ran for a thread, updating the thread's run
+    state (`thread["run"]`): a killed child leaves it `dead` (the bridge recovers it), a returned
+    one `free`, except that a refused operation leaves a dead thread dead. A child that raised
+    is a failure of the framework or its adapter, not a verdict: it propagates.
+    """
+    if result.status == KILLED:
+        thread["run"] = "dead"
+        return Outcome(CRASHED, f"killed by signal {result.signal}")
+    if result.status != RETURNED:
+        raise RuntimeError(f"{framework} failed in a child process: {result.error}")
+    if thread["run"] != "dead" or result.value["status"] == OK:
+        thread["run"] = "free"
+    return Outcome(result.value["status"], result.value["detail"])

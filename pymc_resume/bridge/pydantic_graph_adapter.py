@@ -56,9 +56,9 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 from pymc_resume.bridge.adapter import (
-    CRASHED, OK, REFUSED, CrashPoint, FuzzSetup, Observation, Outcome, ThreadView,
+    OK, REFUSED, CrashPoint, FuzzSetup, Observation, Outcome, ThreadView,
 )
-from pymc_resume.bridge.process import KILLED, RETURNED, Gate, run_in_children
+from pymc_resume.bridge.process import Gate, run_in_children, settle
 from pymc_resume.model.state import INITIAL, Checkpoint
 from pymc_resume.model.workflow import Workflow
 
@@ -227,14 +227,7 @@ class PydanticGraphAdapter:
         return task
 
     def _settle(self, thread: int, result) -> Outcome:
-        if result.status == KILLED:
-            self.threads[thread]["run"] = "dead"
-            return Outcome(CRASHED, f"killed by signal {result.signal}")
-        if result.status != RETURNED:
-            raise RuntimeError(f"pydantic-graph failed in a child process: {result.error}")
-        if self.threads[thread]["run"] != "dead" or result.value["status"] == OK:
-            self.threads[thread]["run"] = "free"
-        return Outcome(result.value["status"], result.value["detail"])
+        return settle(self.threads[thread], result, "pydantic-graph")
 
     # -- client calls that run no node -----------------------------------------------------
 
