@@ -58,7 +58,7 @@ from typing import Annotated, Optional
 from pymc_resume.bridge.adapter import (
     OK, REFUSED, CrashPoint, FuzzSetup, Observation, Outcome, ThreadView,
 )
-from pymc_resume.bridge.process import Gate, run_in_children, settle
+from pymc_resume.bridge.process import ControlledPoints, Gate, run_in_children, settle
 from pymc_resume.model.state import INITIAL, Checkpoint
 from pymc_resume.model.workflow import Workflow
 
@@ -74,23 +74,14 @@ def _pydantic_graph_version() -> str:
     return version("pydantic-graph")
 
 
-class _Control:
+class _Control(ControlledPoints):
     """What a child process needs at its controlled points (module global in the child)."""
 
     def __init__(self, thread: int, op: str, role: str, crash: CrashPoint | None,
                  window: str | None, gate: Gate | None) -> None:
+        super().__init__(crash, window, gate)
         self.thread, self.op, self.role = thread, op, role
-        self.crash, self.window, self.gate = crash, window, gate
         self.executed: set[int] = set()
-        self.waited = False
-
-    def at(self, point: str, stage: int) -> None:
-        """Wait at the race window, or die at the crash point, when execution gets there."""
-        if self.window == point and self.gate is not None and not self.waited:
-            self.waited = True
-            self.gate.wait()
-        if self.crash is not None and self.crash.when == point and self.crash.stage == stage:
-            os.kill(os.getpid(), signal.SIGKILL)
 
     def committed(self, stage: int) -> None:
         """The persistence recorded the result of `stage` (the snapshot after it)."""
