@@ -243,8 +243,9 @@ def clause_repro(clause_id: str, candidates: list[Violation], adapter, probe, bo
     write the repro.
 
     The repro is the shortest step list that fails on every one of a few replays; where only
-    races reproduce (some replays fail, some do not), the one that failed most often is kept
-    and its repro says how many replays to allow (`replay_attempts`).
+    races reproduce (some replays fail, some do not), the one that failed most often is kept.
+    A repro whose steps can race (see `may_race`) says how many replays to allow
+    (`replay_attempts`): a few replays that all failed do not show that every one will.
     """
     make_adapter = factory(adapter, probe.options())
 
@@ -279,7 +280,7 @@ def clause_repro(clause_id: str, candidates: list[Violation], adapter, probe, bo
     document = repro_document(adapter=adapter, options=probe.options(), version=probe.version,
                               seed=seed, bounds=bounds, violation=chosen, clause=clause_id)
     document["confirmed_by_replay"] = confirmed
-    document["replay_attempts"] = attempts
+    document["replay_attempts"] = CONFIRM_ATTEMPTS if may_race(chosen.steps) else attempts
     json_path, test_path = write_repro(repro_dir, document)
     reason = chosen.clauses[clause_id]
     if not confirmed:
@@ -288,6 +289,13 @@ def clause_repro(clause_id: str, candidates: list[Violation], adapter, probe, bo
         reason += f" (a race: not every replay shows it; its repro allows {attempts} replays)"
     return ClauseResult(VIOLATED, reason=reason, repro=str(json_path), pytest=str(test_path),
                         repro_steps=len(document["steps"]), steps=document["steps"])
+
+
+def may_race(steps: list[dict]) -> bool:
+    """Whether replays of `steps` can differ: a SIGKILL races the framework's background
+    threads (LangGraph writes a delivered resume value from one), and processes run together
+    race each other wherever no window holds them."""
+    return any(step.get("crash") or step["action"] == "resume-together" for step in steps)
 
 
 def _hits(steps: list[dict], clause_id: str, replay, replays: int) -> int:

@@ -43,3 +43,12 @@ def test_a_repro_of_a_race_is_replayed_until_it_reproduces():
     assert not once.reproduces and once.attempts == 1
     twice = replay_repro({**document, "replay_attempts": 2})
     assert twice.reproduces and twice.attempt == 2
+
+
+def test_a_repro_whose_steps_kill_or_run_processes_together_allows_replays():
+    from pymc_resume.bridge.fuzz import may_race
+
+    killed = {**START, "crash": {"stage": 1, "when": "after-execute"}}
+    together = {"action": "resume-together", "thread": 0, "values": [1, 1], "window": "after-load"}
+    assert not may_race([START, UPDATE])
+    assert may_race([killed, UPDATE]) and may_race([START, together])
