@@ -43,7 +43,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import signal
 import sqlite3
 import types
 import uuid
@@ -52,7 +51,7 @@ from pathlib import Path
 from pymc_resume.bridge.adapter import (
     OK, REFUSED, CrashPoint, FuzzSetup, Observation, Outcome, ThreadView,
 )
-from pymc_resume.bridge.process import ControlledPoints, Gate, run_in_children, settle
+from pymc_resume.bridge.process import ClientControl, Gate, run_in_children, settle
 from pymc_resume.model.state import INITIAL, Checkpoint
 from pymc_resume.model.workflow import Workflow
 
@@ -108,25 +107,7 @@ def _committed_stage(method_name: str) -> int | None:
     return None
 
 
-class _Control(ControlledPoints):
-    """What a child process needs at its controlled points (module global in the child)."""
-
-    def __init__(self, thread: int, op: str, role: str, crash: CrashPoint | None,
-                 window: str | None, gate: Gate | None) -> None:
-        super().__init__(crash, window, gate)
-        self.thread, self.op, self.role = thread, op, role
-        self.executed: set[int] = set()
-
-    def committed(self, method_name: str) -> None:
-        """CrewAI persisted the completion of `method_name`: kill at the stage's after-commit."""
-        stage = _committed_stage(method_name)
-        crash = self.crash
-        if crash is not None and crash.when == "after-commit" and stage == crash.stage \
-                and stage in self.executed:
-            os.kill(os.getpid(), signal.SIGKILL)
-
-
-_CONTROL: _Control | None = None
+_CONTROL: ClientControl | None = None
 
 
 @functools.cache
@@ -150,7 +131,7 @@ def _crewai():
         def save_state(self, flow_uuid, method_name, state_data):
             super().save_state(flow_uuid, method_name, state_data)
             if _CONTROL is not None:
-                _CONTROL.committed(method_name)
+                _CONTROL.committed((_committed_stage(method_name),))
 
     class ValidatedState(FlowState):
         """CrewAI's state base with Pydantic's checks on every assignment a method makes."""
@@ -298,7 +279,7 @@ class CrewAIAdapter:
     def _task(self, thread: int, call, role: str, crash, op: str, window: str | None):
         def task(gate: Gate) -> dict:
             global _CONTROL
-            _CONTROL = _Control(thread, op, role, crash, window, gate)
+            _CONTROL = ClientControl(thread, op, role, crash, window, gate)
             _silence_console()
             try:
                 call()

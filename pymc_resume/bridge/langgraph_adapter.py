@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import signal
 import sqlite3
 import types
 import uuid
@@ -54,7 +53,7 @@ from pathlib import Path
 from pymc_resume.bridge.adapter import (
     OK, REFUSED, CrashPoint, FuzzSetup, Observation, Outcome, ThreadView,
 )
-from pymc_resume.bridge.process import ControlledPoints, Gate, run_in_children, settle
+from pymc_resume.bridge.process import ClientControl, Gate, run_in_children, settle
 from pymc_resume.gate import ConsumeOnceGate, GateRefusal
 from pymc_resume.model.state import INITIAL, UPDATE, Checkpoint
 from pymc_resume.model.workflow import UNSET, NodeKind, StageKind, Workflow
@@ -75,23 +74,7 @@ def _langgraph_version() -> str:
     return version("langgraph")
 
 
-class _Control(ControlledPoints):
-    """What a child process needs at its controlled points (module global in the child)."""
-
-    def __init__(self, thread: int, op: str, role: str, crash: CrashPoint | None,
-                 window: str | None, gate: Gate | None) -> None:
-        super().__init__(crash, window, gate)
-        self.thread, self.op, self.role = thread, op, role
-        self.executed: set[int] = set()
-
-    def committed(self, step: int) -> None:
-        """The checkpointer stored the checkpoint of LangGraph step `step` (stages < step)."""
-        if self.crash is not None and self.crash.when == "after-commit":
-            if self.crash.stage in self.executed and self.crash.stage <= step - 1:
-                os.kill(os.getpid(), signal.SIGKILL)
-
-
-_CONTROL: _Control | None = None
+_CONTROL: ClientControl | None = None
 
 
 def _field(node: int) -> str:
@@ -172,7 +155,7 @@ class LangGraphAdapter:
             def put(self, config, checkpoint, metadata, new_versions):
                 result = super().put(config, checkpoint, metadata, new_versions)
                 if _CONTROL is not None and metadata.get("source") == "loop":
-                    _CONTROL.committed(int(metadata.get("step", -1)))
+                    _CONTROL.committed(range(int(metadata.get("step", -1))))  # stages before the step
                 return result
 
         saver = Saver(conn)
@@ -240,7 +223,7 @@ class LangGraphAdapter:
     def _task(self, thread: int, payload, role: str, crash, op: str, window: str | None):
         def task(gate: Gate) -> dict:
             global _CONTROL
-            _CONTROL = _Control(thread, op, role, crash, window, gate)
+            _CONTROL = ClientControl(thread, op, role, crash, window, gate)
             saver = self._connect()  # this process's own connection
             graph = self._build(saver)
             config = self._config(thread)

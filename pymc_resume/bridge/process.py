@@ -19,7 +19,7 @@ import os
 import select
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Container
 
 import attrs
 
@@ -67,6 +67,26 @@ class ControlledPoints:
             self._waited = True
             self.gate.wait()
         if self.crash is not None and self.crash.when == point and self.crash.stage == stage:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+class ClientControl(ControlledPoints):
+    """The controlled points of one client operation run by a framework adapter in a child
+    process: the thread, operation and role it serves, and the stages it has executed, so
+    that the adapter's persistence hook can kill it right after a stage it ran was stored."""
+
+    def __init__(self, thread: int, op: str, role: str, crash: CrashPoint | None,
+                 window: str | None, gate: Gate | None) -> None:
+        super().__init__(crash, window, gate)
+        self.thread, self.op, self.role = thread, op, role
+        self.executed: set[int] = set()
+
+    def committed(self, stages: Container[int]) -> None:
+        """The framework stored the results of `stages`: kill at an after-commit crash point
+        among them, once this process has executed that stage."""
+        crash = self.crash
+        if crash is not None and crash.when == "after-commit" and crash.stage in stages \
+                and crash.stage in self.executed:
             os.kill(os.getpid(), signal.SIGKILL)
 
 

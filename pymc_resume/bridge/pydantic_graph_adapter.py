@@ -48,8 +48,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import os
-import signal
 import types
 import uuid
 from pathlib import Path
@@ -58,7 +56,7 @@ from typing import Annotated, Optional
 from pymc_resume.bridge.adapter import (
     OK, REFUSED, CrashPoint, FuzzSetup, Observation, Outcome, ThreadView,
 )
-from pymc_resume.bridge.process import ControlledPoints, Gate, run_in_children, settle
+from pymc_resume.bridge.process import ClientControl, Gate, run_in_children, settle
 from pymc_resume.model.state import INITIAL, Checkpoint
 from pymc_resume.model.workflow import Workflow
 
@@ -74,23 +72,7 @@ def _pydantic_graph_version() -> str:
     return version("pydantic-graph")
 
 
-class _Control(ControlledPoints):
-    """What a child process needs at its controlled points (module global in the child)."""
-
-    def __init__(self, thread: int, op: str, role: str, crash: CrashPoint | None,
-                 window: str | None, gate: Gate | None) -> None:
-        super().__init__(crash, window, gate)
-        self.thread, self.op, self.role = thread, op, role
-        self.executed: set[int] = set()
-
-    def committed(self, stage: int) -> None:
-        """The persistence recorded the result of `stage` (the snapshot after it)."""
-        crash = self.crash
-        if crash is not None and crash.when == "after-commit" and crash.stage == stage and stage in self.executed:
-            os.kill(os.getpid(), signal.SIGKILL)
-
-
-_CONTROL: _Control | None = None
+_CONTROL: ClientControl | None = None
 
 
 def _field(node: int) -> str:
@@ -169,12 +151,12 @@ class PydanticGraphAdapter:
             async def snapshot_node(self, state, next_node) -> None:
                 await super().snapshot_node(state, next_node)
                 if _CONTROL is not None:
-                    _CONTROL.committed(_stage_of(next_node.get_node_id()) - 1)
+                    _CONTROL.committed((_stage_of(next_node.get_node_id()) - 1,))
 
             async def snapshot_end(self, state, end) -> None:
                 await super().snapshot_end(state, end)
                 if _CONTROL is not None:
-                    _CONTROL.committed(len(workflow.stages) - 1)
+                    _CONTROL.committed((len(workflow.stages) - 1,))
 
         return graph, state_model, classes, Persistence
 
@@ -204,7 +186,7 @@ class PydanticGraphAdapter:
 
         def task(gate: Gate) -> dict:
             global _CONTROL
-            _CONTROL = _Control(thread, op, role, crash, window, gate)
+            _CONTROL = ClientControl(thread, op, role, crash, window, gate)
             client = _Client(*self._build(), path)
             try:
                 detail = asyncio.run(getattr(client, action)(value))

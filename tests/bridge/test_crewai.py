@@ -16,23 +16,14 @@ import pytest
 pytest.importorskip("crewai.flow.persistence",
                     reason="crewai is not installed (pip install -e '.[crewai]' -c constraints/ci.txt)")
 
+from live_steps import DEFAULT, START, apply_steps, crash, resume  # noqa: E402
+
 from pymc_resume.bridge.crewai_adapter import OFFLINE, CrewAIAdapter  # noqa: E402
-from pymc_resume.bridge.session import Session, Violation  # noqa: E402
-from pymc_resume.model.bounds import load_bounds  # noqa: E402
+from pymc_resume.bridge.session import Session  # noqa: E402
 from pymc_resume.model.state import INITIAL  # noqa: E402
 
-DEFAULT = load_bounds("default")  # step, effect, effect-then-interrupt, gated, step
-START = {"action": "start", "thread": 0, "crash": None}
 RECOVER = {"action": "recover", "thread": 0, "crash": None}
 ADAPTER = "pymc_resume.bridge.crewai_adapter:CrewAIAdapter"
-
-
-def resume(value, crash=None, thread=0):
-    return {"action": "resume", "thread": thread, "value": value, "crash": crash}
-
-
-def crash(stage, when):
-    return {"stage": stage, "when": when}
 
 
 def start_killed_at(stage, when):
@@ -50,17 +41,7 @@ class EventKeepingSession(Session):
 def run(steps, drain=True):
     """Apply steps (then the drain); (violated clause ids, the closed session)."""
     session = EventKeepingSession(CrewAIAdapter(), DEFAULT.workflow, DEFAULT.values, step_timeout=120)
-    try:
-        for step in steps:
-            session.apply(step)
-        if drain:
-            session.finish()
-    except Violation as violation:
-        return set(violation.clauses), session
-    finally:
-        if not session.drained:
-            session.close()
-    return set(), session
+    return apply_steps(session, steps, drain)
 
 
 def statuses(session):

@@ -14,41 +14,24 @@ pytest.importorskip("langgraph.checkpoint.sqlite",
                     reason="langgraph and langgraph-checkpoint-sqlite are not installed "
                            "(pip install 'pymc-resume[langgraph]')")
 
+from live_steps import DEFAULT, START, apply_steps, crash, resume  # noqa: E402
+
 from pymc_resume.bridge.langgraph_adapter import (  # noqa: E402
-    LangGraphAdapter, LangGraphAsync, LangGraphExit, postgres_url,
+    LangGraphAdapter,
+    LangGraphAsync,
+    LangGraphExit,
+    postgres_url,
 )
 from pymc_resume.bridge.registry import AdapterSpecError, factory, resolve  # noqa: E402
-from pymc_resume.bridge.session import Session, Violation  # noqa: E402
-from pymc_resume.model.bounds import load_bounds  # noqa: E402
+from pymc_resume.bridge.session import Session  # noqa: E402
 from pymc_resume.model.state import INITIAL  # noqa: E402
-
-DEFAULT = load_bounds("default")  # step, effect, effect-then-interrupt, gated, step
-START = {"action": "start", "thread": 0, "crash": None}
-
-
-def resume(value, crash=None, thread=0):
-    return {"action": "resume", "thread": thread, "value": value, "crash": crash}
-
-
-def crash(stage, when):
-    return {"stage": stage, "when": when}
 
 
 def run(steps, durability="sync", drain=True, store="sqlite"):
     """Apply steps (then the drain); (violated clause ids, the session)."""
     adapter = LangGraphAdapter(durability, store)
     session = Session(adapter, DEFAULT.workflow, DEFAULT.values, step_timeout=60)
-    try:
-        for step in steps:
-            session.apply(step)
-        if drain:
-            session.finish()
-    except Violation as violation:
-        return set(violation.clauses), session
-    finally:
-        if not session.drained:
-            session.close()
-    return set(), session
+    return apply_steps(session, steps, drain)
 
 
 def test_registered_as_langgraph_with_a_durability_per_configuration():

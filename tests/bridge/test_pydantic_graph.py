@@ -15,22 +15,13 @@ pytest.importorskip("pydantic_graph.persistence.file",
                     reason="pydantic-graph 1.x (with FileStatePersistence) is not installed "
                            "(pip install 'pymc-resume[pydantic-graph]' -c constraints/pydantic-graph-1.107.10.txt)")
 
+from live_steps import DEFAULT, START, apply_steps, crash, resume  # noqa: E402
+
 from pymc_resume.bridge.pydantic_graph_adapter import PydanticGraphAdapter  # noqa: E402
-from pymc_resume.bridge.session import Session, Violation  # noqa: E402
-from pymc_resume.model.bounds import load_bounds  # noqa: E402
+from pymc_resume.bridge.session import Session  # noqa: E402
 from pymc_resume.model.state import INITIAL  # noqa: E402
 
-DEFAULT = load_bounds("default")  # step, effect, effect-then-interrupt, gated, step
-START = {"action": "start", "thread": 0, "crash": None}
 SPEC = "pymc_resume.bridge.pydantic_graph_adapter:PydanticGraphAdapter"
-
-
-def resume(value, crash=None, thread=0):
-    return {"action": "resume", "thread": thread, "value": value, "crash": crash}
-
-
-def crash(stage, when):
-    return {"stage": stage, "when": when}
 
 
 def fork(checkpoint, intent, value=None):
@@ -40,17 +31,7 @@ def fork(checkpoint, intent, value=None):
 def run(steps, drain=True):
     """Apply steps (then the drain); (violated clause ids, the session)."""
     session = Session(PydanticGraphAdapter(), DEFAULT.workflow, DEFAULT.values, step_timeout=60)
-    try:
-        for step in steps:
-            session.apply(step)
-        if drain:
-            session.finish()
-    except Violation as violation:
-        return set(violation.clauses), session
-    finally:
-        if not session.drained:
-            session.close()
-    return set(), session
+    return apply_steps(session, steps, drain)
 
 
 def statuses(session, thread=0):
