@@ -14,6 +14,8 @@ import uuid
 
 import pytest
 
+pytestmark = pytest.mark.langgraph
+
 pytest.importorskip("langgraph.checkpoint.sqlite", reason="langgraph is not installed (pip install 'pymc-resume[langgraph]')")
 
 from typing import TypedDict  # noqa: E402

@@ -64,6 +64,7 @@ def test_reference_cells_hold_and_plan_only_what_the_adapter_takes():
 # -- LangGraph ---------------------------------------------------------------------------------
 
 
+@pytest.mark.langgraph
 def test_langgraph_cells_are_store_by_durability_by_gate_by_k():
     langgraph_or_skip()
     cells = plan_cells("langgraph", [2, 4], gates=[False, True])
@@ -74,6 +75,7 @@ def test_langgraph_cells_are_store_by_durability_by_gate_by_k():
     assert [c.gate for c in gated] == [True]  # the gated configuration races gated by default
 
 
+@pytest.mark.langgraph
 def test_ungated_langgraph_consumes_one_interrupt_once_per_racer():
     langgraph_or_skip()
     from pymc_resume.bridge.langgraph_adapter import LangGraphAdapter
@@ -87,6 +89,7 @@ def test_ungated_langgraph_consumes_one_interrupt_once_per_racer():
     assert all(r.status == OK for t in trials for r in t.racers)
 
 
+@pytest.mark.langgraph
 def test_gated_langgraph_serves_exactly_one_racer():
     langgraph_or_skip()
     from pymc_resume.bridge.langgraph_adapter import LangGraphAdapter
@@ -99,6 +102,7 @@ def test_gated_langgraph_serves_exactly_one_racer():
         assert [r.acted_on for r in trial.racers if r.executed] == [1] and trial.recorded == 1
 
 
+@pytest.mark.langgraph
 @pytest.mark.parametrize("when", ["before-execute", "after-execute"])
 def test_a_claimant_killed_after_its_claim_is_recovered_with_the_claimed_value(when):
     langgraph_or_skip()
@@ -126,6 +130,7 @@ def test_a_claimant_killed_after_its_claim_is_recovered_with_the_claimed_value(w
             session.close()
 
 
+@pytest.mark.langgraph
 @pytest.mark.postgres
 def test_postgres_cells_race_ungated_and_gated():
     postgres_or_skip()
@@ -152,6 +157,7 @@ def test_race_reference_exits_0_and_writes_the_cells(tmp_path):
     assert "saturation" in run.stdout and "trial 2/2" in run.stderr  # the table; progress on stderr
 
 
+@pytest.mark.langgraph
 def test_race_langgraph_exits_1_ungated_and_0_gated(tmp_path):
     langgraph_or_skip()
     out = tmp_path / "r.json"
@@ -174,6 +180,7 @@ def test_bad_input_exits_2_with_one_line(tmp_path):
         assert "Traceback" not in run.stderr
 
 
+@pytest.mark.langgraph
 def test_an_unreachable_server_is_a_cell_that_cannot_run(tmp_path):
     langgraph_or_skip()
     out = tmp_path / "r.json"
@@ -187,6 +194,7 @@ def test_an_unreachable_server_is_a_cell_that_cannot_run(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.langgraph
 def test_the_issue_command_sqlite_k_2_4_8(tmp_path):
     """`race langgraph --store sqlite --k 2,4,8 --trials 3`, ungated then gated."""
     langgraph_or_skip()
