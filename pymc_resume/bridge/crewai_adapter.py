@@ -44,6 +44,7 @@ import functools
 import json
 import os
 import sqlite3
+import tempfile
 import types
 import uuid
 from pathlib import Path
@@ -225,13 +226,22 @@ class CrewAIAdapter:
         self.threads: list[dict] = []  # per bridge thread: its CrewAI flow id and run state
         self._persistence = None
         self._flow = None
+        self._outer_tempdir: str | None = None
+        self._outer_storage_dir: str | None = None
 
     def options(self) -> dict:
         return {}
 
     def open(self, setup: FuzzSetup) -> None:
         self.path = setup.workdir / DB_NAME
-        os.environ["CREWAI_STORAGE_DIR"] = str(setup.workdir)  # CrewAI's own files stay in the example
+        # CrewAI's own files stay in the example (and the variable is put back on close: CrewAI
+        # creates the folder it names whenever it looks its storage up, even after the example).
+        self._outer_storage_dir = os.environ.get("CREWAI_STORAGE_DIR")
+        os.environ["CREWAI_STORAGE_DIR"] = str(setup.workdir)
+        # CrewAI's SQLite persistence takes a file lock named after the database in the temp
+        # directory and never removes it. Every process of the example (the children fork from
+        # here) shares this temp directory, so they still share the lock, and it goes with the example.
+        self._outer_tempdir, tempfile.tempdir = tempfile.tempdir, str(setup.workdir)
         self.workflow = setup.workflow
         self.threads = [{"id": str(uuid.uuid4()), "run": "new"}]
         self._persistence = _crewai().Persistence(str(self.path))  # creates CrewAI's tables
@@ -239,6 +249,11 @@ class CrewAIAdapter:
 
     def close(self) -> None:
         self._persistence = self._flow = None
+        tempfile.tempdir = self._outer_tempdir
+        if self._outer_storage_dir is None:
+            os.environ.pop("CREWAI_STORAGE_DIR", None)
+        else:
+            os.environ["CREWAI_STORAGE_DIR"] = self._outer_storage_dir
 
     # -- operations that run methods: in child processes -----------------------------------
 
