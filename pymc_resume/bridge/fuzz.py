@@ -199,13 +199,14 @@ def run_fuzz(
         found |= new
         remaining -= max(recorder.round_failure, 1)
     seconds = time.perf_counter() - recorder.started
-    clauses = {} if error else _verdicts(recorder, capabilities, adapter, probe, bounds, seed, repro_dir, all_clauses)
+    clauses = {} if error else _verdicts(recorder, capabilities, adapter, probe, bounds, seed, repro_dir, all_clauses,
+                                         shrink)
     return FuzzReport(adapter, probe.options(), probe.version, bounds, seed, recorder.examples,
                       recorder.steps, seconds, recorder.first_failure, clauses, error)
 
 
 def _verdicts(recorder: Recorder, capabilities, adapter: str, probe, bounds, seed, repro_dir,
-              all_clauses: bool) -> dict:
+              all_clauses: bool, shrink: bool) -> dict:
     skip = unobservable(capabilities)
     not_applicable = not_expressible(unsupported_operations(probe))
     stopped = bool(recorder.violations)
@@ -219,7 +220,7 @@ def _verdicts(recorder: Recorder, capabilities, adapter: str, probe, bounds, see
             continue
         candidates = recorder.shortest(clause_id)
         if candidates:
-            result = clause_repro(clause_id, candidates, adapter, probe, bounds, seed, repro_dir)
+            result = clause_repro(clause_id, candidates, adapter, probe, bounds, seed, repro_dir, shrink)
             results[clause_id] = attrs.evolve(result, first_failure=recorder.first_by_clause[clause_id])
             continue
         reason = None
@@ -238,9 +239,10 @@ CONFIRM_ATTEMPTS = 10
 RELIABLE_REPLAYS = 2
 
 
-def clause_repro(clause_id: str, candidates: list[Violation], adapter, probe, bounds, seed, repro_dir) -> ClauseResult:
-    """Confirm the shortest failing steps seen by a replay, minimize them (see `shrink`) and
-    write the repro.
+def clause_repro(clause_id: str, candidates: list[Violation], adapter, probe, bounds, seed, repro_dir,
+                 shrink: bool = True) -> ClauseResult:
+    """Confirm the shortest failing steps seen by a replay, minimize them (see `shrink`; not
+    when `shrink` is false) and write the repro.
 
     The repro is the shortest step list that fails on every one of a few replays; where only
     races reproduce (some replays fail, some do not), the one that failed most often is kept.
@@ -259,7 +261,7 @@ def clause_repro(clause_id: str, candidates: list[Violation], adapter, probe, bo
         if replayed is None:
             continue
         options = [replayed]
-        if attempt == 1:
+        if attempt == 1 and shrink:
             _steps, minimized = minimize(replayed.steps, clause_id, replay)
             if minimized is not None and len(minimized.steps) < len(replayed.steps):
                 options.insert(0, minimized)

@@ -86,9 +86,11 @@ def run_profile(
     seed: int | None = 0,
     repro_dir: str | Path = "pymc-resume-repros",
     step_timeout: float | None = 60.0,
+    shrink: bool = True,
     progress: Callable[[str], None] | None = None,
 ) -> Profile:
     """The conformance profile of one configuration: the battery, then `examples` fuzzed ones.
+    `shrink=False` keeps each violation's failing steps as found (confirmed by a replay).
 
     Raises `registry.AdapterSpecError` when the adapter cannot be built.
     """
@@ -106,11 +108,11 @@ def run_profile(
         say(f"{family} {configuration.name}: fuzzing, {examples} examples")
         fuzzed = run_fuzz(configuration.adapter, configuration.options, bounds, examples=examples,
                           steps=steps, seed=seed, repro_dir=repro_dir, step_timeout=step_timeout,
-                          known=frozenset(found))
+                          shrink=shrink, known=frozenset(found))
     clauses = {}
     for clause_id in CLAUSE_IDS:
         clauses[clause_id] = _verdict(clause_id, result, fuzzed, probe, configuration, bounds, seed,
-                                      repro_dir)
+                                      repro_dir, shrink)
     error = result.error or (fuzzed.error if fuzzed is not None else None)
     notes = tuple(evidence_notes(result.evidence))
     return Profile(family, configuration, probe.version, clauses, notes, result.ran,
@@ -166,7 +168,7 @@ def _run_scenario(session: Session, scenario: Scenario, result: BatteryResult) -
 
 
 def _verdict(clause_id, battery: BatteryResult, fuzzed, probe, configuration, bounds, seed,
-             repro_dir) -> ClauseResult:
+             repro_dir, shrink: bool) -> ClauseResult:
     not_applicable = not_expressible(unsupported_operations(probe))
     unjudged = unobservable(frozenset(probe.capabilities))
     if clause_id in not_applicable:
@@ -175,7 +177,8 @@ def _verdict(clause_id, battery: BatteryResult, fuzzed, probe, configuration, bo
         return ClauseResult(SKIPPED, reason=unjudged[clause_id])
     candidates = battery.recorder.shortest(clause_id)
     if candidates:
-        return clause_repro(clause_id, candidates, configuration.adapter, probe, bounds, seed, repro_dir)
+        return clause_repro(clause_id, candidates, configuration.adapter, probe, bounds, seed, repro_dir,
+                            shrink)
     if fuzzed is None or not fuzzed.clauses:
         if battery.error is not None:
             return ClauseResult(SKIPPED, reason=f"the adapter failed: {battery.error}")

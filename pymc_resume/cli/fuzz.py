@@ -30,9 +30,13 @@ from pymc_resume.report import table
                    "[default: ./pymc-resume-repros, no database].")
 @click.option("--step-timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True,
               metavar="SECONDS", help="Stop an adapter step that takes longer (a hang).")
+@click.option("--no-shrink", "no_shrink", is_flag=True,
+              help="Report each violation's failing steps as found, without minimizing them "
+                   "(every minimizing replay is a full run of real processes).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Write the result as JSON to this path (atomically).")
-def fuzz_command(adapter, examples, steps, seed, fault, bounds_name, repro_dir, step_timeout, json_path):
+def fuzz_command(adapter, examples, steps, seed, fault, bounds_name, repro_dir, step_timeout, no_shrink,
+                 json_path):
     """Fuzz ADAPTER (`reference`, or module:Class) with the model's client actions."""
     from pymc_resume.bridge.fuzz import run_fuzz
     from pymc_resume.bridge.registry import AdapterSpecError
@@ -46,7 +50,7 @@ def fuzz_command(adapter, examples, steps, seed, fault, bounds_name, repro_dir, 
         report = run_fuzz(
             adapter, options, bounds, examples=examples, steps=steps, seed=seed,
             repro_dir=repro_dir or "pymc-resume-repros", use_database=repro_dir is not None,
-            step_timeout=step_timeout,
+            step_timeout=step_timeout, shrink=not no_shrink,
         )
     except AdapterSpecError as error:
         fail(str(error))
@@ -54,12 +58,12 @@ def fuzz_command(adapter, examples, steps, seed, fault, bounds_name, repro_dir, 
         write_json(json_path, report.as_json())
     if report.error is not None:
         fail(f"adapter {adapter!r}: {report.error}")
-    click.echo(fuzz_text(report))
+    click.echo(fuzz_text(report, shrunk=not no_shrink))
     if report.violated:
         sys.exit(1)
 
 
-def fuzz_text(report) -> str:
+def fuzz_text(report, shrunk: bool = True) -> str:
     fault = report.options.get("fault")
     title = f"adapter {report.adapter!r}" + (f" with fault {fault!r}" if fault else "")
     lines = [
@@ -69,7 +73,8 @@ def fuzz_text(report) -> str:
     ]
     if report.first_failure is not None:
         examples, seconds = report.first_failure
-        lines.append(f"first failure after {examples} examples ({seconds:.1f}s), then shrunk")
+        then = "then shrunk" if shrunk else "not shrunk (--no-shrink)"
+        lines.append(f"first failure after {examples} examples ({seconds:.1f}s), {then}")
     rows = []
     for clause in CLAUSES:
         result = report.clauses[clause.id]

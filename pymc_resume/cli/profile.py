@@ -33,12 +33,15 @@ CELL = {HOLDS: "holds", VIOLATED: "violated", NOT_APPLICABLE: "n/a", SKIPPED: "s
               show_default=True, help="Where repros of violations are written.")
 @click.option("--step-timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
               metavar="SECONDS", help="Stop an adapter step that takes longer (a hang).")
+@click.option("--no-shrink", "no_shrink", is_flag=True,
+              help="Keep each violation's failing steps as found, without minimizing them "
+                   "(every minimizing replay is a full run of real processes).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Write the profiles as JSON to this path (atomically).")
 @click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), default=None,
               help="Write the table as Markdown to this path (atomically).")
 def profile_command(adapter, every, only_configs, examples, steps, seed, bounds_name, repro_dir,
-                    step_timeout, json_path, markdown_path):
+                    step_timeout, no_shrink, json_path, markdown_path):
     """The conformance profile of ADAPTER (a framework such as `langgraph`, a built-in adapter
     name, or module:Class), or of every framework with --all."""
     from pymc_resume.bridge.profile import run_profile
@@ -72,7 +75,7 @@ def profile_command(adapter, every, only_configs, examples, steps, seed, bounds_
         try:
             profiles.append(run_profile(
                 family.name, configuration, bounds, examples=examples, steps=steps, seed=seed,
-                repro_dir=repro_dir, step_timeout=step_timeout,
+                repro_dir=repro_dir, step_timeout=step_timeout, shrink=not no_shrink,
                 progress=lambda message: click.echo(message, err=True),
             ))
         except AdapterSpecError as error:
