@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 import attrs
 
 from pymc_resume.check import judge
-from pymc_resume.explore import explore
+from pymc_resume.explore import ExplorationResult, explore
 from pymc_resume.model.bounds import Bounds
 from pymc_resume.model.contract import CLAUSE_IDS, CLAUSES, HOLDS, VIOLATED
 from pymc_resume.model.mutants import MUTANTS
@@ -140,6 +140,11 @@ def check_row(
     """Explore one row exhaustively and judge the nine ids."""
     model = ResumeModel(bounds, None if name == REFERENCE else name)
     result = explore(model, canonical=model.canonical if symmetry else None, progress=progress)
+    return row_of(name, model, result)
+
+
+def row_of(name: str, model: ResumeModel, result: ExplorationResult) -> Row:
+    """The row of one finished exploration of `model`: the nine ids judged on `result`."""
     cells = {}
     for cid, verdict in judge(model, result).items():
         length = len(verdict.trace) - 1 if verdict.trace is not None else None

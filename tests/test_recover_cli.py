@@ -9,6 +9,10 @@ import time
 
 import pytest
 
+from pymc_resume.check import judge
+from pymc_resume.model.bounds import load_bounds
+from pymc_resume.model.semantics import ResumeModel
+
 COUNTS = ("distinct_states", "states_generated", "depth")
 
 
@@ -38,9 +42,15 @@ def assert_no_process_mentions(text, seconds=10.0):
     assert not alive, f"processes of the killed run still alive: {alive}"
 
 
-def killed_then_recovered(tmp_path, bounds, workers, levels_before_kill):
-    whole_json, recovered_json, folder = tmp_path / "whole.json", tmp_path / "rec.json", tmp_path / "ck"
-    subprocess.run(check("--bounds", bounds, "--workers", workers, "--json", str(whole_json)))
+def expected_verdicts(bounds, result):
+    """The verdicts `check` prints for this exploration, as `verdicts` reads them from its JSON."""
+    judged = judge(ResumeModel(load_bounds(bounds)), result)
+    return {cid: (v.verdict, len(v.trace or ())) for cid, v in judged.items()}
+
+
+def killed_then_recovered(tmp_path, bounds, workers, whole, levels_before_kill):
+    """Kill `check` mid-run, recover it, and compare with `whole`, the uninterrupted exploration."""
+    recovered_json, folder = tmp_path / "rec.json", tmp_path / "ck"
     run = subprocess.Popen(check("--bounds", bounds, "--workers", workers, "--checkpoint-dir",
                                  str(folder), "--checkpoint-every", "0"))
     pointer = folder / "current"
@@ -55,16 +65,16 @@ def killed_then_recovered(tmp_path, bounds, workers, levels_before_kill):
     assert (folder / "current").exists()
     assert_no_process_mentions(str(folder))
     done = subprocess.run(check("--recover", str(folder), "--json", str(recovered_json)))
-    whole, recovered = json.loads(whole_json.read_text()), json.loads(recovered_json.read_text())
+    recovered = json.loads(recovered_json.read_text())
     assert done.returncode == 0
-    assert [recovered[k] for k in COUNTS] == [whole[k] for k in COUNTS]
-    assert verdicts(recovered) == verdicts(whole)
+    assert [recovered[k] for k in COUNTS] == [whole.distinct_states, whole.states_generated, whole.depth]
+    assert verdicts(recovered) == expected_verdicts(bounds, whole)
 
 
-def test_sigkill_then_recover_at_small(tmp_path):
-    killed_then_recovered(tmp_path, "small", "1", levels_before_kill=10)
+def test_sigkill_then_recover_at_small(tmp_path, explored):
+    killed_then_recovered(tmp_path, "small", "1", explored("small"), levels_before_kill=10)
 
 
 @pytest.mark.slow
-def test_sigkill_then_recover_at_default_with_two_workers(tmp_path):
-    killed_then_recovered(tmp_path, "default", "2", levels_before_kill=20)
+def test_sigkill_then_recover_at_default_with_two_workers(tmp_path, default_exploration):
+    killed_then_recovered(tmp_path, "default", "2", default_exploration, levels_before_kill=20)

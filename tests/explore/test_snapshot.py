@@ -14,9 +14,9 @@ def summary(result):
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_a_run_stopped_midway_resumes_to_the_same_result(tmp_path, workers):
+def test_a_run_stopped_midway_resumes_to_the_same_result(tmp_path, workers, explored):
     model = ResumeModel(load_bounds("small"), "stuck-claim")
-    whole = explore(model, canonical=model.canonical, workers=workers)
+    whole = explored("small", "stuck-claim", workers=workers)
     checkpoint = Checkpointing(str(tmp_path), every=0.0, run={"what": "stuck-claim"})
     first = explore(model, canonical=model.canonical, workers=workers, max_states=5000,
                     checkpoint=checkpoint)

@@ -13,24 +13,24 @@ def summary(result):
     return result.distinct_states, result.states_generated, result.depth, lengths
 
 
+@pytest.fixture(scope="module")
+def two_phase_serial():
+    return summary(explore(TwoPhase(4)))
+
+
 @pytest.mark.parametrize("workers", [2, 3])
-def test_two_phase_counts_do_not_depend_on_workers(workers):
-    assert summary(explore(TwoPhase(4), workers=workers)) == summary(explore(TwoPhase(4)))
+def test_two_phase_counts_do_not_depend_on_workers(workers, two_phase_serial):
+    assert summary(explore(TwoPhase(4), workers=workers)) == two_phase_serial
 
 
 @pytest.mark.parametrize("mutant", [None, "no-claim", "stuck-claim", "rerun-step-on-recovery"])
-def test_reference_counts_verdicts_and_trace_lengths_do_not_depend_on_workers(mutant):
-    model = ResumeModel(load_bounds("small"), mutant)
-    serial = explore(model, canonical=model.canonical)
-    parallel = explore(model, canonical=model.canonical, workers=2)
-    assert summary(parallel) == summary(serial)
+def test_reference_counts_verdicts_and_trace_lengths_do_not_depend_on_workers(mutant, explored):
+    assert summary(explored("small", mutant, workers=2)) == summary(explored("small", mutant))
 
 
-def test_parallel_traces_are_real_paths():
+def test_parallel_traces_are_real_paths(explored):
     model = ResumeModel(load_bounds("small"), "no-claim")
-    trace = explore(model, canonical=model.canonical, workers=2).violations[
-        "consume-once-consumption"
-    ].trace
+    trace = explored("small", "no-claim", workers=2).violations["consume-once-consumption"].trace
     for before, after in zip(trace, trace[1:]):
         assert (after.action, after.state) in list(model.successors(before.state))
 

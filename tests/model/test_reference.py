@@ -2,15 +2,9 @@
 
 import pytest
 
-from pymc_resume.explore import explore
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.contract import CLAUSE_IDS
 from pymc_resume.model.semantics import ResumeModel
-
-
-def check(bounds_name, mutant=None, symmetry=True):
-    model = ResumeModel(load_bounds(bounds_name), mutant)
-    return explore(model, canonical=model.canonical if symmetry else None)
 
 
 def test_every_contract_id_is_checked():
@@ -19,20 +13,22 @@ def test_every_contract_id_is_checked():
     assert sorted(names) == sorted(CLAUSE_IDS)
 
 
-def test_reference_holds_everywhere_at_small():
-    result = check("small")
+def test_reference_holds_everywhere_at_small(explored):
+    result = explored("small")
     assert result.complete and result.violations == {}
+    assert result.distinct_states == 24_655
 
 
 @pytest.mark.slow
-def test_reference_holds_everywhere_at_default():
-    result = check("default")
+def test_reference_holds_everywhere_at_default(default_exploration):
+    result = default_exploration
     assert result.complete and result.violations == {}
+    assert result.distinct_states == 308_462
 
 
-def test_symmetry_reduction_changes_counts_not_verdicts():
+def test_symmetry_reduction_changes_counts_not_verdicts(explored):
     for mutant in (None, "no-claim", "stuck-claim"):
-        reduced, full = check("small", mutant), check("small", mutant, symmetry=False)
+        reduced, full = explored("small", mutant), explored("small", mutant, symmetry=False)
         assert reduced.distinct_states < full.distinct_states
         assert reduced.violations.keys() == full.violations.keys()
         for clause_id in reduced.violations:
