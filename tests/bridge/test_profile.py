@@ -18,15 +18,16 @@ from pymc_resume.model.workflow import NodeKind
 from bridge_test_adapters import NoInterruptNoForkAdapter
 
 DEFAULT = load_bounds("default")
+SMALL = load_bounds("small")  # a step, an effect-then-interrupt and a gated node: what the battery aims at
 UNSUPPORTED = "bridge_test_adapters:NoInterruptNoForkAdapter"
 
 
 def test_the_reference_conforms_on_every_id(tmp_path):
-    profile = run_profile("reference", Configuration("sqlite", "reference"), DEFAULT, examples=3,
+    profile = run_profile("reference", Configuration("sqlite", "reference"), SMALL, examples=3,
                           repro_dir=tmp_path)
     assert profile.error is None
     assert {cid: r.verdict for cid, r in profile.clauses.items()} == dict.fromkeys(CLAUSE_IDS, "holds")
-    assert profile.scenarios == len(scenarios(DEFAULT.workflow, DEFAULT.processes))
+    assert profile.scenarios == len(scenarios(SMALL.workflow, SMALL.processes))
     assert profile.examples >= 3
     assert "held in" in profile.clauses["liveness"].reason
 
@@ -40,7 +41,7 @@ def test_the_reference_conforms_on_every_id(tmp_path):
 ])
 def test_the_battery_alone_finds_a_faults_clause_with_a_replayable_repro(tmp_path, fault, target):
     configuration = Configuration(fault, "reference", {"fault": fault})
-    profile = run_profile("reference", configuration, DEFAULT, examples=0, repro_dir=tmp_path)
+    profile = run_profile("reference", configuration, SMALL, examples=0, repro_dir=tmp_path)
     assert profile.violated == [target]
     result = profile.clauses[target]
     document = load_repro(result.repro)
