@@ -51,13 +51,14 @@ def _admin(url: str):
 
 
 def _run_id(config: pytest.Config) -> str:
-    """One id for the whole test run, shared by the controller and its xdist workers."""
+    """One id for the whole test run, shared by the controller and its xdist workers: xdist's
+    test run id, which the controller sets here when it is not given (`--testrunuid`)."""
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
         return workerinput["testrunuid"][:10]
-    if not hasattr(config, "_pymc_resume_run_id"):
-        config._pymc_resume_run_id = uuid.uuid4().hex[:10]
-    return config._pymc_resume_run_id
+    if getattr(config.option, "testrunuid", None) is None:
+        config.option.testrunuid = uuid.uuid4().hex  # xdist hands this one to its workers
+    return config.option.testrunuid[:10]
 
 
 def _run_prefix(config: pytest.Config) -> str:
@@ -76,8 +77,16 @@ def run_databases(url: str, prefix: str) -> list[str]:
     return [name for (name,) in rows]
 
 
+def _drop(url: str, names: list[str]) -> None:
+    connection = _admin(url) if names else None
+    if connection is not None:
+        with connection:
+            for name in names:
+                connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 class OwnDatabase:
-    """This test process's database: created at configure, dropped at unconfigure."""
+    """This test process's database: created at configure, dropped when the session ends."""
 
     def __init__(self, config: pytest.Config) -> None:
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
@@ -100,10 +109,7 @@ class OwnDatabase:
         if not self.created:
             return
         os.environ[URL_VARIABLE] = self.base_url
-        connection = _admin(self.base_url)
-        if connection is not None:
-            with connection:
-                connection.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+        _drop(self.base_url, [self.name])
         self.created = False
 
 
@@ -142,6 +148,7 @@ class LeftDatabases:
     def pytest_sessionfinish(self, session: pytest.Session):
         yield
         self.left = run_databases(self.url, self.prefix)
+        _drop(self.url, self.left)  # listed in the summary, and gone from the server
         if self.left and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
