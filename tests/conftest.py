@@ -10,6 +10,8 @@ The plugins: `hygiene` (the run leaves nothing behind) and `services` (a Postgre
 per test process; no skips where every service must be there).
 """
 
+import re
+
 import pytest
 
 from pymc_resume.explore import explore
@@ -28,7 +30,10 @@ def _shared_group(item) -> str | None:
     for name in SHARED_ONCE:
         if name in item.fixturenames:
             params = getattr(item, "callspec", None)
-            return f"{name}[{params.params[name]}]" if params and name in params.params else name
+            if params is None or name not in params.params:
+                return name
+            # No brackets: xdist takes a node id ending in "]" to have no group.
+            return f"{name}:" + re.sub(r"[^\w/.+-]+", "-", str(params.params[name])).strip("-")
     return None
 
 
