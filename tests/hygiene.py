@@ -30,8 +30,29 @@ PR_SET_CHILD_SUBREAPER = 36
 GRACE_SECONDS = 10.0  # for xdist's workers and the last reaped children to exit
 
 
-def _is_controller(config: pytest.Config) -> bool:
+def is_controller(config: pytest.Config) -> bool:
+    """Whether this is the run's own process: xdist's controller, or the only process."""
     return not hasattr(config, "workerinput")
+
+
+class RunCheck:
+    """A check of the whole run: its findings (`found`), set when the session ends, fail the
+    run and are listed under `title` in the summary."""
+
+    title = ""
+
+    def __init__(self) -> None:
+        self.found: list[str] = []
+
+    def fail_on_findings(self, session: pytest.Session) -> None:
+        if self.found and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if self.found:
+            terminalreporter.section(self.title, red=True)
+            for line in self.found:
+                terminalreporter.write_line(line)
 
 
 def _watched_folders() -> list[Path]:
@@ -96,11 +117,13 @@ def _left_children() -> dict[int, str]:
     return children
 
 
-class Hygiene:
+class Hygiene(RunCheck):
     """What the run found when it started, and what it left when it ended."""
 
+    title = "left behind by the test run"
+
     def __init__(self, config: pytest.Config) -> None:
-        self.config = config
+        super().__init__()
         self.folders = _watched_folders()
         self.before = _entries(self.folders)
         self.subreaper = _become_subreaper()
@@ -108,7 +131,6 @@ class Hygiene:
         if config.option.basetemp is None:
             self.own_basetemp = Path(tempfile.mkdtemp(prefix="pymc-resume-tests-"))
             config.option.basetemp = str(self.own_basetemp / "tmp")
-        self.left: list[str] = []
 
     # The innermost wrapper: it looks after every other sessionfinish (xdist's teardown of its
     # workers, the fixtures' teardown) and before the terminal summary is written.
@@ -116,21 +138,14 @@ class Hygiene:
     def pytest_sessionfinish(self, session: pytest.Session):
         yield
         children = _left_children() if self.subreaper else {}
-        self.left += [f"process {pid} still running (killed now): {cmd}" for pid, cmd in children.items()]
+        self.found += [f"process {pid} still running (killed now): {cmd}" for pid, cmd in children.items()]
         if self.own_basetemp is not None:
             shutil.rmtree(self.own_basetemp, ignore_errors=True)
         new = sorted(_entries(self.folders) - self.before)
-        self.left += [f"new in {entry.parent}: {entry.name}" for entry in new]
-        if self.left and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-    def pytest_terminal_summary(self, terminalreporter) -> None:
-        if self.left:
-            terminalreporter.section("left behind by the test run", red=True)
-            for line in self.left:
-                terminalreporter.write_line(line)
+        self.found += [f"new in {entry.parent}: {entry.name}" for entry in new]
+        self.fail_on_findings(session)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if _is_controller(config):
+    if is_controller(config):
         config.pluginmanager.register(Hygiene(config), "pymc-resume-hygiene")

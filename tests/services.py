@@ -18,15 +18,13 @@ import uuid
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
+from hygiene import RunCheck, is_controller
 
-URL_VARIABLE = "PYMC_RESUME_POSTGRES_URL"  # the name pymc_resume.race and the adapters read
-DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
+from pymc_resume.race import POSTGRES_URL_VARIABLE as URL_VARIABLE
+from pymc_resume.race import postgres_url
+
 DATABASE_PREFIX = "pymc_resume_test_"
 NO_SKIPS_VARIABLE = "PYMC_RESUME_NO_SKIPS"
-
-
-def postgres_url() -> str:
-    return os.environ.get(URL_VARIABLE, DEFAULT_URL)
 
 
 def with_database(url: str, name: str) -> str:
@@ -113,54 +111,41 @@ class OwnDatabase:
         self.created = False
 
 
-class NoSkips:
+class NoSkips(RunCheck):
     """Counts skipped tests; with skips forbidden, any of them fails the run."""
 
-    def __init__(self) -> None:
-        self.skipped: list[str] = []
+    title = f"skipped, which {NO_SKIPS_VARIABLE}=1 forbids"
 
     def pytest_runtest_logreport(self, report) -> None:
         if report.skipped:
             reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
-            self.skipped.append(f"{report.nodeid}: {reason}")
+            self.found.append(f"{report.nodeid}: {reason}")
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session):
         yield
-        if self.skipped and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-    def pytest_terminal_summary(self, terminalreporter) -> None:
-        if self.skipped:
-            terminalreporter.section(f"skipped, which {NO_SKIPS_VARIABLE}=1 forbids", red=True)
-            for line in self.skipped:
-                terminalreporter.write_line(line)
+        self.fail_on_findings(session)
 
 
-class LeftDatabases:
+class LeftDatabases(RunCheck):
     """The controller's check that no database of this run is left on the server."""
 
+    title = "PostgreSQL databases left behind by the test run"
+
     def __init__(self, config: pytest.Config) -> None:
+        super().__init__()
         self.url, self.prefix = postgres_url(), _run_prefix(config)
-        self.left: list[str] = []
 
     @pytest.hookimpl(wrapper=True, trylast=True)  # after every process dropped its database
     def pytest_sessionfinish(self, session: pytest.Session):
         yield
-        self.left = run_databases(self.url, self.prefix)
-        _drop(self.url, self.left)  # listed in the summary, and gone from the server
-        if self.left and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-    def pytest_terminal_summary(self, terminalreporter) -> None:
-        if self.left:
-            terminalreporter.section("PostgreSQL databases left behind by the test run", red=True)
-            for name in self.left:
-                terminalreporter.write_line(name)
+        self.found = run_databases(self.url, self.prefix)
+        _drop(self.url, self.found)  # listed in the summary, and gone from the server
+        self.fail_on_findings(session)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    controller = not hasattr(config, "workerinput")
+    controller = is_controller(config)
     if controller:
         config.pluginmanager.register(LeftDatabases(config), "pymc-resume-left-databases")
         if os.environ.get(NO_SKIPS_VARIABLE) == "1":
