@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from pymc_resume.errors import BadInput
 import attrs
 
 from pymc_resume.bridge.adapter import CRASHED, OK, REFUSED, FuzzSetup
@@ -46,7 +47,7 @@ POSTGRES_URL_VARIABLE = "PYMC_RESUME_POSTGRES_URL"
 HOLDS, VIOLATED, NONE_SERVED, CANNOT_RUN = "holds", "violated", "none-served", "cannot-run"
 
 
-class RaceInputError(ValueError):
+class RaceInputError(BadInput):
     """A race that cannot be set up as asked (bad option for this adapter); one-line message."""
 
 

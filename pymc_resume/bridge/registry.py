@@ -13,6 +13,8 @@ import inspect
 
 import attrs
 
+from pymc_resume.errors import BadInput
+
 BUILT_IN = {
     "reference": "pymc_resume.bridge.reference_adapter:ReferenceAdapter",
     "langgraph": "pymc_resume.bridge.langgraph_adapter:LangGraphAdapter",
@@ -92,7 +94,7 @@ def family_of(spec: str) -> Family:
     return Family(spec, (Configuration("default", spec),))
 
 
-class AdapterSpecError(ValueError):
+class AdapterSpecError(BadInput):
     """An adapter name that cannot be resolved; the message says why."""
 
 

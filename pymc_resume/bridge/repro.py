@@ -18,6 +18,7 @@ import pprint
 import re
 from pathlib import Path
 
+from pymc_resume.errors import BadInput
 import attrs
 
 from pymc_resume import __version__
@@ -31,7 +32,7 @@ FORMAT = "pymc-resume-repro/1"
 KEEP = object()  # replay_repro(fault=KEEP): the fault recorded in the repro
 
 
-class ReproError(ValueError):
+class ReproError(BadInput):
     """A repro file that cannot be replayed; the message says why."""
 
 

@@ -12,6 +12,7 @@ import click
 
 from pymc_resume import __version__
 from pymc_resume.cli.errors import fail
+from pymc_resume.errors import PymcResumeError
 
 
 class Group(click.Group):
@@ -22,6 +23,8 @@ class Group(click.Group):
             code = super().main(*args, standalone_mode=False, **kwargs)
         except click.ClickException as error:
             fail(error.format_message().replace("\n", " "))
+        except PymcResumeError as error:  # bad input, a failed adapter, a missing service
+            fail(" ".join(str(error).split()))
         except (click.exceptions.Abort, KeyboardInterrupt):
             click.echo("pymc-resume: interrupted", err=True)
             sys.exit(130)

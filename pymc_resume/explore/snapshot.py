@@ -15,6 +15,7 @@ from pathlib import Path
 
 import attrs
 
+from pymc_resume.errors import BadInput
 from pymc_resume.files import write_atomically
 
 FORMAT = 2  # 2: partitions keep wire-codec marks and translations
@@ -30,7 +31,7 @@ class Snapshot:
     inbound: list[bytes]
 
 
-class SnapshotError(ValueError):
+class SnapshotError(BadInput):
     """A checkpoint folder that cannot be recovered from; the message says why."""
 
 

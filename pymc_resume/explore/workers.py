@@ -18,6 +18,7 @@ from collections.abc import Callable, Hashable
 
 import multiprocess
 
+from pymc_resume.errors import EnvironmentProblem
 from pymc_resume.explore.limits import Limits
 from pymc_resume.explore.memory import resident_bytes
 from pymc_resume.explore.batches import pack, unpack
@@ -34,7 +35,7 @@ def _send(conn, message, chunks=()) -> None:
         conn.send_bytes(chunk)
 
 
-class WorkerError(RuntimeError):
+class WorkerError(EnvironmentProblem, RuntimeError):
     """A worker process raised; the message carries its traceback."""
 
 

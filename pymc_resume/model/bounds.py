@@ -22,6 +22,7 @@ from pathlib import Path
 
 import attrs
 
+from pymc_resume.errors import BadInput
 from pymc_resume.model.workflow import NodeKind, Workflow
 
 NODE_NAMES = tuple(kind.value for kind in NodeKind)
@@ -38,7 +39,7 @@ NUMERIC_LIMITS = {
 MAX_NODES = 8
 
 
-class BoundsError(ValueError):
+class BoundsError(BadInput):
     """A bound file that cannot be used; the message says what is wrong and where."""
 
 
