@@ -7,13 +7,18 @@ of the adapter's constructor (the reference adapter takes `fault`).
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import inspect
+import math
+import sys
+from collections.abc import Collection
+from pathlib import Path
 
 import attrs
 
-from pymc_resume.errors import BadInput
+from pymc_resume.errors import AdapterError, BadInput
 
 BUILT_IN = {
     "reference": "pymc_resume.bridge.reference_adapter:ReferenceAdapter",
@@ -98,34 +103,142 @@ class AdapterSpecError(BadInput):
     """An adapter name that cannot be resolved; the message says why."""
 
 
-def resolve(spec: str):
-    """The adapter class for a built-in name or `module:Class`."""
-    target = BUILT_IN.get(spec, spec)
-    module_name, colon, class_name = target.partition(":")
-    if not colon or not module_name or not class_name:
+# The entry-point group through which an installed package offers adapters by name.
+ENTRY_POINT_GROUP = "pymc_resume.adapters"
+
+# Methods every adapter class has (an operation its framework cannot express, declared in
+# `unsupported`, may be missing). Attributes such as `name` and `version` may be set by the
+# constructor, so they are checked on the built adapter.
+REQUIRED_METHODS = ("options", "open", "close", "start", "recover", "observe")
+OPERATION_METHODS = {"resume": "resume", "resume-together": "resume_together", "fork": "fork",
+                     "update": "update"}
+
+
+def installed_adapters() -> dict[str, str]:
+    """Adapters that installed packages offer through the `pymc_resume.adapters` entry points:
+    name -> `module:Class`."""
+    from importlib.metadata import entry_points
+
+    return {point.name: point.value for point in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def resolve(spec: str, allowed: Collection[str] | None = None):
+    """The adapter class a spec names: a built-in name, an installed adapter's entry-point
+    name, `module:Class` or `path/to/file.py:Class`.
+
+    `allowed=None` accepts any spec: the user typed it on the command line. A spec read from a
+    file (a repro) is untrusted: then only built-in and installed adapters, and the specs in
+    `allowed` (`--allow-adapter`), are resolved; nothing else is imported, so a repro cannot
+    make pymc-resume call an arbitrary function such as `os:system`.
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise AdapterSpecError(f"adapter spec {spec!r}: expected a name or module:Class")
+    installed = installed_adapters()
+    target = BUILT_IN.get(spec) or installed.get(spec)
+    if target is None:
+        if allowed is not None and spec not in allowed:
+            known = ", ".join([*BUILT_IN, *installed])
+            raise AdapterSpecError(
+                f"adapter {spec!r} is neither built in nor installed (known: {known}); a repro names "
+                "other adapters only with --allow-adapter " + spec)
+        target = spec
+    module_name, colon, class_name = target.rpartition(":")
+    if not colon or not module_name or not class_name.isidentifier():
         known = ", ".join(BUILT_IN)
-        raise AdapterSpecError(f"unknown adapter {spec!r} (built-in: {known}; or module:Class)")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise AdapterSpecError(f"cannot import {module_name!r}: {error}") from None
+        raise AdapterSpecError(
+            f"unknown adapter {spec!r} (built-in: {known}; or module:Class or path/to/file.py:Class)")
+    module = _import(module_name, spec)
     adapter = getattr(module, class_name, None)
     if adapter is None:
-        raise AdapterSpecError(f"module {module_name!r} has no {class_name!r}")
+        raise AdapterSpecError(f"adapter {spec!r}: {module_name!r} has no {class_name!r}")
+    check_adapter_class(adapter, spec)
     return adapter
 
 
-def factory(spec: str, options: dict | None = None):
-    """A zero-argument callable that builds a fresh adapter; checks the options up front."""
-    adapter_class = resolve(spec)
-    kwargs = {k: v for k, v in (options or {}).items() if v is not None}
+def _import(module_name: str, spec: str):
+    """The module a spec names (a dotted name, or a .py file path); any failure is one line."""
+    if module_name.endswith(".py") or "/" in module_name:
+        return _import_file(Path(module_name), spec)
+    if not all(part.isidentifier() for part in module_name.split(".")):
+        raise AdapterSpecError(f"adapter {spec!r}: {module_name!r} is not a module name")
+    try:
+        return importlib.import_module(module_name)
+    except ImportError as error:
+        raise AdapterSpecError(f"adapter {spec!r}: cannot import {module_name!r}: {error}") from None
+    except BaseException as error:  # noqa: BLE001 - the module's own code failed (SystemExit too)
+        raise AdapterError(f"adapter {spec!r}: importing {module_name!r} failed: "
+                           f"{type(error).__name__}: {error}") from None
+
+
+def _import_file(path: Path, spec: str):
+    if not path.is_file():
+        raise AdapterSpecError(f"adapter {spec!r}: no file {str(path)!r}")
+    name = "pymc_resume_user_adapter_" + hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
+    if name in sys.modules:
+        return sys.modules[name]
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    if module_spec is None or module_spec.loader is None:
+        raise AdapterSpecError(f"adapter {spec!r}: {str(path)!r} is not a Python file")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module  # before running it, as an import does (dataclasses need it)
+    try:
+        module_spec.loader.exec_module(module)
+    except BaseException as error:  # noqa: BLE001 - the file's own code failed (SystemExit too)
+        del sys.modules[name]
+        raise AdapterError(f"adapter {spec!r}: loading {str(path)!r} failed: "
+                           f"{type(error).__name__}: {error}") from None
+    return module
+
+
+def check_adapter_class(adapter, spec: str) -> None:
+    """Refuse, in one line, what cannot be an adapter class: not a class, or a class without
+    a method of the adapter protocol (`bridge.adapter.Adapter`)."""
+    if not inspect.isclass(adapter):
+        raise AdapterSpecError(f"adapter {spec!r} is not a class (got {type(adapter).__name__})")
+    unsupported = getattr(adapter, "unsupported", None)
+    declared = set(unsupported) if isinstance(unsupported, dict) else set()
+    wanted = [*REQUIRED_METHODS,
+              *(method for operation, method in OPERATION_METHODS.items() if operation not in declared)]
+    missing = [method for method in wanted if not callable(getattr(adapter, method, None))]
+    if missing:
+        raise AdapterSpecError(
+            f"adapter {spec!r} does not implement the adapter protocol: missing "
+            f"{', '.join(missing)} (see pymc_resume.bridge.adapter.Adapter)")
+
+
+JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def check_options(spec: str, adapter_class, options: dict) -> dict:
+    """The keyword arguments `options` give the adapter's constructor: plain JSON values, each
+    a parameter the constructor declares."""
+    if not isinstance(options, dict):
+        raise AdapterSpecError(f"adapter {spec!r}: options must be a JSON object")
+    kwargs = {}
+    for key, value in options.items():
+        if not isinstance(key, str) or not key.isidentifier():
+            raise AdapterSpecError(f"adapter {spec!r}: option name {key!r} is not an identifier")
+        if not isinstance(value, JSON_SCALARS) or (isinstance(value, float) and not math.isfinite(value)):
+            raise AdapterSpecError(f"adapter {spec!r}: option {key!r} must be a string, number, "
+                                   f"boolean or null, not {type(value).__name__}")
+        if value is not None:
+            kwargs[key] = value
     if kwargs:
         try:
             inspect.signature(adapter_class).bind(**kwargs)
         except TypeError:
             raise AdapterSpecError(
-                f"adapter {spec!r} does not take option(s) {', '.join(sorted(kwargs))}"
-            ) from None
+                f"adapter {spec!r} does not take option(s) {', '.join(sorted(kwargs))}") from None
+        except ValueError:  # no signature to read (a builtin)
+            raise AdapterSpecError(f"adapter {spec!r} declares no options") from None
+    return kwargs
+
+
+def factory(spec: str, options: dict | None = None, allowed: Collection[str] | None = None):
+    """A zero-argument callable that builds a fresh adapter; checks the options up front.
+    `allowed`: see `resolve` (None for a spec the user typed)."""
+    adapter_class = resolve(spec, allowed)
+    kwargs = check_options(spec, adapter_class, options or {})
     try:
         adapter_class(**kwargs)  # fail now, with the constructor's own message
     except KeyError as error:

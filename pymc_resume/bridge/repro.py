@@ -18,22 +18,18 @@ import pprint
 import re
 from pathlib import Path
 
-from pymc_resume.errors import BadInput
 import attrs
 
 from pymc_resume import __version__
 from pymc_resume.bridge.registry import factory
+from pymc_resume.bridge.repro_format import FORMATS, ReproError, read_repro, repro_bounds
 from pymc_resume.bridge.session import AdapterFailure, Session, Violation, describe_step
 from pymc_resume.files import write_atomically, write_json
 from pymc_resume.model.bounds import Bounds
 from pymc_resume.model.contract import CLAUSE_IDS
 
-FORMAT = "pymc-resume-repro/1"
+FORMAT = FORMATS[-1]
 KEEP = object()  # replay_repro(fault=KEEP): the fault recorded in the repro
-
-
-class ReproError(BadInput):
-    """A repro file that cannot be replayed; the message says why."""
 
 
 def repro_document(
@@ -113,25 +109,16 @@ REPRO = {pprint.pformat(document, indent=1, width=100, sort_dicts=False)}
 
 def test_{_slug(document["clause"])}_holds():
     fault = os.environ.get("PYMC_RESUME_FAULT", KEEP)
-    result = replay_repro(REPRO, fault=fault)
+    # The adapter this file names is allowed: running this file is trusting it.
+    result = replay_repro(REPRO, fault=fault, allowed=(REPRO["adapter"],))
     assert result.error is None, result.error
     assert not result.violations, result.describe()
 '''
 
 
 def load_repro(path: str | Path) -> dict:
-    try:
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as error:
-        raise ReproError(f"cannot read {path}: {error.strerror or error}") from None
-    except json.JSONDecodeError as error:
-        raise ReproError(f"{path} is not JSON: {error}") from None
-    if not isinstance(document, dict) or document.get("format") != FORMAT:
-        raise ReproError(f"{path} is not a pymc-resume repro (expected format {FORMAT!r})")
-    for key in ("adapter", "bounds", "steps", "clause"):
-        if key not in document:
-            raise ReproError(f"{path}: missing key {key!r}")
-    return document
+    """Read a repro file and validate it (`repro_format`): ReproError says what is wrong."""
+    return read_repro(path)
 
 
 @attrs.frozen
@@ -182,9 +169,10 @@ def replay_steps(
 
 
 def replay_repro(document: dict, fault=KEEP, step_timeout: float | None = 30.0,
-                 attempts: int | None = None) -> ReplayResult:
+                 attempts: int | None = None, allowed: tuple[str, ...] = ()) -> ReplayResult:
     """Replay a repro's steps against a fresh adapter; `fault` overrides the recorded fault
-    option ("none" for the correct runtime).
+    option ("none" for the correct runtime). The adapter it names must be built in, installed,
+    or in `allowed` (see `registry.resolve`): a repro is data, never a way to run a callable.
 
     A repro of a race records how many replays to allow (`replay_attempts`); the steps are
     replayed, each time on a fresh adapter, until the recorded clause fails or they run out.
@@ -192,8 +180,8 @@ def replay_repro(document: dict, fault=KEEP, step_timeout: float | None = 30.0,
     options = dict(document.get("adapter_options") or {})
     if fault is not KEEP:
         options["fault"] = None if fault in (None, "", "none") else fault
-    make_adapter = factory(document["adapter"], options)
-    bounds = Bounds.from_json(document["bounds"])
+    make_adapter = factory(document["adapter"], options, allowed=allowed)
+    bounds = repro_bounds(document, "repro")
     clause = document["clause"]
     attempts = max(1, attempts or document.get("replay_attempts") or 1)
     result = ReplayResult(clause, {}, None, attempts=attempts)

@@ -1,33 +1,61 @@
 """The `pymc-resume` command line: I/O only. Each command lives in its own module here.
 
-Exit codes (shared by every command): 0 every checked id holds, 1 any is violated, 2 bad input
-or an environment that cannot run the check, with a one-line reason and no traceback.
+Exit codes (shared by every command): 0 every checked id holds, 1 any is violated, 2 bad input,
+a failed adapter or an environment that cannot run the check, with a one-line reason and no
+traceback; 130 interrupted (Ctrl-C), 143 terminated (SIGTERM), after cleaning up.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 
 import click
 
 from pymc_resume import __version__
-from pymc_resume.cli.errors import fail
+from pymc_resume.cli.errors import BAD_INPUT, fail
 from pymc_resume.errors import PymcResumeError
+
+INTERRUPTED, TERMINATED = 130, 143
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the command is, so that its cleanup (`finally`) runs as for Ctrl-C."""
+
+
+def _terminate(signum, frame) -> None:
+    raise Terminated()
 
 
 class Group(click.Group):
-    """Usage errors become one line and exit 2; an interrupt exits 130; never a traceback."""
+    """Usage errors and every `PymcResumeError` become one line and exit 2; an interrupt exits
+    130 (SIGTERM 143) after cleanup; anything else is a bug, reported in one line too (set
+    PYMC_RESUME_DEBUG=1 for its traceback)."""
 
     def main(self, *args, **kwargs):
+        previous = signal.signal(signal.SIGTERM, _terminate)
         try:
             code = super().main(*args, standalone_mode=False, **kwargs)
         except click.ClickException as error:
-            fail(error.format_message().replace("\n", " "))
+            fail(" ".join(error.format_message().split()))
         except PymcResumeError as error:  # bad input, a failed adapter, a missing service
             fail(" ".join(str(error).split()))
+        except Terminated:
+            click.echo("pymc-resume: terminated", err=True)
+            sys.exit(TERMINATED)
         except (click.exceptions.Abort, KeyboardInterrupt):
             click.echo("pymc-resume: interrupted", err=True)
-            sys.exit(130)
+            sys.exit(INTERRUPTED)
+        except Exception as error:  # noqa: BLE001 - a bug of ours: still one line, still exit 2
+            if os.environ.get("PYMC_RESUME_DEBUG") == "1":
+                raise
+            click.echo(f"pymc-resume: internal error (a bug in pymc-resume, please report it; "
+                       f"PYMC_RESUME_DEBUG=1 shows where): {type(error).__name__}: "
+                       f"{' '.join(str(error).split())}", err=True)
+            sys.exit(BAD_INPUT)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
         sys.exit(code or 0)
 
 

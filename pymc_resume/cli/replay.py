@@ -1,4 +1,9 @@
-"""`pymc-resume replay FILE`: replay a JSON repro; exit 1 while it reproduces, 0 once fixed."""
+"""`pymc-resume replay FILE`: replay a JSON repro; exit 1 while it reproduces, 0 once fixed.
+
+A repro file may come from anyone: it is validated before use (`bridge.repro_format`), and
+the adapter it names is resolved only among the built-in and installed adapters and those
+given with `--allow-adapter`.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import click
 
 from pymc_resume.cli import main
 from pymc_resume.cli.errors import fail
+from pymc_resume.cli.options import Seconds
 
 
 @main.command("replay")
@@ -15,24 +21,24 @@ from pymc_resume.cli.errors import fail
 @click.option("--fault", default=None,
               help="Replay against the reference runtime with this fault instead of the recorded "
                    "one ('none': the correct runtime).")
-@click.option("--step-timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True,
+@click.option("--step-timeout", type=Seconds(0.1, 3600), default=30.0, show_default=True,
               metavar="SECONDS", help="Stop an adapter step that takes longer (a hang).")
-@click.option("--attempts", type=click.IntRange(min=1), default=None,
+@click.option("--attempts", type=click.IntRange(min=1, max=20), default=None,
               help="Replay up to this many times until it reproduces (a race)  "
                    "[default: what the repro records, 1 for most].")
-def replay_command(repro_file, fault, step_timeout, attempts):
-    """Replay REPRO_FILE (written by `fuzz`) against its adapter, without Hypothesis."""
-    from pymc_resume.bridge.registry import AdapterSpecError
-    from pymc_resume.bridge.repro import KEEP, ReproError, load_repro, replay_repro
+@click.option("--allow-adapter", "allowed", multiple=True, metavar="MODULE:CLASS",
+              help="Allow the repro's adapter when it is neither built in nor installed "
+                   "(module:Class or path/to/file.py:Class); repeatable. A repro names code to "
+                   "run: allow only adapters you trust.")
+def replay_command(repro_file, fault, step_timeout, attempts, allowed):
+    """Replay REPRO_FILE (written by `fuzz` or `profile`) against its adapter, without Hypothesis."""
+    from pymc_resume.bridge.repro import KEEP, load_repro, replay_repro
 
-    try:
-        document = load_repro(repro_file)
-        result = replay_repro(document, fault=KEEP if fault is None else fault, step_timeout=step_timeout,
-                              attempts=attempts)
-    except (ReproError, AdapterSpecError) as error:
-        fail(str(error))
+    document = load_repro(repro_file)
+    result = replay_repro(document, fault=KEEP if fault is None else fault, step_timeout=step_timeout,
+                          attempts=attempts, allowed=tuple(allowed))
     if result.error is not None:
-        fail(result.describe())
+        fail(f"{document['adapter']!r}: {result.describe()}")
     steps = len(document["steps"])
     tries = f", replay {result.attempt} of {result.attempts}" if result.attempts > 1 else ""
     if result.reproduces:

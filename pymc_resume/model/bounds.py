@@ -87,10 +87,20 @@ def load_bounds(name_or_path: str) -> Bounds:
         source = resources.files("pymc_resume.bounds").joinpath(f"{name_or_path}.toml")
         return parse_bounds(source.read_text(encoding="utf-8"), name_or_path, f"{name_or_path}.toml")
     path = Path(name_or_path)
-    if not path.is_file():
+    try:
+        is_file = path.is_file()
+    except (OSError, ValueError):  # a name too long, or with a NUL byte
+        is_file = False
+    if not is_file:
         known = ", ".join(bundled_names())
         raise BoundsError(f"no bounds named {name_or_path!r} (bundled: {known}) and no such file")
-    return parse_bounds(path.read_text(encoding="utf-8"), path.stem, str(path))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise BoundsError(f"{path}: not a UTF-8 text file (byte {error.start})") from None
+    except OSError as error:
+        raise BoundsError(f"{path}: cannot read: {error.strerror or error}") from None
+    return parse_bounds(text, path.stem, str(path))
 
 
 def parse_bounds(text: str, name: str, where: str) -> Bounds:
@@ -99,6 +109,15 @@ def parse_bounds(text: str, name: str, where: str) -> Bounds:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise BoundsError(f"{where}: not valid TOML: {error}") from None
+    return bounds_from_mapping(data, name, where)
+
+
+def bounds_from_mapping(data: object, name: str, where: str) -> Bounds:
+    """Validate bounds given as a mapping (a parsed bound file, or the bounds a repro or
+    checkpoint records); every error names `where` and the key at fault."""
+    if not isinstance(data, dict):
+        raise BoundsError(f"{where}: bounds must be a table of keys, not {type(data).__name__}")
+    data = {key: value for key, value in data.items() if key != "name"}  # as_json adds the name
     allowed = {"description", "nodes", *NUMERIC_LIMITS}
     unknown = sorted(set(data) - allowed)
     if unknown:

@@ -39,9 +39,10 @@ def test_a_repro_of_a_race_is_replayed_until_it_reproduces():
     # replay_repro builds one adapter to check the options, then one per replay: the replays
     # here get adapters 3 (correct), then 5 (correct) and 6 (faulty).
     EveryOtherTimeAdapter.built = 1
-    once = replay_repro(document, attempts=1)
+    allowed = (document["adapter"],)  # a user adapter: replayed only when allowed
+    once = replay_repro(document, attempts=1, allowed=allowed)
     assert not once.reproduces and once.attempts == 1
-    twice = replay_repro({**document, "replay_attempts": 2})
+    twice = replay_repro({**document, "replay_attempts": 2}, allowed=allowed)
     assert twice.reproduces and twice.attempt == 2
 
 
