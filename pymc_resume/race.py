@@ -8,8 +8,14 @@ The effect sink (a SQLite file apart from the framework's store) tells what happ
 
 - consumptions: racers whose node code ran for the gated stage (the value was consumed);
 - fires: times the gated effect was sent; `applied` is after the sink's key dedupe;
-- per racer: its outcome (ok, refused, crashed), whether it ran the node, and the value the
-  node acted on.
+- per racer: its outcome (ok, refused, crashed), whether it ran the node, the value the node
+  acted on, and the host it ran on.
+
+With hosts (`plan_cells(..., hosts=[1, 2])`), the PostgreSQL cells run on a network island
+(`pymc_resume.hosts`): a throwaway PostgreSQL server on a store host, and the racers of a cell
+with h hosts spread over h network hosts (racer i on host i % h), each a real process in its
+own network namespace that reaches the store over TCP. SQLite is a file, so its cells stay on
+one host (the machine's).
 
 Saturation of a trial is (fires - 1) / (k - 1): 0 when one racer fired, 1 when all did. The
 race is generic over adapters (it uses only the adapter protocol), so the reference adapter
@@ -18,6 +24,7 @@ is its control: it must show saturation 0.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import shutil
@@ -28,8 +35,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pymc_resume.errors import BadInput
 import attrs
+
+from pymc_resume.errors import BadInput, PymcResumeError
+from pymc_resume.hosts import placing
 
 from pymc_resume.bridge.adapter import CRASHED, OK, REFUSED, FuzzSetup
 from pymc_resume.bridge.nodes import FuzzNodes
@@ -45,6 +54,7 @@ DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 POSTGRES_URL_VARIABLE = "PYMC_RESUME_POSTGRES_URL"
 
 HOLDS, VIOLATED, NONE_SERVED, CANNOT_RUN = "holds", "violated", "none-served", "cannot-run"
+LOCAL = "local"  # a racer on the machine itself, the store over loopback (or a file)
 
 
 class RaceInputError(BadInput):
@@ -64,6 +74,8 @@ class Cell:
     k: int
     gate: bool
     options: dict  # the adapter constructor's keyword arguments
+    hosts: int = 1  # network hosts the racers are spread over
+    network: bool = False  # racers on island hosts, the store over the island's network
 
 
 @attrs.frozen
@@ -75,6 +87,7 @@ class Racer:
     executed: bool  # its node code ran for the gated stage
     fires: int  # gated-effect fires it sent
     acted_on: int | None  # the value its node acted on (from the state it fired with)
+    host: str = LOCAL  # the address of the host it ran on, or "local" (the machine, loopback)
 
     def as_json(self) -> dict:
         return attrs.asdict(self)
@@ -132,6 +145,7 @@ class CellResult:
         cell, trials = self.cell, self.trials
         return {
             "store": cell.store, "config": cell.config, "k": cell.k, "gate": cell.gate,
+            "hosts": cell.hosts, "network": cell.network,
             "options": cell.options, "trials": len(trials), "verdict": self.verdict, "error": self.error,
             "fires": [t.fires for t in trials], "consumptions": [t.consumptions for t in trials],
             "applied": [t.applied for t in trials],
@@ -163,6 +177,7 @@ class RaceReport:
     def as_json(self) -> dict:
         return {"adapter": self.adapter, "version": self.version, "workflow": list(RACE_NODES),
                 "window": WINDOW, "seconds": round(self.seconds, 3),
+                "by_hosts": [dict(zip(SATURATION_HEADERS, row)) for row in saturation_by_hosts(self)],
                 "cells": [c.as_json() for c in self.cells]}
 
 
@@ -170,10 +185,15 @@ class RaceReport:
 
 
 def plan_cells(adapter: str, ks: list[int], stores: list[str] | None = None,
-               durabilities: list[str] | None = None, gates: list[bool] | None = None) -> list[Cell]:
-    """Cells for `adapter`: stores x durability modes x gate x k. An option left None takes the
-    adapter's own default (every durability mode its module declares, for the base class); an
-    option the adapter does not take is a `RaceInputError`."""
+               durabilities: list[str] | None = None, gates: list[bool] | None = None,
+               hosts: list[int] | None = None) -> list[Cell]:
+    """Cells for `adapter`: stores x durability modes x gate x hosts x k. An option left None
+    takes the adapter's own default (every durability mode its module declares, for the base
+    class); an option the adapter does not take is a `RaceInputError`.
+
+    `hosts` (None: every racer on the machine, the store over loopback) puts the PostgreSQL
+    cells on a network island, once per host count; a SQLite store is a file on one host, so
+    its cells run on one host only, whatever `hosts` says."""
     adapter_class = resolve(adapter)
     parameters = inspect.signature(adapter_class).parameters
     if not ks or any(k < 2 for k in ks):
@@ -181,19 +201,33 @@ def plan_cells(adapter: str, ks: list[int], stores: list[str] | None = None,
     stores = _choices(adapter, parameters, "store", stores, [_default(parameters, "store")])
     durabilities = _choices(adapter, parameters, "durability", durabilities, _modes(adapter_class, parameters))
     gates = _choices(adapter, parameters, "gate", gates, [bool(_default(parameters, "gate"))])
+    host_counts = _host_counts(adapter, stores, hosts)
     cells = []
     for store in stores:
+        networked = hosts is not None and store == "postgres"
         for durability in durabilities:
             for gate in gates:
-                for k in ks:
-                    options = {name: value for name, value in
-                               (("store", store), ("durability", durability), ("gate", gate))
-                               if name in parameters}
-                    cells.append(Cell(store or "default", _config_name(adapter, store, durability), k,
-                                      bool(gate), options))
+                for count in (host_counts if networked else [1]):
+                    for k in ks:
+                        options = {name: value for name, value in
+                                   (("store", store), ("durability", durability), ("gate", gate))
+                                   if name in parameters}
+                        cells.append(Cell(store or "default", _config_name(adapter, store, durability), k,
+                                          bool(gate), options, count, networked))
     for options in {tuple(sorted(c.options.items())) for c in cells}:
         _check_options(adapter_class, adapter, dict(options))
     return cells
+
+
+def _host_counts(adapter: str, stores: list, hosts: list[int] | None) -> list[int]:
+    if hosts is None:
+        return [1]
+    if not hosts or any(h < 1 for h in hosts):
+        raise RaceInputError("--hosts: every host count must be at least 1")
+    if "postgres" not in stores:
+        raise RaceInputError(f"--hosts needs a network store: adapter {adapter!r} races on "
+                             f"{', '.join(str(s) for s in stores)} here, a file on one host (add --store postgres)")
+    return list(dict.fromkeys(hosts))
 
 
 def _check_options(adapter_class, adapter: str, options: dict) -> None:
@@ -263,36 +297,67 @@ def postgres_unreachable(url: str) -> str | None:
 
 def run_race(adapter: str, cells: list[Cell], trials: int, *, timeout: float = 120.0,
              postgres: str | None = None, progress: Callable[[str], None] | None = None) -> RaceReport:
-    """Run every cell `trials` times; a cell that cannot run keeps its reason."""
+    """Run every cell `trials` times; a cell that cannot run keeps its reason.
+
+    The networked cells share one island (`pymc_resume.hosts.Island`) with as many hosts as the
+    largest host count, made before the first of them and removed after the last, on every path.
+    """
     started = time.monotonic()
     url = postgres_url(postgres)
-    os.environ[POSTGRES_URL_VARIABLE] = url  # the adapters (and their child processes) read it
     adapter_class = resolve(adapter)
-    unreachable = postgres_unreachable(url) if any(c.store == "postgres" for c in cells) else None
+    local = [c for c in cells if not c.network]
+    unreachable = postgres_unreachable(url) if any(c.store == "postgres" for c in local) else None
     version = _version(adapter_class, cells)
-    results = []
-    for number, cell in enumerate(cells, 1):
-        result = CellResult(cell)
-        results.append(result)
-        if cell.store == "postgres" and unreachable:
-            result.error = unreachable
-            _say(progress, f"[{number}/{len(cells)}] {_label(cell)}: cannot run: {unreachable}")
-            continue
-        cell_started = time.monotonic()
-        make_adapter = lambda options=cell.options: adapter_class(**options)  # noqa: E731
-        for trial in range(1, trials + 1):
-            try:
-                with step_deadline(timeout, f"trial {trial} of {_label(cell)}"):
-                    outcome = race_once(make_adapter, cell.k)
-            except (AdapterFailure, Exception) as error:  # noqa: BLE001 - reported per cell
-                result.error = str(error) if isinstance(error, CellError) else f"{type(error).__name__}: {error}"
-                _say(progress, f"[{number}/{len(cells)}] {_label(cell)} trial {trial}: cannot run: {result.error}")
-                break
-            result.trials.append(outcome)
-            _say(progress, f"[{number}/{len(cells)}] {_label(cell)} trial {trial}/{trials}: "
-                           f"{outcome.fires} fires, {outcome.consumptions} consumptions ({outcome.seconds:.1f}s)")
-        result.seconds = time.monotonic() - cell_started
+    results = [CellResult(cell) for cell in cells]
+    with contextlib.ExitStack() as stack:
+        island = None
+        networked = [c.hosts for c in cells if c.network]
+        for number, (cell, result) in enumerate(zip(cells, results), 1):
+            where = f"[{number}/{len(cells)}] {_label(cell)}"
+            if cell.network and island is None:
+                from pymc_resume.hosts import Island
+
+                try:
+                    island = stack.enter_context(Island(max(networked)))
+                except PymcResumeError as error:
+                    for other in results:
+                        if other.cell.network:
+                            other.error = str(error)
+                    _say(progress, f"{where}: cannot run: {error}")
+                    island = False  # tried once: every networked cell says why
+                else:
+                    _say(progress, f"island: store {island.url}, hosts {', '.join(island.addresses)}")
+            if cell.network and island is False:
+                continue
+            if cell.store == "postgres" and not cell.network and unreachable:
+                result.error = unreachable
+                _say(progress, f"{where}: cannot run: {unreachable}")
+                continue
+            # The adapters (and their child processes) read the server's URL from the environment.
+            os.environ[POSTGRES_URL_VARIABLE] = island.url if cell.network else url
+            _run_cell(adapter_class, result, trials, timeout, island if cell.network else None, where, progress)
+    os.environ[POSTGRES_URL_VARIABLE] = url
     return RaceReport(adapter, version, results, time.monotonic() - started)
+
+
+def _run_cell(adapter_class, result: CellResult, trials: int, timeout: float, island, where: str,
+              progress) -> None:
+    cell = result.cell
+    cell_started = time.monotonic()
+    make_adapter = lambda options=cell.options: adapter_class(**options)  # noqa: E731
+    hosts = island.hosts[: cell.hosts] if island is not None else None
+    for trial in range(1, trials + 1):
+        try:
+            with step_deadline(timeout, f"trial {trial} of {_label(cell)}"):
+                outcome = race_once(make_adapter, cell.k, island=island, hosts=hosts)
+        except (AdapterFailure, Exception) as error:  # noqa: BLE001 - reported per cell
+            result.error = str(error) if isinstance(error, CellError) else f"{type(error).__name__}: {error}"
+            _say(progress, f"{where} trial {trial}: cannot run: {result.error}")
+            break
+        result.trials.append(outcome)
+        _say(progress, f"{where} trial {trial}/{trials}: "
+                       f"{outcome.fires} fires, {outcome.consumptions} consumptions ({outcome.seconds:.1f}s)")
+    result.seconds = time.monotonic() - cell_started
 
 
 def _version(adapter_class, cells: list[Cell]) -> str:
@@ -304,27 +369,38 @@ def _version(adapter_class, cells: list[Cell]) -> str:
     return "?"
 
 
-def race_once(make_adapter: Callable[[], object], k: int) -> Trial:
-    """One trial: park the thread at the gated interrupt, then k racers resume it at once."""
+def race_once(make_adapter: Callable[[], object], k: int, *, island=None,
+              hosts: list[str] | None = None) -> Trial:
+    """One trial: park the thread at the gated interrupt, then k racers resume it at once.
+
+    On an `island`, this process works from the store's host (it parks the thread and reads
+    the outcome there), and racer i is forked onto `hosts[i % len(hosts)]`."""
     started = time.monotonic()
     workflow = Workflow.of(RACE_NODES)
     gated = workflow.consuming[-1]
     workdir = Path(tempfile.mkdtemp(prefix="pymc-resume-race-", dir=default_workroot()))
-    adapter = make_adapter()
-    try:
-        sink = Sink.create(workdir / "sink.db")
-        adapter.open(FuzzSetup(workflow, 2, workdir, FuzzNodes(workflow, sink)))
+    on_island = island is not None and hosts
+    with contextlib.ExitStack() as stack:
+        if on_island:
+            stack.enter_context(island.entered(island.store))
+        adapter = make_adapter()
         try:
-            _park(adapter, gated)
-            values = [APPROVE] * k
-            outcomes = adapter.resume_together(0, values, WINDOW, "race")
-            head = adapter.observe().threads[0].chain[-1]
-            events = sink.events()
+            sink = Sink.create(workdir / "sink.db")
+            adapter.open(FuzzSetup(workflow, 2, workdir, FuzzNodes(workflow, sink)))
+            try:
+                _park(adapter, gated)
+                values = [APPROVE] * k
+                with placing(hosts) if on_island else contextlib.nullcontext():
+                    outcomes = adapter.resume_together(0, values, WINDOW, "race")
+                head = adapter.observe().threads[0].chain[-1]
+                events = sink.events()
+            finally:
+                adapter.close()
         finally:
-            adapter.close()
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    racers = tuple(_racer(i, v, o, events, gated, workflow) for i, (v, o) in enumerate(zip(values, outcomes)))
+            shutil.rmtree(workdir, ignore_errors=True)
+    where = [island.host_of(hosts[i % len(hosts)]) if on_island else LOCAL for i in range(k)]
+    racers = tuple(_racer(i, v, o, events, gated, workflow, where[i])
+                   for i, (v, o) in enumerate(zip(values, outcomes)))
     applied = sum(e.applied for e in events if e.kind == "fire" and e.stage == gated)
     recorded = head.app[workflow.stages[gated].node] if head.pc > gated else None
     return Trial(racers, applied, recorded, time.monotonic() - started)
@@ -339,7 +415,7 @@ def _park(adapter, gated: int) -> None:
         raise CellError(f"the start left the thread at stage {pc}, not parked at the gated interrupt {gated}")
 
 
-def _racer(index: int, value: int, outcome, events, gated: int, workflow: Workflow) -> Racer:
+def _racer(index: int, value: int, outcome, events, gated: int, workflow: Workflow, host: str) -> Racer:
     op = f"race.{index}"
     mine = [e for e in events if e.op == op and e.stage == gated]
     fires = [e for e in mine if e.kind == "fire"]
@@ -347,11 +423,12 @@ def _racer(index: int, value: int, outcome, events, gated: int, workflow: Workfl
     acted_on = fires[0].app[node] if fires and fires[0].app is not None else None
     status = outcome.status if outcome.status in (OK, REFUSED, CRASHED) else str(outcome.status)
     return Racer(index, value, status, outcome.detail, any(e.kind == "execute" for e in mine),
-                 len(fires), acted_on)
+                 len(fires), acted_on, host)
 
 
 def _label(cell: Cell) -> str:
-    return f"{cell.config} k={cell.k} {'gated' if cell.gate else 'ungated'}"
+    where = f" hosts={cell.hosts}" if cell.network else ""
+    return f"{cell.config}{where} k={cell.k} {'gated' if cell.gate else 'ungated'}"
 
 
 def _say(progress, line: str) -> None:
@@ -366,18 +443,24 @@ def race_rows(report: RaceReport) -> list[list[str]]:
     rows = []
     for result in report.cells:
         cell = result.cell
+        where = [cell.store, cell.config, _hosts_column(cell), _gate_column(cell), str(cell.k)]
         if result.error is not None:
-            rows.append([cell.store, cell.config, _gate_column(cell), str(cell.k), "-", "-", "-", "-",
-                         "-", CANNOT_RUN, f"cannot run: {result.error}"])
+            rows.append([*where, "-", "-", "-", "-", "-", CANNOT_RUN, f"cannot run: {result.error}"])
             continue
         fires = ",".join(str(t.fires) for t in result.trials)
         consumptions = ",".join(str(t.consumptions) for t in result.trials)
         applied = ",".join(str(t.applied) for t in result.trials)
         served = ",".join(str(sum(r.status == OK for r in t.racers)) for t in result.trials)
         saturation = f"{result.saturation_mean:.2f} ± {result.saturation_stdev:.2f}"
-        rows.append([cell.store, cell.config, _gate_column(cell), str(cell.k), fires, applied,
-                     consumptions, served, saturation, result.verdict, f"{result.seconds:.1f}s"])
+        rows.append([*where, fires, applied, consumptions, served, saturation, result.verdict,
+                     f"{result.seconds:.1f}s"])
     return rows
+
+
+def _hosts_column(cell: Cell) -> str:
+    """The number of network hosts the racers were spread over, or "local": every racer on the
+    machine itself, the store over loopback (PostgreSQL) or a file (SQLite)."""
+    return str(cell.hosts) if cell.network else LOCAL
 
 
 def _gate_column(cell: Cell) -> str:
@@ -387,5 +470,28 @@ def _gate_column(cell: Cell) -> str:
     return "on" if cell.gate else "off"
 
 
-RACE_HEADERS = ["store", "config", "gate", "k", "fires", "applied", "consumptions", "served", "saturation",
-                "verdict", "time"]
+RACE_HEADERS = ["store", "config", "hosts", "gate", "k", "fires", "applied", "consumptions", "served",
+                "saturation", "verdict", "time"]
+
+
+def saturation_by_hosts(report: RaceReport) -> list[list[str]]:
+    """Per store, host count and gate: the cells that ran, the mean saturation over their trials
+    with the lowest and highest cell mean, and how many cells had exactly one consumption in
+    every trial."""
+    groups: dict[tuple, list[CellResult]] = {}
+    for result in report.cells:
+        if result.error is None and result.trials:
+            cell = result.cell
+            groups.setdefault((cell.store, _hosts_column(cell), _gate_column(cell)), []).append(result)
+    rows = []
+    for (store, hosts, gate), results in groups.items():
+        saturations = [s for r in results for s in r.saturations]
+        means = [r.saturation_mean for r in results]
+        once = sum(all(t.consumptions == 1 for t in r.trials) for r in results)
+        ks = ",".join(str(k) for k in sorted({r.cell.k for r in results}))
+        rows.append([store, hosts, gate, ks, str(len(results)), f"{statistics.fmean(saturations):.2f}",
+                     f"{min(means):.2f}-{max(means):.2f}", f"{once}/{len(results)}"])
+    return rows
+
+
+SATURATION_HEADERS = ["store", "hosts", "gate", "k", "cells", "saturation", "cell range", "one consumption"]

@@ -40,6 +40,11 @@ def _list(text: str | None, what: str, convert=str) -> list | None:
                    "`--gate=off`: ungated only  [default: the adapter's own setting, off for langgraph].")
 @click.option("--durability", default=None, metavar="MODE[,MODE...]",
               help="Durability modes (sync, async, exit)  [default: every mode the adapter has].")
+@click.option("--hosts", "hosts", default=None, metavar="N[,N...]",
+              help="Spread the racers of the PostgreSQL cells over N network hosts (network namespaces "
+                   "this run creates, root only), the store a throwaway PostgreSQL server on the "
+                   "namespaces' private network; SQLite cells stay on one host  [default: every racer "
+                   "on this machine, the store over loopback].")
 @click.option("--postgres-url", default=None, metavar="URL",
               help="The PostgreSQL server  [default: $PYMC_RESUME_POSTGRES_URL or "
                    "postgresql://postgres@127.0.0.1:5432/test].")
@@ -47,7 +52,7 @@ def _list(text: str | None, what: str, convert=str) -> list | None:
               help="Stop a trial that takes longer (a hang): its cell cannot run.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Write the result as JSON to this path (atomically).")
-def race_command(adapter, store, ks, trials, gate, durability, postgres_url, timeout, json_path):
+def race_command(adapter, store, ks, trials, gate, durability, hosts, postgres_url, timeout, json_path):
     """Race k processes resuming one parked interrupt of ADAPTER (`langgraph`, `reference`, or
     module:Class); exit 1 when any cell consumed it more than once."""
     from pymc_resume.bridge.registry import AdapterSpecError
@@ -56,7 +61,7 @@ def race_command(adapter, store, ks, trials, gate, durability, postgres_url, tim
     k_values = _list(ks, "--k", int)
     try:
         cells = plan_cells(adapter, k_values, _list(store, "--store"), _list(durability, "--durability"),
-                           GATE_CHOICES[gate] if gate else None)
+                           GATE_CHOICES[gate] if gate else None, _list(hosts, "--hosts", int))
     except (AdapterSpecError, RaceInputError) as error:
         fail(str(error))
     progress = lambda line: click.echo(f"race: {line}", err=True)  # noqa: E731
@@ -73,7 +78,7 @@ def race_command(adapter, store, ks, trials, gate, durability, postgres_url, tim
 
 
 def race_text(report, trials: int) -> str:
-    from pymc_resume.race import RACE_HEADERS, RACE_NODES, race_rows
+    from pymc_resume.race import RACE_HEADERS, RACE_NODES, SATURATION_HEADERS, race_rows, saturation_by_hosts
 
     lines = [
         f"race {report.adapter!r} ({report.version}): workflow {list(RACE_NODES)}, k racers resume the "
@@ -85,4 +90,9 @@ def race_text(report, trials: int) -> str:
         "",
         table(RACE_HEADERS, race_rows(report)),
     ]
+    by_hosts = saturation_by_hosts(report)
+    if by_hosts:
+        lines += ["", "saturation per host count (hosts \"local\": every racer on this machine, the store over "
+                      "loopback or a file; SQLite is a file, so it races on one host only):", "",
+                  table(SATURATION_HEADERS, by_hosts)]
     return "\n".join(lines)
