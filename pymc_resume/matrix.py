@@ -95,11 +95,18 @@ class Matrix:
         return [cid for cid, names in self.separating().items() if not names]
 
     def missed_targets(self) -> list[str]:
-        """Mutants that do not violate the clause they are meant to break."""
+        """Mutants that do not violate the clause they are meant to break, though the bounds
+        reach their fault."""
         return [
             row.name for row in self.mutant_rows
             if row.cells[MUTANTS[row.name].target].verdict != VIOLATED
+            and MUTANTS[row.name].reachable_at(self.bounds.nodes)
         ]
+
+    def out_of_reach(self) -> list[str]:
+        """Mutants whose fault acts on a node kind these bounds do not have."""
+        return [row.name for row in self.mutant_rows
+                if not MUTANTS[row.name].reachable_at(self.bounds.nodes)]
 
     @property
     def ok(self) -> bool:
@@ -258,6 +265,8 @@ def matrix_text(matrix: Matrix, workers: int | None = None) -> str:
     missed = matrix.missed_targets()
     if missed:
         lines += ["", "mutants that do not violate their target: " + ", ".join(missed)]
+    for name in matrix.out_of_reach():
+        lines += ["", f"out of reach at these bounds (no {MUTANTS[name].needs} node): {name}"]
     lines.append("")
     breaks, unseparated = matrix.reference_breaks(), matrix.unseparated()
     if breaks:

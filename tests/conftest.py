@@ -67,7 +67,7 @@ def explored():
 
 @pytest.fixture(scope="session")
 def default_exploration(explored):
-    """The reference semantics at `default` (308,462 states), explored once with two workers."""
+    """The reference semantics at `default` (434,197 states), explored once with two workers."""
     return explored("default", workers=2)
 
 

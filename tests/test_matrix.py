@@ -95,7 +95,7 @@ def test_json_shape(small_matrix):
                 assert cell["verdict"] == HOLDS and cell["trace_length"] is None
     assert list(data["separating"]) == list(CLAUSE_IDS)
     assert all(isinstance(n, int) and n > 0 for n in data["distinct_states"].values())
-    assert data["distinct_states"][REFERENCE] == 24_655
+    assert data["distinct_states"][REFERENCE] == 39_413
     assert data["ok"] is True and data["reference_holds"] is True and data["unseparated"] == []
 
 
@@ -193,4 +193,4 @@ def test_cli_bad_input_exits_2_with_one_line(tmp_path):
 def test_reference_row_holds_everywhere_at_default(default_exploration):
     row = row_of(REFERENCE, ResumeModel(load_bounds("default")), default_exploration)
     assert row.complete and row.violated == ()
-    assert row.distinct_states == 308_462
+    assert row.distinct_states == 434_197

@@ -19,6 +19,18 @@ observe is reported `skipped` with the reason, never `holds`:
 - `executions`: node code receives the operation id and role (run, delivery, recovery);
 - `late-inputs`: `ThreadView.late_inputs`, resume values recorded after consumption.
 
+Two optional capabilities widen what the bridge draws, for adapters that can serve it (an
+adapter without them never gets such steps, so nothing changes for it):
+
+- `warm-clients`: `start`, `resume`, `recover` and `fork` accept a keyword `client`, a warm
+  client id (`"w0"`, `"w1"`): the operation is served by that long-lived client process, which
+  keeps whatever the framework keeps in memory between operations (it ran a thread, parked,
+  then forks or resumes it), next to the fresh process of every other operation. A warm
+  client killed by a crash point is gone; the next operation for its id starts a new one.
+- `ordered-release`: `resume_together` accepts a keyword `order`, a permutation of the
+  deliveries: the barrier releases the held processes one at a time in that order, each
+  running until it finishes, so the seed (not timing) decides which delivery wins.
+
 Operations a framework cannot express at all (it has no interrupt API, no fork) are declared in
 an optional `unsupported` mapping, operation -> why. The bridge never asks for them; without
 `resume` the adapter gets the workflow without its consuming nodes (`expressible_workflow`).
@@ -41,6 +53,11 @@ CRASH_POINTS = ("before-execute", "after-execute", "after-commit")
 RACE_WINDOWS = ("after-load", "after-execute")
 
 CAPABILITIES = frozenset({"recorded-inputs", "leases", "executions", "late-inputs"})
+WARM_CLIENTS = "warm-clients"
+ORDERED_RELEASE = "ordered-release"
+# Capabilities that add steps (see the module docstring), next to the observing ones above.
+STEP_CAPABILITIES = frozenset({WARM_CLIENTS, ORDERED_RELEASE})
+WARM_CLIENT_IDS = ("w0", "w1")
 
 # Client operations an adapter may declare `unsupported` (start and recover are always there).
 OPERATIONS = ("resume", "resume-together", "fork", "update")
@@ -77,7 +94,9 @@ class ThreadView:
     """One thread as the adapter observes it in the framework's durable store."""
 
     chain: tuple[Checkpoint, ...]  # (pc, app state, committed stage or INITIAL/UPDATE)
-    run: str  # "new", "free" (no lease), "live" (a running process holds it), "dead"
+    # "new", "free" (no lease), "live" (a running process holds it), "dead" (held by a crashed
+    # process), "failed" (a node output was refused: the thread ends there, quiescent)
+    run: str
     inputs: dict[int, int] | None = None  # stage -> recorded value or claim (recorded-inputs)
     late_inputs: tuple[tuple[int, int], ...] | None = None  # (stage, value) (late-inputs)
 

@@ -1,8 +1,12 @@
 """The Hypothesis state machine that drives an adapter with the model's client actions.
 
 Its rules are the model's client-visible actions: start a thread, resume it (one process, or k
-processes released together at a race window), recover a crashed thread, fork with an intent,
-update the state. The model's process-internal atomic steps (claim, execute with its effect,
+processes held at a race window), recover a crashed thread, fork from any checkpoint (the head
+included; forks of forks up to `max_forks` forks in all) with an intent, update the state.
+For an adapter that declares the step capabilities (`adapter.STEP_CAPABILITIES`), a step also
+draws which client serves it (a fresh process, or a long-lived warm client) and the order in
+which held concurrent deliveries are released; the draws are part of the step, so a seed
+replays the same decisions. The model's process-internal atomic steps (claim, execute with its effect,
 commit) become what a rule chooses: the crash point of the process that runs it, or the window
 where concurrent deliveries are held at a barrier. Each rule applies one step to a `Session`,
 which judges every clause on what the adapter then shows; `teardown` runs the liveness drain.
@@ -18,18 +22,27 @@ from collections.abc import Callable
 from hypothesis import HealthCheck, Phase, seed as hypothesis_seed, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
-from pymc_resume.bridge.adapter import CRASH_POINTS, RACE_WINDOWS, CrashPoint
+from pymc_resume.bridge.adapter import (
+    CRASH_POINTS, ORDERED_RELEASE, RACE_WINDOWS, WARM_CLIENT_IDS, WARM_CLIENTS, CrashPoint,
+)
 from pymc_resume.bridge.session import Session
 from pymc_resume.model.bounds import Bounds, load_bounds
 from pymc_resume.model.workflow import INVALID
 
-MAX_FORKS = 2  # two forks, so that two forks from one checkpoint can be compared
+# Forks per example: two from one checkpoint can be compared, and a third reaches a fork of a
+# fork of a fork. `machine_class(max_forks=...)` sets another depth.
+MAX_FORKS = 3
 
 
 # Draws do not depend on the state the adapter is in (a thread is chosen by an index taken
 # modulo the candidates, a crash stage is absolute), so that when the shrinker deletes a step
 # the draws of the steps after it still line up, and shrink toward 0 (the first candidate).
 MAX_INDEX = 7
+
+
+def clients():
+    """A fresh process (what shrinking prefers), or one of the warm clients."""
+    return st.sampled_from((None, *WARM_CLIENT_IDS))
 
 
 def crash_points(end: int):
@@ -56,6 +69,9 @@ def machine_class(make_session: Callable[[], Session], processes: int = 2, max_f
             super().__init__()
             self.session = make_session()
             self.forks = 0
+            capabilities = self.session.capabilities
+            self.warm = WARM_CLIENTS in capabilities
+            self.ordered = ORDERED_RELEASE in capabilities
 
         # -- helpers ---------------------------------------------------------------------
 
@@ -70,9 +86,18 @@ def machine_class(make_session: Callable[[], Session], processes: int = 2, max_f
             return data.draw(crash_points(self.session.workflow.end), label="crash")
 
         def _forkable(self) -> list[int]:
+            """Threads with checkpoints to fork from: started, or failed (an edit fork of a
+            failed thread may take another input)."""
             if self.forks >= max_forks:
                 return []
-            return [t for t in self.session.started() if len(self.session.observation.threads[t].chain) > 1]
+            return self.session.threads_where("free", "dead", "live", "failed")
+
+        def _client(self, data) -> dict:
+            """The step's client, for an adapter with warm clients: {} is a fresh process."""
+            if not self.warm:
+                return {}
+            client = data.draw(clients(), label="client")
+            return {} if client is None else {"client": client}
 
         # -- rules: the model's client actions ----------------------------------------
 
@@ -80,14 +105,15 @@ def machine_class(make_session: Callable[[], Session], processes: int = 2, max_f
         @rule(data=st.data())
         def start(self, data):
             t = self._thread(data, self.session.threads_where("new"))
-            self.session.apply({"action": "start", "thread": t, "crash": self._crash(data)})
+            self.session.apply({"action": "start", "thread": t, "crash": self._crash(data), **self._client(data)})
 
         @precondition(lambda self: self.session.can("resume") and bool(self.session.started()))
         @rule(data=st.data())
         def resume(self, data):
             t = self._thread(data, self.session.started())
             value = data.draw(st.sampled_from(self._values()), label="value")
-            self.session.apply({"action": "resume", "thread": t, "value": value, "crash": self._crash(data)})
+            self.session.apply({"action": "resume", "thread": t, "value": value, "crash": self._crash(data),
+                                **self._client(data)})
 
         @precondition(lambda self: processes > 1 and self.session.can("resume-together")
                       and bool(self.session.started()))
@@ -98,13 +124,16 @@ def machine_class(make_session: Callable[[], Session], processes: int = 2, max_f
                                         min_size=2, max_size=processes), label="values")
             # Always held at a window: a free race would make the outcome (and so shrinking) flaky.
             window = data.draw(st.sampled_from(RACE_WINDOWS), label="window")
-            self.session.apply({"action": "resume-together", "thread": t, "values": values, "window": window})
+            step = {"action": "resume-together", "thread": t, "values": values, "window": window}
+            if self.ordered:  # released one at a time, in an order that is part of the step
+                step["order"] = data.draw(st.permutations(range(len(values))), label="order")
+            self.session.apply(step)
 
         @precondition(lambda self: bool(self.session.threads_where("dead")))
         @rule(data=st.data())
         def recover(self, data):
             t = self._thread(data, self.session.threads_where("dead"))
-            self.session.apply({"action": "recover", "thread": t, "crash": self._crash(data)})
+            self.session.apply({"action": "recover", "thread": t, "crash": self._crash(data), **self._client(data)})
 
         @precondition(lambda self: self.session.can("fork") and bool(self._forkable()))
         @rule(data=st.data())
@@ -117,7 +146,7 @@ def machine_class(make_session: Callable[[], Session], processes: int = 2, max_f
                 intent, value = "replay", None
             self.forks += 1
             self.session.apply({"action": "fork", "thread": t, "checkpoint": checkpoint,
-                                "intent": intent, "value": value})
+                                "intent": intent, "value": value, **self._client(data)})
 
         @precondition(lambda self: self.session.can("update") and bool(self.session.threads_where("free", "dead")))
         @rule(data=st.data())
@@ -167,6 +196,7 @@ def contract_test_case(
     steps: int = 12,
     seed: int | None = None,
     step_timeout: float | None = 30.0,
+    max_forks: int = MAX_FORKS,
 ):
     """A `unittest.TestCase` class that fuzzes `adapter_factory()`'s adapter against the
     contract; put it in a test module as `TestMyFramework = contract_test_case(MyAdapter)`.
@@ -178,7 +208,7 @@ def contract_test_case(
     def make_session() -> Session:
         return Session(adapter_factory(), chosen.workflow, chosen.values, step_timeout=step_timeout)
 
-    machine = machine_class(make_session, processes=chosen.processes)
+    machine = machine_class(make_session, processes=chosen.processes, max_forks=max_forks)
     if seed is not None:
         hypothesis_seed(seed)(machine)
     case = machine.TestCase

@@ -16,11 +16,12 @@ from pymc_resume.bridge.adapter import Observation
 from pymc_resume.bridge.sink import SinkEvent
 from pymc_resume.model.clauses import effect_identity
 from pymc_resume.model.state import (
-    DEAD, EDIT, FREE, LIVE, NEW, NO_VALUE, REPLAY, ROOT, STARTED, Budget, Checkpoint, Thread, World,
+    DEAD, EDIT, FAILED, FREE, LIVE, NEW, NO_VALUE, REPLAY, ROOT, STARTED, Budget, Checkpoint, Thread, World,
 )
 from pymc_resume.model.workflow import Workflow
 
-RUNNERS = {"new": FREE, "free": FREE, "live": LIVE, "dead": DEAD}
+RUNNERS = {"new": FREE, "free": FREE, "live": LIVE, "dead": DEAD, "failed": FREE}
+STATUSES = {"new": NEW, "failed": FAILED}  # any other run state: started
 INTENTS = {"replay": REPLAY, "edit": EDIT}
 
 
@@ -92,7 +93,7 @@ def build_world(
         second = tuple(history.second_records.get(t, ())) + tuple(view.late_inputs or ())
         threads.append(Thread(
             chain=tuple(view.chain),
-            status=NEW if view.run == "new" else STARTED,
+            status=STATUSES.get(view.run, STARTED),
             runner=RUNNERS[view.run],
             claims=claims,
             parent=fork.parent if fork else -1,

@@ -1,10 +1,12 @@
 """Real child processes for the bridge: run an operation in a fresh process, kill it with a
 real SIGKILL at a chosen point, and release k processes together from a barrier.
 
-`run_in_children(tasks, synchronized)` forks one child per task. A task gets a `Gate`; when
-`synchronized`, `gate.wait()` blocks the child until every child has either reached its gate or
-finished, and then all waiting children are released at once (the parent holds the barrier, so
-a child that is refused before its window never deadlocks the others). A task returns a
+`run_in_children(tasks, synchronized, order)` forks one child per task. A task gets a `Gate`;
+when `synchronized`, `gate.wait()` blocks the child until every child has either reached its
+gate or finished (the parent holds the barrier, so a child that is refused before its window
+never deadlocks the others). Then the waiting children are released: all at once (timing
+decides which wins), or, given `order` (a permutation of the tasks), one at a time in that
+order, each released only when the one before it has finished, so the order decides. A task returns a
 JSON-serialisable value; a child that dies from a signal is reported `killed`.
 
 `ControlledPoints` is a probe for runtimes with named atomic-step boundaries (see
@@ -116,7 +118,9 @@ def _wait_for_threads() -> None:
         pass
 
 
-def run_in_children(tasks: list[Callable[[Gate], object]], synchronized: bool = False) -> list[ChildResult]:
+def run_in_children(
+    tasks: list[Callable[[Gate], object]], synchronized: bool = False, order: list[int] | None = None,
+) -> list[ChildResult]:
     """Run each task in its own forked process; see the module docstring.
 
     If the parent is interrupted (a step timeout raises in it), every child still running is
@@ -136,7 +140,8 @@ def run_in_children(tasks: list[Callable[[Gate], object]], synchronized: bool = 
             os.close(report_write)
             os.close(go_read)
             children.append((pid, report_read, go_write))
-        buffers = _collect(children)
+        release = None if order is None else [children[i][1] for i in order]
+        buffers = _collect(children, release)
         for pid, _, _ in children:
             statuses[pid] = os.waitpid(pid, 0)[1]
         return [_result(statuses[pid], buffers[fd]) for pid, fd, _ in children]
@@ -155,8 +160,10 @@ def run_in_children(tasks: list[Callable[[Gate], object]], synchronized: bool = 
                 os.waitpid(pid, 0)
 
 
-def _collect(children) -> dict[int, bytes]:
-    """Read every child's reports until all have exited, running the barrier on the way."""
+def _collect(children, release: list[int] | None = None) -> dict[int, bytes]:
+    """Read every child's reports until all have exited, running the barrier on the way:
+    when every child is at its gate or finished, release all waiting ones, or (`release`: the
+    children's report fds in release order) the first waiting one in that order."""
     buffers = {fd: b"" for _, fd, _ in children}
     open_fds = set(buffers)
     waiting: set[int] = set()
@@ -174,9 +181,10 @@ def _collect(children) -> dict[int, bytes]:
                 buffers[fd] = buffers[fd][2:]
                 waiting.add(fd)
         if waiting and waiting == open_fds:  # every child is at its gate or finished
-            for fd in waiting:
+            chosen = set(waiting) if release is None else {next(fd for fd in release if fd in waiting)}
+            for fd in chosen:
                 os.write(go_of[fd], b"g")
-            waiting.clear()
+            waiting -= chosen
     return buffers
 
 

@@ -111,18 +111,25 @@ def default_workroot() -> str | None:
 
 
 def describe_step(step: dict) -> str:
-    """One line for a step, as in repro listings."""
+    """One line for a step, as in repro listings: which client served it (a warm one, or a
+    fresh process) and, for concurrent deliveries, whether the drawn order or timing decides."""
     action, t = step["action"], step["thread"]
     crash = step.get("crash")
     killed = f", crash at stage {crash['stage']} {crash['when']}" if crash else ""
+    killed += f", by warm client {step['client']}" if step.get("client") else ""
     if action == "resume":
         return f"resume t{t} with {_value(step['value'])}{killed}"
     if action == "resume-together":
-        window = f", held together {step['window']}" if step.get("window") else ""
-        return f"resume t{t} concurrently with {', '.join(map(_value, step['values']))}{window}"
+        values = ", ".join(map(_value, step["values"]))
+        if not step.get("window"):
+            return f"resume t{t} concurrently with {values} (timing decides the order)"
+        if step.get("order") is None:
+            return f"resume t{t} concurrently with {values}, held together {step['window']} (timing decides the order)"
+        order = ", ".join(f"#{i}" for i in step["order"])
+        return f"resume t{t} concurrently with {values}, held {step['window']}, released one at a time: {order}"
     if action == "fork":
         edit = f", new input {_value(step['value'])}" if step["intent"] == "edit" else ""
-        return f"fork t{t} at checkpoint {step['checkpoint']} ({step['intent']}{edit})"
+        return f"fork t{t} at checkpoint {step['checkpoint']} ({step['intent']}{edit}){killed}"
     if action == "update":
         return f"update t{t} note to {_value(step['value'])}"
     return f"{action} t{t}{killed}"
@@ -184,12 +191,13 @@ class Session:
         return self.observation.threads[thread].chain[-1].pc
 
     def fork_choices(self, thread: int) -> list[tuple[int, list[int]]]:
-        """(checkpoint, values an edit fork may take there) for every strict ancestor."""
+        """(checkpoint, values an edit fork may take there) for every checkpoint, the head
+        included (where a warm client still holds the thread's state in memory)."""
         view = self.observation.threads[thread]
         upto = committed_upto(view.chain)
         recorded = self._recorded(view)
         choices = []
-        for c, entry in enumerate(view.chain[:-1]):
+        for c, entry in enumerate(view.chain):
             edits = []
             if entry.pc < upto and self.workflow.consumes[entry.pc]:
                 edits = [v for v in range(1, self.values + 1) if v != recorded.get(entry.pc)]
@@ -221,16 +229,20 @@ class Session:
     def _dispatch(self, step: dict, op: str) -> list:
         adapter, action, t = self.adapter, step["action"], step["thread"]
         crash = CrashPoint(**step["crash"]) if step.get("crash") else None
+        # Keywords of the optional capabilities, passed only when a step has them (adapters
+        # that do not declare them never get such steps).
+        warm = {"client": step["client"]} if step.get("client") else {}
         if action == "start":
-            return [adapter.start(t, crash, op)]
+            return [adapter.start(t, crash, op, **warm)]
         if action == "resume":
-            return [adapter.resume(t, step["value"], crash, op)]
+            return [adapter.resume(t, step["value"], crash, op, **warm)]
         if action == "resume-together":
-            return list(adapter.resume_together(t, list(step["values"]), step.get("window"), op))
+            order = {"order": list(step["order"])} if step.get("order") is not None else {}
+            return list(adapter.resume_together(t, list(step["values"]), step.get("window"), op, **order))
         if action == "recover":
-            return [adapter.recover(t, crash, op)]
+            return [adapter.recover(t, crash, op, **warm)]
         if action == "fork":
-            return [adapter.fork(t, step["checkpoint"], step["intent"], step.get("value"))]
+            return [adapter.fork(t, step["checkpoint"], step["intent"], step.get("value"), **warm)]
         if action == "update":
             return [adapter.update(t, step["value"])]
         raise ValueError(f"unknown action {action!r}")

@@ -23,8 +23,10 @@ from pymc_resume.report import table
 @click.option("--seed", type=int, default=None, help="Seed Hypothesis for a reproducible run.")
 @click.option("--fault", default=None,
               help="The reference runtime's fault switch: a mutant name (see `check --list-mutants`).")
-@click.option("--bounds", "bounds_name", default="default", show_default=True,
-              help="Bounds whose workflow, values and processes to fuzz with (name or TOML path).")
+@click.option("--bounds", "bounds_name", default=None,
+              help="Bounds whose workflow, values and processes to fuzz with (name or TOML path)  "
+                   "[default: `fuzz` for the reference runtime, whose every fault it reaches; "
+                   "`default` for other adapters].")
 @click.option("--repro-dir", type=click.Path(file_okay=False), default=None,
               help="Write repros here and keep Hypothesis's example database here  "
                    "[default: ./pymc-resume-repros, no database].")
@@ -42,7 +44,7 @@ def fuzz_command(adapter, examples, steps, seed, fault, bounds_name, repro_dir, 
     from pymc_resume.bridge.registry import AdapterSpecError
 
     try:
-        bounds = load_bounds(bounds_name)
+        bounds = load_bounds(bounds_name or ("fuzz" if adapter == "reference" else "default"))
     except BoundsError as error:
         fail(f"--bounds: {error}")
     options = {"fault": fault} if fault is not None else {}

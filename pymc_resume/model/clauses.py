@@ -9,7 +9,7 @@ second records) carry what a check needs from the past. `liveness` is a graph pr
 
 from __future__ import annotations
 
-from pymc_resume.model.state import EDIT, FREE, IDLE, NEW, NO_VALUE, REPLAY, UPDATE, Thread, World
+from pymc_resume.model.state import EDIT, FAILED, FREE, IDLE, NEW, NO_VALUE, REPLAY, UPDATE, Thread, World
 from pymc_resume.model.workflow import APPROVE, INVALID, UNSET, StageKind, Workflow, value_name
 
 
@@ -38,12 +38,15 @@ def effect_identity(workflow: Workflow, threads, t: int, stage: int, app: tuple)
 
 
 def is_quiescent(workflow: Workflow, world: World) -> bool:
-    """No process is working; every thread is complete or parked with no claim outstanding."""
+    """No process is working; every thread is complete, failed (a node's output was refused),
+    or parked with no claim outstanding."""
     if any(p.phase != IDLE for p in world.processes):
         return False
     for thread in world.threads:
         if thread.status == NEW or thread.runner != FREE:
             return False
+        if thread.status == FAILED:
+            continue
         pc = thread.head.pc
         if pc != workflow.end and not (
             workflow.consumes[pc] and thread.claims[pc] == NO_VALUE

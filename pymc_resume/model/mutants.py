@@ -26,6 +26,12 @@ class Mutant:
     # The fault switches of `semantics.ResumeModel` it turns on: its own name, unless it
     # combines switches to mirror a framework.
     faults: tuple[str, ...] = attrs.field(default=attrs.Factory(_own_fault, takes_self=True))
+    # A node kind the fault acts on, when bounds without it cannot reach the fault at all
+    # (`reachable_at`): the fault matrix reports such a mutant as out of reach, not as missed.
+    needs: str | None = None
+
+    def reachable_at(self, nodes: tuple[str, ...]) -> bool:
+        return self.needs is None or self.needs in nodes
 
 
 NO_CLAIM = "no-claim"
@@ -43,6 +49,8 @@ RERUN_EFFECTS_ON_RESTART = "rerun-effects-on-restart"
 NO_MID_NODE_RECOVERY = "no-mid-node-recovery"
 VALIDATE_AFTER_CLAIM = "validate-after-claim"
 CONCURRENT_RESUMES_CONSUMED = "concurrent-resumes-consumed"
+PERSIST_INVALID_OUTPUT = "persist-invalid-output"
+WARM_FORK_SHARES_STATE = "warm-fork-shares-state"
 
 # A fault switch that no mutant turns on alone: recovery restarts the thread from its first
 # stage with the restored state (a flow re-run from its start method).
@@ -77,7 +85,8 @@ MUTANTS: dict[str, Mutant] = {
         Mutant(
             PERSIST_UNVALIDATED,
             "checkpoint-validity",
-            "updates and resume values are persisted and claimed without schema validation",
+            "updates, resume values and node outputs are persisted and claimed without schema "
+            "validation",
             mirrors="LangGraph 1.2.9: schema-invalid state is persisted without error",
         ),
         Mutant(
@@ -152,6 +161,21 @@ MUTANTS: dict[str, Mutant] = {
             mirrors="the paper's concurrent-delivery finding: k processes that resume one "
             "parked interrupt fire the gated effect k times",
             faults=(NO_CLAIM, UNKEYED_EFFECTS),
+        ),
+        Mutant(
+            PERSIST_INVALID_OUTPUT,
+            "checkpoint-validity",
+            "a node's output is committed without schema validation: an overflow node's "
+            "out-of-bounds output, computed from valid inputs, is persisted and the thread runs on",
+            mirrors="the published finding that frameworks persist schema-invalid node output",
+            needs="overflow",
+        ),
+        Mutant(
+            WARM_FORK_SHARES_STATE,
+            "fork-determinism",
+            "a fork from the head made by the warm client that parked the parent starts from "
+            "that client's in-memory state object instead of a copy: the fork's commits write "
+            "through to the parent's head",
         ),
     )
 }

@@ -4,7 +4,7 @@ durable store and the effect sink at each step."""
 from __future__ import annotations
 
 from pymc_resume.model.state import (
-    DEAD, FREE, INTENT_NAMES, LIVE, NO_VALUE, STUCK, UPDATE, World,
+    DEAD, FAILED, FREE, INTENT_NAMES, LIVE, NO_VALUE, STUCK, UPDATE, World,
 )
 from pymc_resume.model.workflow import Workflow, value_name
 
@@ -53,6 +53,8 @@ def store_changes(workflow: Workflow, before: World | None, after: World) -> lis
                 changes.append(f"t{t} stage {stage} input recorded: {value_name(now)}")
         for stage, value in thread.second_records[len(old.second_records) :]:
             changes.append(f"t{t} stage {stage} second value recorded: {value_name(value)}")
+        if thread.status == FAILED and old.status != FAILED:
+            changes.append(f"t{t} failed: a node's output was refused, nothing persisted")
         if thread.runner != old.runner:
             changes.append(f"t{t} run lease {LEASE_NAMES[thread.runner]}")
     old_sink = dict(before.sink)

@@ -23,7 +23,7 @@ from pymc_resume.model.clauses import (
     CHECKS, THREAD_ONLY, effect_exactly_once, effect_identity, is_quiescent,
 )
 from pymc_resume.model.state import (
-    DEAD, EDIT, EXECUTED, FREE, IDLE, IDLE_PROCESS, INITIAL, INTENT_NAMES, LIVE, LOADED, NEW,
+    DEAD, EDIT, EXECUTED, FAILED, FREE, IDLE, IDLE_PROCESS, INITIAL, INTENT_NAMES, LIVE, LOADED, NEW,
     NO_VALUE, READY, REPLAY, ROOT, STARTED, STUCK, UPDATE, Budget, Checkpoint, Process, Thread, World,
 )
 from pymc_resume.model.workflow import APPROVE, DONE, INVALID, NodeKind, StageKind, value_name
@@ -60,6 +60,9 @@ class ResumeModel:
         self.stages = self.workflow.stages
         self.end = self.workflow.end
         self.consumes = self.workflow.consumes
+        # A node output that breaks the schema is refused (the thread fails) unless a fault
+        # persists it.
+        self.validates_output = not self.faults & {m.PERSIST_UNVALIDATED, m.PERSIST_INVALID_OUTPUT}
         self.invariants = [
             Invariant(clause_id, self._holds(check)) for clause_id, check in CHECKS.items()
         ]
@@ -149,11 +152,10 @@ class ResumeModel:
                     yield self._recover(world, i, t)
                 if thread.status == STARTED:
                     yield from self._deliveries(world, i, t)
-            if thread.status == STARTED:
-                if budget.invalid_updates and thread.runner != LIVE:
-                    yield self._invalid_update(world, t)
-                if budget.forks:
-                    yield from self._forks(world, t)
+            if thread.status == STARTED and budget.invalid_updates and thread.runner != LIVE:
+                yield self._invalid_update(world, t)
+            if thread.status != NEW and budget.forks:  # a failed thread's checkpoints too
+                yield from self._forks(world, t)
 
     # -- helpers that rebuild a world ----------------------------------------------------
 
@@ -224,7 +226,9 @@ class ResumeModel:
         sink = world.sink
         if stage.kind is StageKind.STEP:
             flipped = m.RECOVERY_NONDETERMINISTIC_STEP in self.faults and p.recovering
-            app[node] = self.workflow.step_output(p.app, node, flipped)
+            app[node] = output = self.workflow.step_output(p.app, node, flipped)
+            if output == INVALID and self.validates_output:
+                return self._fail(world, i, p)
             what = f"step node {node}"
         elif stage.kind is StageKind.EFFECT:
             if self.workflow.nodes[node] is NodeKind.EFFECT:
@@ -252,6 +256,18 @@ class ResumeModel:
         return (
             f"p{i} execute t{t} stage {p.pc}: {what}",
             self._with(world, process=(i, p), thread=(t, thread), sink=sink),
+        )
+
+    def _fail(self, world: World, i: int, p: Process) -> Successor:
+        """A node's output broke the schema: refused before anything is persisted. The thread
+        fails (its lease released, nothing more runs on it): a quiescent end, so that liveness
+        holds. Its checkpoints can still be forked (an edit fork may take another input)."""
+        t = p.thread
+        thread = world.threads[t]._replace(status=FAILED, runner=FREE)
+        return (
+            f"p{i} execute t{t} stage {p.pc}: output of node {self.stages[p.pc].node} fails the "
+            f"schema, refused; t{t} failed",
+            self._with(world, process=(i, IDLE_PROCESS), thread=(t, thread)),
         )
 
     def _commit(self, world: World, i: int, p: Process) -> Successor:
@@ -412,7 +428,7 @@ class ResumeModel:
     def _forks(self, world: World, t: int) -> Iterator[Successor]:
         parent = world.threads[t]
         budget = self._spend(world.budget, "forks")
-        for c in range(len(parent.chain) - 1):  # strict ancestors of the head
+        for c in range(len(parent.chain)):  # any checkpoint, the head included
             yield self._fork(world, t, c, REPLAY, NO_VALUE, budget)
             pos = parent.chain[c].pc
             if pos < committed_upto(parent) and self.consumes[pos]:
@@ -420,6 +436,15 @@ class ResumeModel:
                 for value in range(1, self.bounds.values + 1):
                     if value != recorded:
                         yield self._fork(world, t, c, EDIT, value, budget)
+
+    def _shares_state(self, parent: Thread, c: int) -> bool:
+        """Whether a fork from checkpoint `c` shares the parent's state instead of a copy: every
+        fork under fork-by-reference; a fork from the head under warm-fork-shares-state (the
+        warm client that parked the parent still holds the head's state in memory; the model
+        abstracts which client forks, so every fork from the head is such a fork)."""
+        if m.FORK_BY_REFERENCE in self.faults:
+            return True
+        return m.WARM_FORK_SHARES_STATE in self.faults and c == len(parent.chain) - 1
 
     def _fork(self, world: World, t: int, c: int, intent: int, value: int, budget: Budget) -> Successor:
         parent = world.threads[t]
@@ -432,7 +457,7 @@ class ResumeModel:
         fork = Thread(
             chain=parent.chain[: c + 1], status=NEW, runner=FREE, claims=claims, parent=t,
             base=c, intent=intent, edit_value=value, inherited=inherited,
-            by_reference=m.FORK_BY_REFERENCE in self.faults, crashed=parent.crashed,
+            by_reference=self._shares_state(parent, c), crashed=parent.crashed,
             crashed_since_fork=False, deliveries=(0,) * len(self.stages), second_records=(),
             ancestry_executed=False,
         )

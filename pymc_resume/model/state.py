@@ -17,6 +17,7 @@ UPDATE = -1
 # Thread.status
 NEW = 0  # created (root or fork), not yet run
 STARTED = 1
+FAILED = 2  # a node's output failed the schema and was refused: the thread ends here (quiescent)
 
 # Thread.runner: the per-thread run lease.
 FREE = 0

@@ -7,6 +7,13 @@ waits for its value as a second stage, so the notification is not re-sent when t
 Application state is a tuple of small ints, one field per node plus a trailing `note` field
 that client updates write. `UNSET` fields are not yet written; `INVALID` is the one value the
 schema forbids.
+
+An `overflow` node is a pure step whose field has a bound in the schema that its output can run
+past: where a step would write 2 it writes the forbidden value. So a node can break the schema
+although every input it was given was valid (the published finding "schema-invalid node output
+persisted"); a correct layer refuses that output before anything is persisted and the thread
+fails (see `semantics`). It needs an interrupt before it to be reachable: with no input before
+it, it writes 1.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ class NodeKind(enum.Enum):
     INTERRUPT = "interrupt"
     GATED = "gated"
     EFFECT_THEN_INTERRUPT = "effect-then-interrupt"
+    OVERFLOW = "overflow"
 
 
 class StageKind(enum.IntEnum):
@@ -50,6 +58,7 @@ NODE_STAGES = {
     NodeKind.INTERRUPT: (StageKind.WAIT,),
     NodeKind.GATED: (StageKind.GATED,),
     NodeKind.EFFECT_THEN_INTERRUPT: (StageKind.EFFECT, StageKind.WAIT),
+    NodeKind.OVERFLOW: (StageKind.STEP,),  # a step, whose output may break the schema
 }
 
 CONSUMING = (StageKind.WAIT, StageKind.GATED)
@@ -106,13 +115,17 @@ class Workflow:
         )
 
     def step_output(self, app: tuple[int, ...], node: int, flipped: bool = False) -> int:
-        """A pure step's output: a function of the inputs consumed before it (1 or 2).
+        """A pure step's output: a function of the inputs consumed before it (1 or 2; an
+        `overflow` node writes `INVALID` instead of 2).
 
-        `flipped` gives the other valid output: the fault of a step whose result depends on
+        `flipped` gives the other output: the fault of a step whose result depends on
         whether it runs in recovery.
         """
         parity = sum(self.inputs_before(app, node)) % 2
-        return 1 + (parity ^ flipped)
+        output = 1 + (parity ^ flipped)
+        if output == 2 and self.nodes[node] is NodeKind.OVERFLOW:
+            return INVALID
+        return output
 
     def is_valid(self, app: tuple[int, ...]) -> bool:
         """The state schema: no field holds the forbidden value."""

@@ -9,15 +9,23 @@ Five client operations, each a few store transactions:
 - `recover(t)`: take over a run lease whose holder is dead and continue from the head, with
   the claimed value if the head waits on a claim.
 - `fork(t, c, intent, v)`: a new thread whose chain is a *copy* of `t`'s checkpoints up to
-  `c`, with the recorded inputs its intent says (replay: the parent's; edit: the new value).
+  `c` (any checkpoint, the head included), with the recorded inputs its intent says (replay:
+  the parent's; edit: the new value).
 - `update(t, note)`: validate, then append a checkpoint with the new state.
 
 The run loop executes one stage at a time while holding the lease: execute the node (effects
-carry their identity as idempotency key), validate its output, then commit with a
+carry their identity as idempotency key), validate its output (an output that breaks the
+schema is refused before anything is persisted, and the thread *fails*: it ends there, its
+lease released, and only forks of its checkpoints go on), then commit with a
 compare-and-set on the head that also records the consumed input and, when the next stage
 waits for a value nobody delivered yet (or the thread is done), releases the lease. A crash
 anywhere leaves either the old head (the stage runs again, its effect deduplicated by key) or
 the new one (the stage never runs again).
+
+A `Runtime` object may serve one operation in a fresh process, or many in a long-lived client
+process (a *warm* client, see `bridge/reference_adapter.py`); `parked_at` is the only memory
+it keeps across operations: the head it left each thread at, as a warm client's in-memory
+state. The correct runtime never reads it for anything durable.
 
 `faults` switches on the model's mutants (see faults.py); each `if ... in self.faults` below
 is the one place a fault acts.
@@ -36,9 +44,10 @@ from pymc_resume.runtime.workflow import NO_PROBE, NodeContext, Probe, RuntimeWo
 
 COMPLETED = "completed"
 PARKED = "parked"
+FAILED = "failed"  # the thread's status after a node output was refused
 RECORDED = "recorded"  # only with the fault record-second-resume
 
-__all__ = ["COMPLETED", "PARKED", "RECORDED", "INITIAL", "UPDATE", "Refused", "Runtime"]
+__all__ = ["COMPLETED", "FAILED", "PARKED", "RECORDED", "INITIAL", "UPDATE", "Refused", "Runtime"]
 
 
 class Refused(Exception):
@@ -61,6 +70,9 @@ class Runtime:
         self.stages = workflow.shape.stages
         self.faults = frozenset(faults)
         self.probe = probe
+        # thread -> the head (checkpoint seq) this object's run loop left it at: what a warm
+        # client process still holds in memory.
+        self.parked_at: dict[int, int] = {}
 
     @classmethod
     def create(cls, store_path: str | Path, workflow: RuntimeWorkflow, **kwargs) -> Runtime:
@@ -85,6 +97,7 @@ class Runtime:
             db.execute("UPDATE threads SET status = 'started', lease = ? WHERE id = ?",
                        (None if parks else me, thread))
         if parks:
+            self.parked_at[thread] = head.seq
             return PARKED
         return self._run(thread, head, head.pc, me, op, "run", recovering=False)
 
@@ -95,8 +108,8 @@ class Runtime:
             raise Refused(f"resume value {value} fails the state schema")
         with self.store.snapshot() as db:
             row = self._thread(db, thread)
-            if row.status == "new":
-                raise Refused(f"thread {thread} is not started")
+            if row.status != "started":
+                raise Refused(f"thread {thread} is {'not started' if row.status == 'new' else row.status}")
             head = self.store.head(db, thread)
             target = self._latest_interrupt(head.pc)
             if target is None:
@@ -150,8 +163,8 @@ class Runtime:
         with self.store.transaction() as db:
             self._thread(db, thread)  # refuses a fork of a thread that does not exist
             chain = self.store.chain(db, thread)
-            if not 0 <= checkpoint < len(chain) - 1:
-                raise Refused("a fork starts from a strict ancestor of the head")
+            if not 0 <= checkpoint < len(chain):
+                raise Refused(f"thread {thread} has no checkpoint {checkpoint}")
             position = chain[checkpoint].pc
             inputs = self.store.inputs(db, thread)
             committed = max((c.stage + 1 for c in chain if c.stage >= 0), default=0)
@@ -168,9 +181,14 @@ class Runtime:
                 (new, thread, checkpoint, intent, value if intent == "edit" else None,
                  chain[checkpoint].seq),
             )
-            for entry in chain[: checkpoint + 1]:
+            shares_head = (  # fault warm-fork-shares-state: this client holds the head in memory
+                m.WARM_FORK_SHARES_STATE in self.faults and checkpoint == len(chain) - 1
+                and self.parked_at.get(thread) == chain[checkpoint].seq
+            )
+            for index, entry in enumerate(chain[: checkpoint + 1]):
                 state = entry.state_id
-                if m.FORK_BY_REFERENCE not in self.faults:
+                shared = m.FORK_BY_REFERENCE in self.faults or (shares_head and index == checkpoint)
+                if not shared:
                     state = self.store.insert_state(db, entry.app)  # fork by copy
                 db.execute("INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?)",
                            (new, entry.seq, entry.pc, entry.stage, state))
@@ -190,8 +208,8 @@ class Runtime:
         """A client writes the `note` field of `thread`'s state."""
         with self.store.transaction() as db:
             row = self._thread(db, thread)
-            if row.status == "new":
-                raise Refused(f"thread {thread} is not started")
+            if row.status != "started":
+                raise Refused(f"thread {thread} is {'not started' if row.status == 'new' else row.status}")
             if row.lease is not None and holder_alive(row.lease):
                 raise Refused(f"thread {thread} is running")
             head = self.store.head(db, thread)
@@ -236,9 +254,10 @@ class Runtime:
                     raise Refused(f"resume value {consumed_value} fails the state schema")
             self.probe.at("before-execute", pc)
             new_app = self._execute(thread, pc, app, consumed_value, op, role, recovering)
-            if m.PERSIST_UNVALIDATED not in self.faults and not self.workflow.schema(new_app):
-                self._release(thread, holder)
-                raise Refused(f"node output of stage {pc} fails the state schema")
+            validates = not self.faults & {m.PERSIST_UNVALIDATED, m.PERSIST_INVALID_OUTPUT}
+            if validates and not self.workflow.schema(new_app):
+                self._fail(thread, holder)
+                raise Refused(f"node output of stage {pc} fails the state schema: thread {thread} failed")
             if m.NO_MID_NODE_RECOVERY in self.faults and holder is not None:
                 with self.store.transaction() as db:
                     db.execute("UPDATE threads SET mid_node = 1 WHERE id = ?", (thread,))
@@ -261,17 +280,16 @@ class Runtime:
                     if recorded.rowcount == 0:
                         db.execute("INSERT INTO inputs VALUES (?, ?, ?, 1)", (thread, pc, consumed_value))
                 db.execute("UPDATE threads SET mid_node = 0 WHERE id = ?", (thread,))
-                if m.FORK_BY_REFERENCE in self.faults:
+                if self.faults & {m.FORK_BY_REFERENCE, m.WARM_FORK_SHARES_STATE}:
                     self._write_through_to_parent(db, thread, new_app)
                 done = pc + 1 == self.shape.end
                 parks = not done and self._parks_at(db, thread, pc + 1, recovering)
                 if done or parks:
                     self.store.set_lease(db, thread, None)
             self.probe.at("after-commit", pc)
-            if done:
-                return COMPLETED
-            if parks:
-                return PARKED
+            if done or parks:
+                self.parked_at[thread] = seq + 1
+                return COMPLETED if done else PARKED
             seq, pc, app = seq + 1, pc + 1, new_app
 
     def _execute(self, thread: int, pc: int, app, value, op: str, role: str, recovering: bool):
@@ -283,9 +301,9 @@ class Runtime:
         context = NodeContext(thread, pc, stage.node, op, role, key, recovering)
         new_app = tuple(self.workflow.run_node(pc, tuple(app), value, context))
         if m.RECOVERY_NONDETERMINISTIC_STEP in self.faults and recovering and stage.kind is StageKind.STEP:
-            # Fault: the recovery path computes a step differently (the other valid output).
+            # Fault: the recovery path computes a step differently (the other output).
             flipped = list(new_app)
-            flipped[stage.node] = 3 - flipped[stage.node]
+            flipped[stage.node] = self.shape.step_output(tuple(app), stage.node, flipped=True)
             new_app = tuple(flipped)
         return new_app
 
@@ -319,6 +337,13 @@ class Runtime:
         if m.STUCK_CLAIM in self.faults and recovering:
             return True
         return pc not in self.store.inputs(db, thread)
+
+    def _fail(self, thread: int, holder: str | None) -> None:
+        """A node's output was refused: the thread fails, its lease released, nothing persisted."""
+        with self.store.transaction() as db:
+            db.execute("UPDATE threads SET status = 'failed' WHERE id = ?", (thread,))
+            if holder is not None:
+                db.execute("UPDATE threads SET lease = NULL WHERE id = ? AND lease = ?", (thread, holder))
 
     def _release(self, thread: int, holder: str | None) -> None:
         if holder is None:
@@ -371,13 +396,15 @@ class Runtime:
                 return
 
     def _write_through_to_parent(self, db, thread: int, app) -> None:
-        """Fault fork-by-reference: the fork's base checkpoint state is the parent's object."""
+        """Faults fork-by-reference and warm-fork-shares-state: where the fork's base checkpoint
+        state is the parent's object (not a copy), the fork's commit writes through to it."""
         row = self.store.thread(db, thread)
         if row.parent is None:
             return
-        state = db.execute("SELECT state FROM checkpoints WHERE thread = ? AND seq = ?",
-                           (thread, row.base)).fetchone()[0]
-        self.store.overwrite_state(db, state, tuple(app))
+        state_of = "SELECT state FROM checkpoints WHERE thread = ? AND seq = ?"
+        state = db.execute(state_of, (thread, row.base)).fetchone()[0]
+        if state == db.execute(state_of, (row.parent, row.base)).fetchone()[0]:
+            self.store.overwrite_state(db, state, tuple(app))
 
     # -- observation ---------------------------------------------------------------------
 
@@ -387,8 +414,8 @@ class Runtime:
             threads = []
             for thread in self.store.thread_ids(db):
                 row = self.store.thread(db, thread)
-                if row.status == "new":
-                    run = "new"
+                if row.status in ("new", FAILED):
+                    run = row.status
                 elif row.lease is None:
                     run = "free"
                 elif holder_alive(row.lease):

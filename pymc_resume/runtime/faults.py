@@ -27,6 +27,8 @@ IMPLEMENTED: frozenset[str] = frozenset({
     m.RESTART_FROM_FIRST_STAGE,
     m.NO_MID_NODE_RECOVERY,
     m.VALIDATE_AFTER_CLAIM,
+    m.PERSIST_INVALID_OUTPUT,
+    m.WARM_FORK_SHARES_STATE,  # acts only in a warm client (a long-lived process)
 })
 
 # Mutant name -> its fault switches, for every mutant whose switches the runtime implements.

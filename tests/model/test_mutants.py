@@ -10,7 +10,7 @@ import pytest
 
 from pymc_resume.matrix import REFERENCE, check_row
 from pymc_resume.model import mutants as m
-from pymc_resume.model.bounds import load_bounds
+from pymc_resume.model.bounds import load_bounds, parse_bounds
 from pymc_resume.model.contract import CLAUSE_IDS
 from pymc_resume.model.semantics import ResumeModel
 
@@ -31,7 +31,22 @@ EXPECTED = {
     m.NO_MID_NODE_RECOVERY: {"liveness"},
     m.VALIDATE_AFTER_CLAIM: {"checkpoint-validity", "liveness"},
     m.CONCURRENT_RESUMES_CONSUMED: {"consume-once-consumption", "effect-exactly-once"},
+    m.PERSIST_INVALID_OUTPUT: {"checkpoint-validity"},
+    m.WARM_FORK_SHARES_STATE: {"fork-determinism"},
 }
+
+# `small` with an overflow node: where the mutants whose fault needs one (`Mutant.needs`) are
+# checked, since `small` has none (the frameworks' battery runs at `small`, unchanged).
+SMALL_OVERFLOW = parse_bounds(
+    """
+nodes = ["step", "effect-then-interrupt", "gated", "overflow"]
+values = 2
+processes = 2
+resumes = 2
+crashes = 1
+forks = 1
+invalid_updates = 1
+""", "small-overflow", "tests/model/test_mutants.py")
 
 # The published framework behaviours the catalogue must mirror (CONTRACT.md, "Where it comes from").
 PUBLISHED = {
@@ -73,7 +88,7 @@ def test_an_unknown_mutant_is_refused():
 
 def test_the_reference_is_unchanged_by_the_catalogue(small_matrix):
     reference = small_matrix.rows[REFERENCE]
-    assert reference.distinct_states == 24_655
+    assert reference.distinct_states == 39_413
     assert reference.violated == ()
 
 
@@ -81,8 +96,23 @@ def test_the_reference_is_unchanged_by_the_catalogue(small_matrix):
 def test_each_mutant_violates_its_target_at_small(name, small_matrix):
     row = small_matrix.rows[name]
     assert row.complete
+    if not m.MUTANTS[name].reachable_at(small_matrix.bounds.nodes):
+        assert row.violated == () and name in small_matrix.out_of_reach()
+        return
     assert m.MUTANTS[name].target in row.violated
     assert set(row.violated) == EXPECTED[name]
+
+
+@pytest.mark.parametrize("name", [name for name, mutant in m.MUTANTS.items() if mutant.needs])
+def test_a_mutant_out_of_reach_at_small_violates_its_target_where_it_is_reached(name):
+    row = check_row(SMALL_OVERFLOW, name)
+    assert row.complete and set(row.violated) == EXPECTED[name]
+
+
+def test_the_reference_refuses_an_overflow_and_still_holds_everywhere():
+    row = check_row(SMALL_OVERFLOW, REFERENCE)
+    assert row.complete and row.violated == ()
+    assert row.distinct_states == 52_609
 
 
 # At `default`, the cheapest new mutant (about 10 s); the whole catalogue at `default` is

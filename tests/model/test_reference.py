@@ -16,14 +16,14 @@ def test_every_contract_id_is_checked():
 def test_reference_holds_everywhere_at_small(explored):
     result = explored("small")
     assert result.complete and result.violations == {}
-    assert result.distinct_states == 24_655
+    assert result.distinct_states == 39_413
 
 
 @pytest.mark.slow
 def test_reference_holds_everywhere_at_default(default_exploration):
     result = default_exploration
     assert result.complete and result.violations == {}
-    assert result.distinct_states == 308_462
+    assert result.distinct_states == 434_197
 
 
 def test_symmetry_reduction_changes_counts_not_verdicts(explored):

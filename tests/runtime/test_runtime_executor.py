@@ -199,3 +199,81 @@ def test_store_is_a_real_sqlite_file_in_wal_mode(setup, tmp_path):
     db = sqlite3.connect(runtime.store.path)
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     db.close()
+
+
+# -- reach: forks from the head, schema-invalid node outputs, warm clients, ordered release --
+
+OVERFLOW_NODES = ["step", "effect", "effect-then-interrupt", "gated", "overflow"]
+
+
+@pytest.fixture
+def overflow_setup(tmp_path):
+    shape = Workflow.of(OVERFLOW_NODES)
+    sink = Sink.create(tmp_path / "sink.db")
+    workflow = RuntimeWorkflow(shape, FuzzNodes(shape, sink), lambda app: INVALID not in app,
+                               lambda value: value != INVALID)
+
+    def make(fault=None):
+        return Runtime.create(tmp_path / f"store-{fault}.db", workflow, faults=faults_for(fault))
+
+    return make
+
+
+def test_a_fork_may_start_from_the_head(setup):
+    make, _ = setup
+    runtime = make()
+    runtime.start(0)
+    head = len(thread(runtime)["chain"]) - 1
+    fork = runtime.fork(0, head, "replay")
+    assert thread(runtime, fork)["chain"] == thread(runtime)["chain"]
+    with pytest.raises(Refused, match="no checkpoint"):
+        runtime.fork(0, head + 1, "replay")
+
+
+def test_a_schema_invalid_node_output_fails_the_thread_and_persists_nothing(overflow_setup):
+    runtime = overflow_setup()
+    runtime.start(0)
+    runtime.resume(0, 1)
+    before = thread(runtime)
+    with pytest.raises(Refused, match="node output"):
+        runtime.resume(0, 2)  # inputs v1, v2: the overflow node's output leaves the schema
+    after = thread(runtime)
+    assert after["run"] == "failed" and after["chain"] == before["chain"] + [after["chain"][-1]]
+    assert all(INVALID not in app for _, app, _ in after["chain"])
+    with pytest.raises(Refused, match="failed"):
+        runtime.resume(0, 1)
+
+
+def test_persist_invalid_output_commits_the_out_of_bounds_output(overflow_setup):
+    runtime = overflow_setup("persist-invalid-output")
+    runtime.start(0)
+    runtime.resume(0, 1)
+    assert runtime.resume(0, 2) == COMPLETED
+    assert INVALID in thread(runtime)["chain"][-1][1]
+
+
+def test_a_warm_clients_fork_from_the_head_shares_its_state_only_under_the_fault(setup):
+    make, _ = setup
+    for fault, parent_changes in ((None, False), ("warm-fork-shares-state", True)):
+        runtime = make(fault)
+        assert runtime.start(0) == PARKED  # this object is the warm client: it parked t0
+        before = thread(runtime)
+        fork = runtime.fork(0, len(before["chain"]) - 1, "replay")
+        assert runtime.start(fork) == PARKED
+        runtime.resume(fork, 1)
+        assert (thread(runtime)["chain"] != before["chain"]) is parent_changes
+        fresh = runtime.with_probe(ControlledPoints(None))  # a fresh process: no memory
+        assert fresh.parked_at == {}
+
+
+@pytest.mark.parametrize("order", [[0, 1], [1, 0]])
+def test_ordered_release_decides_which_racer_wins(setup, order):
+    make, _ = setup
+    runtime = make()
+    runtime.start(0)
+    tasks = [in_child(runtime, lambda r, v=v: r.resume(0, v, op=f"d{v}"), window="after-load")
+             for v in (1, 2)]
+    results = run_in_children(tasks, synchronized=True, order=order)
+    winner = order[0]
+    assert [r.value[0] for r in results] == ["ok" if i == winner else "refused" for i in range(2)]
+    assert thread(runtime)["inputs"][3] == winner + 1
