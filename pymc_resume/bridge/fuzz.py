@@ -4,45 +4,103 @@ Hypothesis generates rule sequences (`machine.machine_class`), stops at the firs
 example and shrinks it. The search then goes on in another round in which the clauses already
 found violated are judged but no longer fail an example, until a round finds nothing new or
 the example budget (`examples`, shared by all rounds) is spent; so every clause a fault breaks
-is reported, each with its own repro. A `Recorder` sees every example, every step and every violation, so the
-report does not depend on how Hypothesis re-raises: for each violated clause the shortest
-failing step sequence seen (Hypothesis's shrunk one, normally) becomes the repro, after a
-replay confirms it still fails.
+is reported, each with its own repro. A `Recorder` sees every example, every step and every
+violation, so the report does not depend on how Hypothesis re-raises: for each violated clause
+the shortest failing step sequence seen (Hypothesis's shrunk one, normally) becomes the repro,
+after a replay confirms it still fails.
 
-Verdicts: `violated` with a repro; `not-applicable` when the framework cannot express what a
-clause is about (no interrupt API, no fork); `skipped` when the adapter cannot be observed for a clause;
-`holds` when no step of any example run failed it (a bounded, randomized search, not a proof:
-the explorer gives proofs for the model).
+Nothing found is lost: the moment a clause is first seen violated its failing steps are written
+as a repro (and rewritten whenever a shorter failing example shows up), the JSON result is
+published (`publish`) at that moment and again when each repro is confirmed and minimized, so a
+run killed at any point leaves every finding on disk. A run has time budgets (`bridge/budget.py`):
+`max_seconds` for the whole run, after which it stops cleanly and reports what it found, and
+`shrink_seconds` for each shrinking pass (Hypothesis's on a failing example, then the step-level
+pass on each clause it violates). `examples` counts the examples generated; the replays that
+shrink and confirm are counted apart (`shrink_replays`).
+
+Verdicts: `violated` with a confirmed repro; `unconfirmed` when no replay of its steps showed
+the violation again (a race; never counted as violated); `not-applicable` when the framework
+cannot express what a clause is about (no interrupt API, no fork); `skipped` when the adapter
+cannot be observed for a clause; `holds` when no step of any example run failed it (a bounded,
+randomized search, not a proof: the explorer gives proofs for the model).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
+from hypothesis import seed as hypothesis_seed
 from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.errors import Flaky, FlakyStrategyDefinition
-from hypothesis import seed as hypothesis_seed
 from hypothesis.stateful import run_state_machine_as_test
 
 from pymc_resume.bridge.adapter import unsupported_operations
+from pymc_resume.bridge.budget import Budget, BudgetSpent, past
 from pymc_resume.bridge.clauses import not_expressible, unobservable
+from pymc_resume.bridge.host import AdapterInfo
 from pymc_resume.bridge.machine import fuzz_settings, machine_class
-from pymc_resume.bridge.registry import factory
+from pymc_resume.bridge.registry import AdapterBuilder, factory
 from pymc_resume.bridge.repro import replay_steps, repro_document, write_repro
-from pymc_resume.bridge.shrink import minimize
 from pymc_resume.bridge.session import AdapterFailure, Session, Violation
+from pymc_resume.bridge.shrink import minimize
+from pymc_resume.bridge.workdirs import sweep
+from pymc_resume.errors import EnvironmentProblem
 from pymc_resume.model.bounds import Bounds
 from pymc_resume.model.contract import CLAUSE_IDS, HOLDS, NOT_APPLICABLE, SKIPPED, VIOLATED
+
+# The share of a run's remaining time Hypothesis's shrinking of one failing example may take:
+# the step-level pass after it (`bridge/shrink.py`) deletes whole steps and does more per replay.
+HYPOTHESIS_SHRINK_SHARE = 0.5
+
+# The contract's verdict for what a live run saw and no replay of its repro showed again.
+UNCONFIRMED = "unconfirmed"
+
+
+@attrs.frozen
+class Target:
+    """What every repro of a run names: the adapter (its spec and what it declared), the bounds
+    and seed, where repros go, and the step timeout replays use."""
+
+    adapter: str
+    info: AdapterInfo
+    bounds: Bounds
+    seed: int | None
+    repro_dir: Path
+    step_timeout: float | None = 30.0
+
+    def builder(self, options: dict | None = None) -> AdapterBuilder:
+        options = self.info.options if options is None else options
+        return factory(self.adapter, options, timeout=self.step_timeout)
+
+    def write(self, clause_id: str, violation: Violation, options: dict, *, confirmed: bool,
+              attempts: int) -> tuple[Path, Path, dict]:
+        """Write the clause's repro (JSON and pytest file, atomically) from `violation`'s steps."""
+        document = repro_document(adapter=self.adapter, options=options, version=self.info.version,
+                                  seed=self.seed, bounds=self.bounds, violation=violation, clause=clause_id)
+        document["confirmed_by_replay"] = confirmed
+        document["replay_attempts"] = attempts
+        json_path, test_path = write_repro(self.repro_dir, document)
+        return json_path, test_path, document
 
 
 @attrs.define
 class Recorder:
-    """Counts examples and steps; keeps every violation seen, in order."""
+    """Counts examples, shrink replays and steps; keeps every violation seen, in order; stops
+    examples when the budget says so; hands each violation to `on_violation` (the writer of
+    repros as found).
 
+    An example run after the round's first failure is one of Hypothesis's shrink replays:
+    counted in `shrink_replays`, not in `examples`."""
+
+    budget: Budget = attrs.Factory(Budget)
+    shrink: bool = True
+    on_violation: Callable[[Violation], None] | None = None
     started: float = attrs.Factory(time.perf_counter)
     examples: int = 0
+    shrink_replays: int = 0
     steps: int = 0
     violations: list[Violation] = attrs.Factory(list)
     first_failure: tuple[int, float] | None = None  # (examples run, seconds) at the first
@@ -50,12 +108,25 @@ class Recorder:
     round_start: int = 0  # examples run before the current round
     round_failure: int | None = None  # examples into the current round at its first failure
     round_clauses: set[str] = attrs.Factory(set)
+    shrink_until: float | None = None  # when Hypothesis's shrinking of this round must stop
 
     def start_round(self) -> None:
         self.round_start, self.round_failure, self.round_clauses = self.examples, None, set()
+        self.shrink_until = None
 
     def example(self) -> None:
-        self.examples += 1
+        """A new example is about to start: check the budgets, then count it."""
+        self.check_budget()
+        if self.round_failure is None:
+            self.examples += 1
+        else:
+            self.shrink_replays += 1
+
+    def replay(self) -> None:
+        self.shrink_replays += 1
+
+    def check_budget(self) -> None:
+        self.budget.check(self.shrink_until)
 
     def step(self) -> None:
         self.steps += 1
@@ -66,16 +137,23 @@ class Recorder:
             self.first_failure = now
         if self.round_failure is None:
             self.round_failure = self.examples - self.round_start
+            if self.shrink:  # half the time left at most: the step pass shrinks better
+                self.shrink_until = self.budget.shrink_deadline(share=HYPOTHESIS_SHRINK_SHARE)
         for clause_id in violation.clauses:
             self.first_by_clause.setdefault(clause_id, now)
         self.round_clauses.update(violation.clauses)
         self.violations.append(violation)
+        if self.on_violation is not None:
+            self.on_violation(violation)
 
     def shortest(self, clause_id: str) -> list[Violation]:
-        """Violations of this clause, fewest steps first (latest first among equals)."""
+        """Violations of this clause no longer than the first one seen, fewest steps first
+        (latest first among equals): a repro is never longer than the first failing example."""
         found = [(len(v.steps), -i, v) for i, v in enumerate(self.violations) if clause_id in v.clauses]
-        return [v for _, _, v in sorted(found, key=lambda item: item[:2])]
-
+        if not found:
+            return []
+        first = len(next(v for v in self.violations if clause_id in v.clauses).steps)
+        return [v for length, _, v in sorted(found, key=lambda item: item[:2]) if length <= first]
 
 
 @attrs.frozen
@@ -90,7 +168,7 @@ class ClauseResult:
 
     def as_json(self) -> dict:
         data = {"verdict": self.verdict, "reason": self.reason, "trace": self.steps, "repro": self.repro}
-        if self.verdict == VIOLATED:
+        if self.verdict in (VIOLATED, UNCONFIRMED):
             data["repro_steps"] = self.repro_steps
             data["pytest"] = self.pytest
             data["first_failure"] = None if self.first_failure is None else {
@@ -105,12 +183,15 @@ class FuzzReport:
     version: str
     bounds: Bounds
     seed: int | None
-    examples: int
+    examples: int  # examples generated (Hypothesis's shrink replays not included)
     steps: int
     seconds: float
     first_failure: tuple[int, float] | None
     clauses: dict[str, ClauseResult]
-    error: str | None = None  # the adapter raised or hung: no verdicts
+    error: str | None = None  # the adapter raised or hung: the verdicts are incomplete
+    shrink_replays: int = 0  # replays that shrank or confirmed a failure
+    stopped: str | None = None  # why the search ended before its example budget (a time budget)
+    finished: bool = True  # False while the run is still going (a result published on the way)
 
     @property
     def steps_per_second(self) -> float:
@@ -127,7 +208,10 @@ class FuzzReport:
             "adapter_version": self.version,
             "bounds": self.bounds.as_json(),
             "seed": self.seed,
+            "finished": self.finished,
+            "stopped": self.stopped,
             "examples": self.examples,
+            "shrink_replays": self.shrink_replays,
             "steps": self.steps,
             "seconds": round(self.seconds, 3),
             "steps_per_second": round(self.steps_per_second, 1),
@@ -152,83 +236,204 @@ def run_fuzz(
     shrink: bool = True,
     all_clauses: bool = True,
     known: frozenset[str] = frozenset(),
+    budget: Budget | None = None,
+    publish: Callable[[FuzzReport], None] | None = None,
 ) -> FuzzReport:
     """Fuzz `adapter` (a built-in name or module:Class) and write a repro per violated clause.
 
     `all_clauses=False` stops at the first violation (one round). Clauses in `known` (found
-    violated elsewhere) are judged but do not stop an example.
+    violated elsewhere) are judged but do not stop an example. `budget` limits the run's time
+    (see `bridge/budget.py`); `publish` gets the report so far whenever a finding changes it,
+    and the final one.
 
-    Raises `registry.AdapterSpecError` when the adapter cannot be built.
+    Raises `registry.AdapterSpecError` when the adapter cannot be built, `AdapterError` when
+    building it hangs or kills its process.
     """
-    make_adapter = factory(adapter, options)
-    probe = make_adapter()
-    capabilities = frozenset(probe.capabilities)
-    recorder = Recorder()
+    sweep()  # work directories a killed run left behind
+    builder = factory(adapter, options, timeout=step_timeout)
+    target = Target(adapter, builder.info, bounds, seed, Path(repro_dir), step_timeout)
+    run = FuzzRun(target, builder, budget or Budget(), shrink, publish, known)
+    run.search(examples, steps, use_database, all_clauses)
+    return run.finish(all_clauses)
 
-    def session_factory(ignore: frozenset[str]):
-        def make_session() -> Session:
-            recorder.example()
-            return Session(make_adapter(), bounds.workflow, bounds.values, step_timeout=step_timeout,
-                           on_step=recorder.step, on_violation=recorder.violation, ignore=ignore)
-        return make_session
 
-    database = None
-    if use_database:  # one database per adapter configuration: the machine's code is shared
-        fault = probe.options().get("fault") or "nofault"
-        name = f"{adapter.replace(':', '.')}-{fault}"
-        database = DirectoryBasedExampleDatabase(str(Path(repro_dir) / "hypothesis-db" / name))
-    error = None
-    found: set[str] = set(known)
-    remaining = examples
-    while remaining > 0 and error is None:
-        recorder.start_round()
-        machine = machine_class(session_factory(frozenset(found)), processes=bounds.processes)
-        if seed is not None:
-            hypothesis_seed(seed)(machine)
+class Findings:
+    """A run's findings, written the moment they are known: each violated clause's failing
+    steps as a repro when first seen (rewritten when a shorter failing example shows up), then
+    its confirmed, minimized repro (`confirm`). `changed` is called after every write, so that
+    the run can publish its result so far."""
+
+    def __init__(self, target: Target, changed: Callable[[], None] | None = None) -> None:
+        self.target = target
+        self.changed = changed
+        self.results: dict[str, ClauseResult] = {}  # confirmed (or given up) repros, by clause
+        self.as_found: dict[str, int] = {}  # clause -> steps of its unconfirmed repro on disk
+        self.lost: str | None = None  # why a repro could not be written
+
+    def seen(self, violation: Violation) -> None:
+        """A failing example: write each clause's steps as a repro when it is the first or the
+        shortest seen so far (not confirmed yet)."""
+        wrote = False
+        for clause_id in violation.clauses:
+            written = self.as_found.get(clause_id)
+            if clause_id in self.results or (written is not None and written <= len(violation.steps)):
+                continue
+            try:
+                self.target.write(clause_id, violation, self.target.info.options, confirmed=False,
+                                  attempts=replays_allowed(violation.steps, 1))
+            except OSError as error:
+                self.lost = f"cannot write a repro in {self.target.repro_dir}: {error.strerror or error}"
+                continue
+            self.as_found[clause_id] = len(violation.steps)
+            wrote = True
+        if wrote and self.changed is not None:
+            self.changed()
+
+    def confirm(self, clause_id: str, recorder: Recorder, budget: Budget, shrink: bool) -> ClauseResult:
+        """Confirm, minimize (within a shrink budget) and write the clause's repro."""
+        deadline = budget.shrink_deadline() if shrink else None
+        result = clause_repro(clause_id, recorder.shortest(clause_id), self.target, shrink=shrink,
+                              deadline=deadline, recorder=recorder)
+        result = attrs.evolve(result, first_failure=recorder.first_by_clause[clause_id])
+        self.results[clause_id] = result
+        if self.changed is not None:
+            self.changed()
+        return result
+
+    def check_written(self) -> None:
+        """Raise EnvironmentProblem if a repro could not be written."""
+        if self.lost is not None:
+            raise EnvironmentProblem(self.lost)
+
+
+class FuzzRun:
+    """The state of one `run_fuzz`: the recorder, the budget, the findings."""
+
+    def __init__(self, target: Target, builder: AdapterBuilder, budget: Budget, shrink: bool,
+                 publish: Callable[[FuzzReport], None] | None, known: frozenset[str]) -> None:
+        self.target = target
+        self.builder = builder
+        self.budget = budget
+        self.shrink = shrink
+        self.publish = publish
+        self.found: set[str] = set(known)
+        self.findings = Findings(target, changed=self._publish)
+        self.recorder = Recorder(budget, shrink, on_violation=self.findings.seen)
+        self.error: str | None = None
+        self.stopped: str | None = None
+
+    # -- the search ------------------------------------------------------------------------
+
+    def search(self, examples: int, steps: int, use_database: bool, all_clauses: bool) -> None:
+        database = self._database() if use_database else None
+        remaining = examples
+        while remaining > 0 and self.error is None and self.stopped is None:
+            self.recorder.start_round()
+            self._round(remaining, steps, database)
+            new = [cid for cid in CLAUSE_IDS if cid in self.recorder.round_clauses - self.found]
+            for clause_id in new:
+                self.findings.confirm(clause_id, self.recorder, self.budget, self.shrink)
+            if self.stopped is None and self.budget.spent():
+                self.stopped = self.budget.stopped_reason()
+            if not new or not all_clauses or self.recorder.round_failure is None:
+                break
+            self.found |= set(new)
+            remaining -= max(self.recorder.round_failure, 1)
+
+    def _round(self, remaining: int, steps: int, database) -> None:
+        """One Hypothesis run, ignoring the clauses found so far; stops at its first failure."""
+        machine = machine_class(self._session_factory(frozenset(self.found)),
+                                processes=self.target.bounds.processes)
+        if self.target.seed is not None:
+            hypothesis_seed(self.target.seed)(machine)
         try:
-            run_state_machine_as_test(machine, settings=fuzz_settings(remaining, steps, database, shrink))
+            run_state_machine_as_test(machine, settings=fuzz_settings(remaining, steps, database, self.shrink))
         except Violation:
             pass  # recorded
         except (Flaky, FlakyStrategyDefinition):
             pass  # a race made a failure flaky on replay; the recorded failures still stand
         except AdapterFailure as failure:
-            error = str(failure)
-        new = recorder.round_clauses - found
-        if not new or not all_clauses or recorder.round_failure is None:
-            break
-        found |= new
-        remaining -= max(recorder.round_failure, 1)
-    seconds = time.perf_counter() - recorder.started
-    clauses = {} if error else _verdicts(recorder, capabilities, adapter, probe, bounds, seed, repro_dir, all_clauses,
-                                         shrink)
-    return FuzzReport(adapter, probe.options(), probe.version, bounds, seed, recorder.examples,
-                      recorder.steps, seconds, recorder.first_failure, clauses, error)
+            self.error = str(failure)
+        except BudgetSpent as spent:
+            if spent.whole_run:
+                self.stopped = self.budget.stopped_reason()
+
+    def _session_factory(self, ignore: frozenset[str]):
+        recorder, bounds = self.recorder, self.target.bounds
+
+        def make_session() -> Session:
+            recorder.example()
+            return Session(self.builder, bounds.workflow, bounds.values, step_timeout=self.target.step_timeout,
+                           before_step=recorder.check_budget, on_step=recorder.step,
+                           on_violation=recorder.violation, ignore=ignore)
+
+        return make_session
+
+    def _database(self):
+        """One example database per adapter configuration: the machine's code is shared."""
+        fault = self.target.info.options.get("fault") or "nofault"
+        name = f"{self.target.adapter.replace(':', '.')}-{fault}"
+        return DirectoryBasedExampleDatabase(str(self.target.repro_dir / "hypothesis-db" / name))
+
+    def _publish(self) -> None:
+        if self.publish is not None:
+            self.publish(self.report(finished=False))
+
+    # -- the report --------------------------------------------------------------------------
+
+    def finish(self, all_clauses: bool) -> FuzzReport:
+        self.findings.check_written()
+        report = self.report(finished=True, all_clauses=all_clauses)
+        if self.publish is not None:
+            self.publish(report)
+        return report
+
+    def report(self, finished: bool, all_clauses: bool = True) -> FuzzReport:
+        recorder, info = self.recorder, self.target.info
+        return FuzzReport(
+            self.target.adapter, info.options, info.version, self.target.bounds, self.target.seed,
+            recorder.examples, recorder.steps, time.perf_counter() - recorder.started, recorder.first_failure,
+            self._verdicts(finished, all_clauses), self.error, recorder.shrink_replays, self.stopped, finished,
+        )
+
+    def _verdicts(self, finished: bool, all_clauses: bool) -> dict[str, ClauseResult]:
+        info, recorder, results = self.target.info, self.recorder, self.findings.results
+        skip = unobservable(info.capabilities)
+        not_applicable = not_expressible(unsupported_operations(info))
+        verdicts = {}
+        for clause_id in CLAUSE_IDS:
+            if clause_id in not_applicable:
+                verdicts[clause_id] = ClauseResult(NOT_APPLICABLE, reason=not_applicable[clause_id])
+            elif clause_id in skip:
+                verdicts[clause_id] = ClauseResult(SKIPPED, reason=skip[clause_id])
+            elif clause_id in results:
+                verdicts[clause_id] = results[clause_id]
+            elif clause_id in recorder.first_by_clause:
+                verdicts[clause_id] = being_confirmed(recorder, clause_id)
+            elif self.error is not None:
+                verdicts[clause_id] = ClauseResult(SKIPPED, reason=f"the adapter failed: {self.error}")
+            else:
+                verdicts[clause_id] = ClauseResult(HOLDS, reason=self._holds_reason(finished, all_clauses))
+        return verdicts
+
+    def _holds_reason(self, finished: bool, all_clauses: bool) -> str | None:
+        recorder = self.recorder
+        if not finished:
+            return f"held on every step judged so far ({recorder.examples} examples; the run is still going)"
+        if self.stopped is not None:
+            return f"held on every step of {recorder.examples} examples; the search stopped early: {self.stopped}"
+        if recorder.violations and not all_clauses:
+            return (f"held on every step judged; the search stopped at the first violation "
+                    f"after {recorder.first_failure[0]} examples")
+        return None
 
 
-def _verdicts(recorder: Recorder, capabilities, adapter: str, probe, bounds, seed, repro_dir,
-              all_clauses: bool, shrink: bool) -> dict:
-    skip = unobservable(capabilities)
-    not_applicable = not_expressible(unsupported_operations(probe))
-    stopped = bool(recorder.violations)
-    results = {}
-    for clause_id in CLAUSE_IDS:
-        if clause_id in not_applicable:
-            results[clause_id] = ClauseResult(NOT_APPLICABLE, reason=not_applicable[clause_id])
-            continue
-        if clause_id in skip:
-            results[clause_id] = ClauseResult(SKIPPED, reason=skip[clause_id])
-            continue
-        candidates = recorder.shortest(clause_id)
-        if candidates:
-            result = clause_repro(clause_id, candidates, adapter, probe, bounds, seed, repro_dir, shrink)
-            results[clause_id] = attrs.evolve(result, first_failure=recorder.first_by_clause[clause_id])
-            continue
-        reason = None
-        if stopped and not all_clauses:
-            reason = (f"held on every step judged; the search stopped at the first violation "
-                      f"after {recorder.first_failure[0]} examples")
-        results[clause_id] = ClauseResult(HOLDS, reason=reason)
-    return results
+def being_confirmed(recorder: Recorder, clause_id: str) -> ClauseResult:
+    """The verdict of a clause seen violated whose repro is not confirmed yet."""
+    first = recorder.first_by_clause[clause_id]
+    return ClauseResult(UNCONFIRMED, reason=f"seen after {first[0]} examples; not confirmed by a replay "
+                                            "yet (the run was still going when this was written)",
+                        first_failure=first)
 
 
 # How often a failing step list is replayed before it counts as not reproducing: a violation
@@ -239,58 +444,86 @@ CONFIRM_ATTEMPTS = 10
 RELIABLE_REPLAYS = 2
 
 
-def clause_repro(clause_id: str, candidates: list[Violation], adapter, probe, bounds, seed, repro_dir,
-                 shrink: bool = True) -> ClauseResult:
+def clause_repro(clause_id: str, candidates: list[Violation], target: Target, *, shrink: bool = True,
+                 deadline: float | None = None, recorder: Recorder | None = None) -> ClauseResult:
     """Confirm the shortest failing steps seen by a replay, minimize them (see `shrink`; not
-    when `shrink` is false) and write the repro.
+    when `shrink` is false) until `deadline`, and write the repro.
 
     The repro is the shortest step list that fails on every one of a few replays; where only
     races reproduce (some replays fail, some do not), the one that failed most often is kept.
     A repro whose steps can race (see `may_race`) says how many replays to allow
-    (`replay_attempts`): a few replays that all failed do not show that every one will.
+    (`replay_attempts`): a few replays that all failed do not show that every one will. Each
+    better repro found on the way is written at once. Past the deadline, only the confirming
+    replays run (at least one per candidate). A liveness failure is shrunk with the shortest
+    lease the adapter allows (`shortest_lease`), when it still fails with it.
     """
-    make_adapter = factory(adapter, probe.options())
+    replays = Replays(clause_id, target, target.info.options, recorder)
+    if clause_id == "liveness" and target.info.shortest_lease:
+        replays = replays.with_short_lease(candidates[0].steps)
 
-    def replay(steps):
-        return replay_steps(make_adapter, bounds, steps, only=clause_id)
+    def keep(violation: Violation) -> None:  # a better repro found while minimizing
+        target.write(clause_id, violation, replays.options, confirmed=True,
+                     attempts=replays_allowed(violation.steps, 1))
 
     chosen, confirmed, attempts = candidates[0], False, 1
     racy: list[tuple[int, Violation]] = []
     for violation in candidates[:3]:  # the shortest that reproduces reliably
-        replayed, attempt = _confirm(violation.steps, clause_id, replay)
-        if replayed is None:
-            continue
-        options = [replayed]
-        if attempt == 1 and shrink:
-            _steps, minimized = minimize(replayed.steps, clause_id, replay)
-            if minimized is not None and len(minimized.steps) < len(replayed.steps):
-                options.insert(0, minimized)
-        reliable = None
-        for option in options:
-            hits = _hits(option.steps, clause_id, replay, RELIABLE_REPLAYS)
-            if hits == RELIABLE_REPLAYS:
-                reliable = option
+        replayed, attempt = _confirm(violation.steps, replays, deadline)
+        if replayed is not None:
+            options = [replayed]
+            if attempt == 1 and shrink and not past(deadline):
+                keep(replayed)
+                _steps, minimized = minimize(replayed.steps, clause_id, replays, deadline=deadline,
+                                             on_better=keep, confirmed=replayed)
+                if minimized is not None and len(minimized.steps) < len(replayed.steps):
+                    options.insert(0, minimized)
+            reliable = next((o for o in options if _reliable(o, replays, racy)), None)
+            if reliable is not None:
+                chosen, confirmed = reliable, True
                 break
-            racy.append((hits, option))
-        if reliable is not None:
-            chosen, confirmed = reliable, True
+        if past(deadline):
             break
-    else:
-        if racy:  # only races reproduce it: the one that did most often
-            chosen = max(racy, key=lambda entry: (entry[0], -len(entry[1].steps)))[1]
-            confirmed, attempts = True, CONFIRM_ATTEMPTS
-    document = repro_document(adapter=adapter, options=probe.options(), version=probe.version,
-                              seed=seed, bounds=bounds, violation=chosen, clause=clause_id)
-    document["confirmed_by_replay"] = confirmed
-    document["replay_attempts"] = CONFIRM_ATTEMPTS if may_race(chosen.steps) else attempts
-    json_path, test_path = write_repro(repro_dir, document)
+    if not confirmed and racy:  # only races reproduce it: the one that did most often
+        chosen = max(racy, key=lambda entry: (entry[0], -len(entry[1].steps)))[1]
+        confirmed, attempts = True, CONFIRM_ATTEMPTS
+    json_path, test_path, document = target.write(
+        clause_id, chosen, replays.options, confirmed=confirmed, attempts=replays_allowed(chosen.steps, attempts))
     reason = chosen.clauses[clause_id]
     if not confirmed:
-        reason += f" (not reproduced in {CONFIRM_ATTEMPTS} replays: a race)"
-    elif attempts > 1:
-        reason += f" (a race: not every replay shows it; its repro allows {attempts} replays)"
-    return ClauseResult(VIOLATED, reason=reason, repro=str(json_path), pytest=str(test_path),
+        reason += f" (not seen again in up to {CONFIRM_ATTEMPTS} replays of its steps: a race)"
+        verdict = UNCONFIRMED
+    else:
+        verdict = VIOLATED
+        if attempts > 1:
+            reason += f" (a race: not every replay shows it; its repro allows {attempts} replays)"
+    return ClauseResult(verdict, reason=reason, repro=str(json_path), pytest=str(test_path),
                         repro_steps=len(document["steps"]), steps=document["steps"])
+
+
+class Replays:
+    """Replays of step lists for one clause, each on a fresh adapter of one configuration
+    (`options`), counted as shrink replays; a callable as `shrink.minimize` wants."""
+
+    def __init__(self, clause_id: str, target: Target, options: dict, recorder: Recorder | None) -> None:
+        self.clause_id, self.target, self.options, self.recorder = clause_id, target, options, recorder
+        self.builder = target.builder(options)
+
+    def __call__(self, steps: list[dict]) -> Violation | None:
+        if self.recorder is not None:
+            self.recorder.replay()
+        return replay_steps(self.builder, self.target.bounds, steps, self.target.step_timeout, only=self.clause_id)
+
+    def with_short_lease(self, steps: list[dict]) -> Replays:
+        """These replays under the adapter's shortest lease, if the steps still fail with it."""
+        short = Replays(self.clause_id, self.target, {**self.options, **self.target.info.shortest_lease},
+                        self.recorder)
+        replayed, _ = _confirm(steps, short, deadline=None, attempts=1)
+        return short if replayed is not None else self
+
+
+def replays_allowed(steps: list[dict], attempts: int) -> int:
+    """How many replays a repro of `steps` allows (see `may_race`)."""
+    return CONFIRM_ATTEMPTS if may_race(steps) else attempts
 
 
 def may_race(steps: list[dict]) -> bool:
@@ -300,27 +533,42 @@ def may_race(steps: list[dict]) -> bool:
     return any(step.get("crash") or step["action"] == "resume-together" for step in steps)
 
 
-def _hits(steps: list[dict], clause_id: str, replay, replays: int) -> int:
+def _clean(steps: list[dict]) -> list[dict]:
+    return [{k: v for k, v in step.items() if k != "outcome"} for step in steps]
+
+
+def _reliable(option: Violation, replays: Replays, racy: list[tuple[int, Violation]]) -> bool:
+    """Whether `option` fails on every one of a few fresh replays; if not, it joins `racy`
+    with the number of replays it failed on."""
+    hits = _hits(option.steps, replays, RELIABLE_REPLAYS)
+    if hits < RELIABLE_REPLAYS:
+        racy.append((hits, option))
+    return hits == RELIABLE_REPLAYS
+
+
+def _hits(steps: list[dict], replay: Replays, replays: int) -> int:
     """In how many of `replays` fresh replays of `steps` the clause fails again."""
-    clean = [{k: v for k, v in step.items() if k != "outcome"} for step in steps]
     hits = 0
     for _ in range(replays):
         try:
-            violation = replay(clean)
+            violation = replay(_clean(steps))
         except AdapterFailure:
             continue
-        hits += violation is not None and clause_id in violation.clauses
+        hits += violation is not None and replay.clause_id in violation.clauses
     return hits
 
 
-def _confirm(steps: list[dict], clause_id: str, replay) -> tuple[Violation | None, int]:
-    """Replay `steps` until the clause fails again: (the violation, the attempt), or (None, 0)."""
-    clean = [{k: v for k, v in step.items() if k != "outcome"} for step in steps]
-    for attempt in range(1, CONFIRM_ATTEMPTS + 1):
+def _confirm(steps: list[dict], replay: Replays, deadline: float | None,
+             attempts: int = CONFIRM_ATTEMPTS) -> tuple[Violation | None, int]:
+    """Replay `steps` until the clause fails again: (the violation, the attempt), or (None, 0).
+    Past `deadline` no further attempt starts (the first always does)."""
+    for attempt in range(1, attempts + 1):
+        if attempt > 1 and past(deadline):
+            break
         try:
-            violation = replay(clean)
+            violation = replay(_clean(steps))
         except AdapterFailure:
             return None, 0
-        if violation is not None and clause_id in violation.clauses:
+        if violation is not None and replay.clause_id in violation.clauses:
             return violation, attempt
     return None, 0

@@ -7,6 +7,11 @@ others. The budget then fuzzes the configuration (`fuzz.run_fuzz`) for whatever 
 did not find. Every violation gets a minimal repro, confirmed by a replay, that
 `pymc-resume replay` reproduces.
 
+As in `fuzz`, findings are written as soon as they are known: a violated clause's repro when a
+scenario first shows it, the confirmed and minimized one right after the battery, and the
+profile so far through `publish` at each of these moments. A time budget (`Budget`) stops the
+battery between scenarios and the fuzzing between steps; the profile then reports what it found.
+
 Verdicts: `violated` (with its repro), `holds` (no scenario and no fuzzed example failed it),
 `not-applicable` (the framework cannot express what the clause is about) or `skipped` (the
 adapter cannot observe what the clause needs). Notes record evidence a reader needs next to the
@@ -23,11 +28,13 @@ import attrs
 
 from pymc_resume.bridge.adapter import CRASHED, expressible_workflow, unsupported_operations
 from pymc_resume.bridge.clauses import not_expressible, unobservable
-from pymc_resume.bridge.fuzz import ClauseResult, Recorder, clause_repro, run_fuzz
-from pymc_resume.bridge.registry import Configuration, factory
+from pymc_resume.bridge.budget import Budget, BudgetSpent
+from pymc_resume.bridge.fuzz import ClauseResult, Findings, FuzzReport, Recorder, Target, being_confirmed, run_fuzz
+from pymc_resume.bridge.registry import AdapterBuilder, Configuration, factory
 from pymc_resume.bridge.scenarios import Scenario, scenarios
 from pymc_resume.bridge.session import AdapterFailure, Session, Violation
 from pymc_resume.bridge.sink import SinkEvent
+from pymc_resume.bridge.workdirs import sweep
 from pymc_resume.model.bounds import Bounds
 from pymc_resume.model.contract import CLAUSE_IDS, HOLDS, NOT_APPLICABLE, SKIPPED, VIOLATED
 
@@ -43,6 +50,8 @@ class Profile:
     examples: int
     seconds: float
     error: str | None = None  # the adapter raised or hung: the verdicts are incomplete
+    stopped: str | None = None  # why the profile ended early (a time budget)
+    finished: bool = True  # False while the run is still going (a profile published on the way)
 
     @property
     def violated(self) -> list[str]:
@@ -65,6 +74,8 @@ class Profile:
             "examples": self.examples,
             "seconds": round(self.seconds, 1),
             "error": self.error,
+            "stopped": self.stopped,
+            "finished": self.finished,
         }
 
 
@@ -74,6 +85,7 @@ class BatteryResult:
     ran: int = 0
     evidence: list[tuple[Scenario, list[SinkEvent]]] = attrs.Factory(list)  # crashed scenarios
     error: str | None = None
+    stopped: bool = False  # the time budget ran out before every scenario ran
 
 
 def run_profile(
@@ -88,63 +100,167 @@ def run_profile(
     step_timeout: float | None = 60.0,
     shrink: bool = True,
     progress: Callable[[str], None] | None = None,
+    budget: Budget | None = None,
+    publish: Callable[[Profile], None] | None = None,
 ) -> Profile:
     """The conformance profile of one configuration: the battery, then `examples` fuzzed ones.
     `shrink=False` keeps each violation's failing steps as found (confirmed by a replay).
+    `budget` limits the time (see `bridge/budget.py`); `publish` gets the profile so far
+    whenever a finding changes it.
 
     Raises `registry.AdapterSpecError` when the adapter cannot be built.
     """
-    say = progress or (lambda message: None)
-    started = time.perf_counter()
-    make_adapter = factory(configuration.adapter, configuration.options)
-    probe = make_adapter()
-    workflow = expressible_workflow(bounds.workflow, unsupported_operations(probe))
-    battery = scenarios(workflow, bounds.processes)
-    say(f"{family} {configuration.name}: {len(battery)} targeted scenarios")
-    result = run_battery(make_adapter, bounds, battery, step_timeout)
-    found = {cid for violation in result.recorder.violations for cid in violation.clauses}
-    fuzzed = None
-    if examples > 0 and result.error is None:
-        say(f"{family} {configuration.name}: fuzzing, {examples} examples")
-        fuzzed = run_fuzz(configuration.adapter, configuration.options, bounds, examples=examples,
-                          steps=steps, seed=seed, repro_dir=repro_dir, step_timeout=step_timeout,
-                          shrink=shrink, known=frozenset(found))
-    clauses = {}
-    for clause_id in CLAUSE_IDS:
-        clauses[clause_id] = _verdict(clause_id, result, fuzzed, probe, configuration, bounds, seed,
-                                      repro_dir, shrink)
-    error = result.error or (fuzzed.error if fuzzed is not None else None)
-    notes = tuple(evidence_notes(result.evidence))
-    return Profile(family, configuration, probe.version, clauses, notes, result.ran,
-                   fuzzed.examples if fuzzed is not None else 0, time.perf_counter() - started, error)
+    return ProfileRun(family, configuration, bounds, examples=examples, steps=steps, seed=seed,
+                      repro_dir=Path(repro_dir), step_timeout=step_timeout, shrink=shrink,
+                      say=progress or (lambda message: None), budget=budget or Budget(),
+                      publish=publish).run()
 
 
-def run_battery(make_adapter, bounds: Bounds, battery: list[Scenario], step_timeout) -> BatteryResult:
-    """Run every scenario the adapter can express; violations go to the result's recorder."""
-    result = BatteryResult(Recorder())
-    for scenario in battery:
-        probe_session = None
-        ignore: set[str] = set()
-        for _ in range(len(CLAUSE_IDS)):  # once more per new clause found, ignoring the found ones
-            try:
-                session = Session(make_adapter(), bounds.workflow, bounds.values, step_timeout=step_timeout,
-                                  on_violation=result.recorder.violation, ignore=frozenset(ignore))
-            except AdapterFailure as failure:
-                result.error = str(failure)
-                return result
-            if any(not session.can(op) for op in scenario.needs):
-                session.close()
-                break
-            probe_session = session
-            violation = _run_scenario(session, scenario, result)
+@attrs.define
+class ProfileRun:
+    """One `run_profile`: its settings, then what the battery and the fuzzing found."""
+
+    family: str
+    configuration: Configuration
+    bounds: Bounds
+    examples: int
+    steps: int
+    seed: int | None
+    repro_dir: Path
+    step_timeout: float | None
+    shrink: bool
+    say: Callable[[str], None]
+    budget: Budget
+    publish: Callable[[Profile], None] | None
+    started: float = attrs.Factory(time.perf_counter)
+    target: Target | None = None
+    findings: Findings | None = None
+    battery: BatteryResult | None = None
+    fuzzed: FuzzReport | None = None
+
+    def run(self) -> Profile:
+        sweep()  # work directories a killed run left behind
+        configuration, bounds = self.configuration, self.bounds
+        builder = factory(configuration.adapter, configuration.options, timeout=self.step_timeout)
+        self.target = Target(configuration.adapter, builder.info, bounds, self.seed, self.repro_dir,
+                             self.step_timeout)
+        self.findings = Findings(self.target, changed=self._publish)
+        workflow = expressible_workflow(bounds.workflow, unsupported_operations(builder.info))
+        battery = scenarios(workflow, bounds.processes)
+        self.say(f"{self.family} {configuration.name}: {len(battery)} targeted scenarios")
+        # No shrink budget here: the battery's scenarios are short already, and are not shrunk.
+        recorder = Recorder(self.budget, shrink=False, on_violation=self.findings.seen)
+        self.battery = run_battery(builder, bounds, battery, self.step_timeout, recorder)
+        found = [cid for cid in CLAUSE_IDS if cid in recorder.first_by_clause]
+        for clause_id in found:
+            self.findings.confirm(clause_id, recorder, self.budget, self.shrink)
+        if self.examples > 0 and self.battery.error is None and not self.budget.spent():
+            self.say(f"{self.family} {configuration.name}: fuzzing, {self.examples} examples")
+            self.fuzzed = run_fuzz(configuration.adapter, configuration.options, bounds, examples=self.examples,
+                                   steps=self.steps, seed=self.seed, repro_dir=self.repro_dir,
+                                   step_timeout=self.step_timeout, shrink=self.shrink, known=frozenset(found),
+                                   budget=self.budget, publish=self._fuzzing)
+        self.findings.check_written()
+        profile = self.profile(finished=True)
+        if self.publish is not None:
+            self.publish(profile)
+        return profile
+
+    def _fuzzing(self, report: FuzzReport) -> None:
+        self.fuzzed = report
+        self._publish()
+
+    def _publish(self) -> None:
+        if self.publish is not None:
+            self.publish(self.profile(finished=False))
+
+    def profile(self, finished: bool) -> Profile:
+        battery, fuzzed, info = self.battery, self.fuzzed, self.target.info
+        clauses = {cid: self._verdict(cid) for cid in CLAUSE_IDS}
+        error = (battery.error if battery is not None else None) or (fuzzed.error if fuzzed is not None else None)
+        stopped = None
+        if (battery is not None and battery.stopped) or (fuzzed is not None and fuzzed.stopped):
+            stopped = self.budget.stopped_reason()
+        notes = tuple(evidence_notes(battery.evidence)) if battery is not None else ()
+        return Profile(self.family, self.configuration, info.version, clauses, notes,
+                       battery.ran if battery is not None else 0, fuzzed.examples if fuzzed is not None else 0,
+                       time.perf_counter() - self.started, error, stopped, finished)
+
+    def _verdict(self, clause_id: str) -> ClauseResult:
+        battery, fuzzed, info = self.battery, self.fuzzed, self.target.info
+        not_applicable = not_expressible(unsupported_operations(info))
+        unjudged = unobservable(info.capabilities)
+        if clause_id in not_applicable:
+            return ClauseResult(NOT_APPLICABLE, reason=not_applicable[clause_id])
+        if clause_id in unjudged:
+            return ClauseResult(SKIPPED, reason=unjudged[clause_id])
+        if clause_id in self.findings.results:
+            return self.findings.results[clause_id]
+        if battery is None:
+            return ClauseResult(HOLDS, reason="no scenario has failed it so far (the run is still going)")
+        if clause_id in battery.recorder.first_by_clause:
+            return being_confirmed(battery.recorder, clause_id)
+        if fuzzed is None or not fuzzed.clauses:
+            if battery.error is not None:
+                return ClauseResult(SKIPPED, reason=f"the adapter failed: {battery.error}")
+            if battery.stopped and battery.ran == 0:
+                return ClauseResult(SKIPPED, reason=f"not judged: {self.budget.stopped_reason()} "
+                                                    "before any scenario ran")
+            scope = f"{battery.ran} targeted scenarios"
+            if battery.stopped:
+                return ClauseResult(HOLDS, reason=f"held in {scope}; stopped early: {self.budget.stopped_reason()}")
+            return ClauseResult(HOLDS, reason=f"held in {scope} (no fuzzing)")
+        result = fuzzed.clauses[clause_id]
+        if result.verdict == HOLDS:
+            reason = (f"held in {battery.ran} targeted scenarios and {fuzzed.examples} fuzzed examples "
+                      f"({fuzzed.steps} steps)")
+            if fuzzed.stopped:
+                reason += f"; stopped early: {fuzzed.stopped}"
+            if not fuzzed.finished:
+                reason += " so far (the run is still going)"
+            return attrs.evolve(result, reason=reason)
+        return result
+
+
+def run_battery(build: AdapterBuilder, bounds: Bounds, battery: list[Scenario], step_timeout,
+                recorder: Recorder | None = None) -> BatteryResult:
+    """Run every scenario the adapter can express; violations go to the result's recorder,
+    which also says when the time budget is spent (checked between steps)."""
+    result = BatteryResult(recorder or Recorder())
+    try:
+        for scenario in battery:
+            if _run_until_no_new_clause(build, bounds, scenario, step_timeout, result):
+                result.ran += 1
             if result.error is not None:
                 return result
-            if violation is None:
-                break
-            ignore |= set(violation.clauses)
-        if probe_session is not None:
-            result.ran += 1
+    except BudgetSpent:
+        result.stopped = True
     return result
+
+
+def _run_until_no_new_clause(build, bounds: Bounds, scenario: Scenario, step_timeout, result: BatteryResult) -> bool:
+    """Run `scenario`, then again with each newly found clause ignored, until it finds no new
+    one; whether the adapter could express it."""
+    ran = False
+    ignore: set[str] = set()
+    for _ in range(len(CLAUSE_IDS)):  # once more per new clause found, ignoring the found ones
+        result.recorder.check_budget()
+        try:
+            session = Session(build, bounds.workflow, bounds.values, step_timeout=step_timeout,
+                              before_step=result.recorder.check_budget, on_violation=result.recorder.violation,
+                              ignore=frozenset(ignore))
+        except AdapterFailure as failure:
+            result.error = str(failure)
+            return ran
+        if any(not session.can(op) for op in scenario.needs):
+            session.close()
+            return ran
+        ran = True
+        violation = _run_scenario(session, scenario, result)
+        if result.error is not None or violation is None:
+            return ran
+        ignore |= set(violation.clauses)
+    return ran
 
 
 def _run_scenario(session: Session, scenario: Scenario, result: BatteryResult) -> Violation | None:
@@ -165,30 +281,6 @@ def _run_scenario(session: Session, scenario: Scenario, result: BatteryResult) -
         if not session.drained:
             session.close()
     return None
-
-
-def _verdict(clause_id, battery: BatteryResult, fuzzed, probe, configuration, bounds, seed,
-             repro_dir, shrink: bool) -> ClauseResult:
-    not_applicable = not_expressible(unsupported_operations(probe))
-    unjudged = unobservable(frozenset(probe.capabilities))
-    if clause_id in not_applicable:
-        return ClauseResult(NOT_APPLICABLE, reason=not_applicable[clause_id])
-    if clause_id in unjudged:
-        return ClauseResult(SKIPPED, reason=unjudged[clause_id])
-    candidates = battery.recorder.shortest(clause_id)
-    if candidates:
-        return clause_repro(clause_id, candidates, configuration.adapter, probe, bounds, seed, repro_dir,
-                            shrink)
-    if fuzzed is None or not fuzzed.clauses:
-        if battery.error is not None:
-            return ClauseResult(SKIPPED, reason=f"the adapter failed: {battery.error}")
-        return ClauseResult(HOLDS, reason=f"held in {battery.ran} targeted scenarios (no fuzzing)")
-    result = fuzzed.clauses[clause_id]
-    if result.verdict == HOLDS:
-        reason = (f"held in {battery.ran} targeted scenarios and {fuzzed.examples} fuzzed examples "
-                  f"({fuzzed.steps} steps)")
-        return attrs.evolve(result, reason=reason)
-    return result
 
 
 # -- evidence --------------------------------------------------------------------------------

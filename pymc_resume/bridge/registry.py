@@ -18,6 +18,7 @@ from pathlib import Path
 
 import attrs
 
+from pymc_resume.bridge.host import RAISED, AdapterInfo, HostProblem, probe
 from pymc_resume.errors import AdapterError, BadInput
 
 BUILT_IN = {
@@ -234,15 +235,38 @@ def check_options(spec: str, adapter_class, options: dict) -> dict:
     return kwargs
 
 
-def factory(spec: str, options: dict | None = None, allowed: Collection[str] | None = None):
+@attrs.frozen
+class AdapterBuilder:
+    """Builds a fresh adapter of one configuration when called (`Session` calls it in the
+    adapter's host process). `info` is what the adapter declares, read when `factory` built
+    one up front."""
+
+    spec: str
+    adapter_class: type
+    kwargs: dict
+    info: AdapterInfo | None = None
+
+    def __call__(self):
+        return self.adapter_class(**self.kwargs)
+
+
+def factory(spec: str, options: dict | None = None, allowed: Collection[str] | None = None,
+            timeout: float | None = 30.0) -> AdapterBuilder:
     """A zero-argument callable that builds a fresh adapter; checks the options up front.
-    `allowed`: see `resolve` (None for a spec the user typed)."""
+    `allowed`: see `resolve` (None for a spec the user typed).
+
+    The up-front check builds one adapter in a host process (`bridge/host.py`) within
+    `timeout` seconds, so that a constructor that fails says so now, in one line, and one that
+    hangs or exits is stopped; what it declares is kept as the builder's `info`."""
     adapter_class = resolve(spec, allowed)
-    kwargs = check_options(spec, adapter_class, options or {})
+    builder = AdapterBuilder(spec, adapter_class, check_options(spec, adapter_class, options or {}))
     try:
-        adapter_class(**kwargs)  # fail now, with the constructor's own message
-    except KeyError as error:
-        raise AdapterSpecError(f"adapter {spec!r}: unknown {', '.join(map(str, error.args))}") from None
-    except Exception as error:  # noqa: BLE001 - reported as bad input
-        raise AdapterSpecError(f"adapter {spec!r} cannot be built: {type(error).__name__}: {error}") from None
-    return lambda: adapter_class(**kwargs)
+        info = probe(builder, timeout)
+    except HostProblem as problem:
+        if problem.error_type == "KeyError":  # an option naming something unknown (a fault)
+            raise AdapterSpecError(f"adapter {spec!r}: unknown {problem.error_args}") from None
+        if problem.kind == RAISED:  # with the constructor's own message
+            raise AdapterSpecError(f"adapter {spec!r} cannot be built: "
+                                   f"{problem.reason.removeprefix('raised ')}") from None
+        raise AdapterError(f"adapter {spec!r}: building the adapter {problem.reason}") from None
+    return attrs.evolve(builder, info=info)

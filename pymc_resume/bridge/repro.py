@@ -154,8 +154,8 @@ def replay_steps(
     two clauses has a repro for each). AdapterFailure propagates.
     """
     ignore = frozenset(CLAUSE_IDS) - {only} if only is not None else frozenset()
-    session = Session(make_adapter(), bounds.workflow, bounds.values, step_timeout=step_timeout,
-                      ignore=ignore)
+    session = Session(make_adapter, bounds.workflow, bounds.values, step_timeout=step_timeout,
+                      ignore=ignore)  # built in its host, under the deadline
     try:
         for step in steps:
             session.apply({k: v for k, v in step.items() if k != "outcome"})

@@ -17,16 +17,17 @@ fails. `finish` is the liveness drain: it recovers every thread held by a crashe
 starts every new thread, a bounded number of rounds, then requires a quiescent state and judges
 every clause once more (effect-exactly-once is strict only when quiescent).
 
-An adapter that raises, or does not return within the step timeout, raises `AdapterFailure`,
-a BaseException so that Hypothesis stops at once instead of shrinking a broken adapter.
+The adapter runs in a host process (`bridge/host.py`), built there too, so that every call
+into it has a deadline the adapter cannot defeat. An adapter that raises (anything, `SystemExit`
+included), dies, or does not return within the step timeout raises `AdapterFailure`, a
+BaseException so that Hypothesis stops at once instead of shrinking a broken adapter. The
+session's work directory (`bridge/workdirs.py`) is removed on every way out.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
-import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -35,10 +36,12 @@ from pathlib import Path
 from pymc_resume.bridge.adapter import (
     CRASHED, OK, REFUSED, CrashPoint, FuzzSetup, Observation, expressible_workflow, unsupported_operations,
 )
+from pymc_resume.bridge.host import RAISED, HostedAdapter, HostProblem
 from pymc_resume.bridge.clauses import judge_liveness, judge_world, not_expressible, ordered, unobservable
 from pymc_resume.bridge.nodes import FuzzNodes
 from pymc_resume.bridge.observe import ForkRecord, History, build_world, committed_upto
 from pymc_resume.bridge.sink import Sink
+from pymc_resume.bridge.workdirs import default_workroot, make_workdir
 from pymc_resume.model.contract import CLAUSE_IDS
 from pymc_resume.model.state import NO_VALUE
 from pymc_resume.model.workflow import INVALID, Workflow
@@ -71,15 +74,16 @@ VIOLATIONS: dict[str, type[Violation]] = {
 
 
 class AdapterFailure(BaseException):
-    """The adapter raised or hung: not a verdict about the contract."""
+    """The adapter raised, died or hung: not a verdict about the contract."""
 
 
 @contextmanager
 def step_deadline(seconds: float | None, what: str) -> Iterator[None]:
-    """Interrupt the bridge's process (SIGALRM) if the body runs longer than `seconds`.
+    """Interrupt this process (SIGALRM) if the body runs longer than `seconds`: the in-process
+    deadline `race` uses for its trials. Sessions do not use it: an adapter can block SIGALRM,
+    so their deadlines are kept from outside the adapter's process (`bridge/host.py`).
 
-    Works in the main thread only (elsewhere the body runs without a deadline). An adapter's
-    child processes are killed by its own cleanup when the exception unwinds through it.
+    Works in the main thread only (elsewhere the body runs without a deadline).
     """
     if not seconds or threading.current_thread() is not threading.main_thread():
         yield
@@ -97,17 +101,17 @@ def step_deadline(seconds: float | None, what: str) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def default_workroot() -> str | None:
-    """Where examples keep their stores: tmpfs (/dev/shm) when there is one, else the temp dir.
-
-    The contract's crashes are process crashes (SIGKILL): what a process wrote survives it in
-    the page cache, fsync or not, so a memory-backed directory tests the same durability while
-    sparing a shared disk thousands of fsyncs.
-    """
-    shm = Path("/dev/shm")
-    if shm.is_dir() and os.access(shm, os.W_OK):
-        return str(shm)
-    return None
+def hosted(adapter, timeout: float | None) -> HostedAdapter:
+    """`adapter` in a host process: an adapter hosted already, or one built in the bridge
+    (carried into the host by the fork), or a zero-argument callable (a class, a factory)
+    that the host calls to build it, under the deadline. Raises AdapterFailure."""
+    if isinstance(adapter, HostedAdapter):
+        return adapter
+    build = adapter if isinstance(adapter, type) or not hasattr(adapter, "observe") else (lambda: adapter)
+    try:
+        return HostedAdapter(build, timeout)
+    except HostProblem as problem:
+        raise AdapterFailure(f"building the adapter {problem.reason}") from None
 
 
 def describe_step(step: dict) -> str:
@@ -140,7 +144,13 @@ def _value(value: int) -> str:
 
 
 class Session:
-    """One example: a fresh adapter, sink and working directory."""
+    """One example: a fresh adapter (in its own host process), sink and working directory.
+
+    `adapter` is an adapter, a `HostedAdapter`, or a zero-argument callable that builds one
+    (see `hosted`). `before_step` is called before each step is applied: it may raise a
+    BaseException to stop the example (a spent time budget). Raises AdapterFailure when the
+    adapter cannot be built or opened; nothing is left behind then either.
+    """
 
     def __init__(
         self,
@@ -149,27 +159,43 @@ class Session:
         values: int,
         *,
         step_timeout: float | None = 30.0,
+        before_step: Callable[[], None] | None = None,
         on_step: Callable[[], None] | None = None,
         on_violation: Callable[[Violation], None] | None = None,
         ignore: frozenset[str] = frozenset(),
         workroot: str | Path | None = None,
     ) -> None:
-        self.adapter = adapter
-        self.unsupported = unsupported_operations(adapter)
-        self.workflow = expressible_workflow(workflow, self.unsupported)
-        self.values = values
-        self.step_timeout = step_timeout
+        self.adapter = hosted(adapter, step_timeout)
+        self.workdir: Path | None = None
+        try:
+            self._setup(workflow, values, step_timeout, workroot)
+        except BaseException:
+            self._discard()
+            raise
+        self.before_step = before_step
         self.on_step = on_step
         self.on_violation = on_violation
         self.ignore = ignore  # clauses already found violated: judged, never raised
-        self.capabilities = frozenset(adapter.capabilities)
-        self.not_applicable = not_expressible(self.unsupported)
-        self.skip = unobservable(self.capabilities) | self.not_applicable
         self.history = History()
         self.steps: list[dict] = []
         self.drained = False
         self.failed = False  # a step raised (a violation or an adapter failure)
-        self.workdir = Path(tempfile.mkdtemp(prefix="pymc-resume-", dir=workroot or default_workroot()))
+
+    def _setup(self, workflow: Workflow, values: int, step_timeout: float | None, workroot) -> None:
+        """What the example needs from the adapter's declarations, a fresh directory and sink,
+        then the adapter opened on them and a first observation."""
+        adapter = self.adapter
+        try:
+            self.unsupported = unsupported_operations(adapter)
+        except ValueError as error:
+            raise AdapterFailure(str(error)) from None
+        self.workflow = expressible_workflow(workflow, self.unsupported)
+        self.values = values
+        self.step_timeout = step_timeout
+        self.capabilities = frozenset(adapter.capabilities)
+        self.not_applicable = not_expressible(self.unsupported)
+        self.skip = unobservable(self.capabilities) | self.not_applicable
+        self.workdir = make_workdir(workroot or default_workroot())
         self.sink = Sink.create(self.workdir / "sink.db")
         setup = FuzzSetup(self.workflow, values, self.workdir, FuzzNodes(self.workflow, self.sink))
         self._call("open the adapter", lambda: adapter.open(setup))
@@ -209,6 +235,8 @@ class Session:
     def apply(self, step: dict) -> None:
         """Apply one step, observe, judge; a Violation or AdapterFailure marks the session failed."""
         try:
+            if self.before_step is not None:
+                self.before_step()
             self._apply(step)
         except BaseException:
             self.failed = True
@@ -420,10 +448,20 @@ class Session:
             self.close()
 
     def close(self) -> None:
+        """Close the adapter and stop its host; remove the work directory, whatever happens."""
         try:
-            self._call("close the adapter", self.adapter.close)
+            if self.adapter.alive:
+                self._call("close the adapter", self.adapter.close)
         finally:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            self._discard()
+
+    def _discard(self) -> None:
+        """Stop the host (and every process of its group) and remove the work directory."""
+        try:
+            self.adapter.stop()
+        finally:
+            if self.workdir is not None:
+                shutil.rmtree(self.workdir, ignore_errors=True)
 
     # -- adapter calls -------------------------------------------------------------------
 
@@ -431,10 +469,11 @@ class Session:
         return self._call("observe", self.adapter.observe)
 
     def _call(self, what: str, function):
-        with step_deadline(self.step_timeout, what):
-            try:
-                return function()
-            except AdapterFailure:
-                raise
-            except Exception as error:  # noqa: BLE001 - an adapter bug, reported with the step
-                raise AdapterFailure(f"the adapter raised during {what}: {type(error).__name__}: {error}") from error
+        """Call into the hosted adapter; a call that does not return normally (it raised, its
+        process died, it outlived the step timeout) is an AdapterFailure naming the step."""
+        try:
+            return function()
+        except HostProblem as problem:
+            if problem.kind == RAISED:
+                raise AdapterFailure(f"the adapter raised during {what}: {problem.reason[len('raised '):]}") from None
+            raise AdapterFailure(f"{what} {problem.reason}") from None

@@ -8,6 +8,9 @@ import click
 
 from pymc_resume.cli import main
 from pymc_resume.cli.errors import fail
+from pymc_resume.cli.options import Seconds
+from pymc_resume.cli.paths import writable_file, writable_folder
+from pymc_resume.errors import AdapterError
 from pymc_resume.files import write_json
 from pymc_resume.model.bounds import BoundsError, load_bounds
 from pymc_resume.model.contract import CLAUSES, VIOLATED
@@ -30,49 +33,60 @@ from pymc_resume.report import table
 @click.option("--repro-dir", type=click.Path(file_okay=False), default=None,
               help="Write repros here and keep Hypothesis's example database here  "
                    "[default: ./pymc-resume-repros, no database].")
-@click.option("--step-timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True,
-              metavar="SECONDS", help="Stop an adapter step that takes longer (a hang).")
+@click.option("--step-timeout", type=Seconds(low=0.1), default=30.0, show_default=True,
+              metavar="SECONDS", help="Stop an adapter that takes longer to build, open or run a step (a hang).")
+@click.option("--max-seconds", type=Seconds(low=1.0), default=None, metavar="SECONDS",
+              help="Stop the whole run after this long and report what it found  [default: no limit].")
+@click.option("--shrink-seconds", type=Seconds(low=0.0), default=None, metavar="SECONDS",
+              help="Stop shrinking one violation after this long (Hypothesis's pass, then the step "
+                   "pass of each clause it violates)  [default: no limit].")
 @click.option("--no-shrink", "no_shrink", is_flag=True,
               help="Report each violation's failing steps as found, without minimizing them "
                    "(every minimizing replay is a full run of real processes).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
-              help="Write the result as JSON to this path (atomically).")
-def fuzz_command(adapter, examples, steps, seed, fault, bounds_name, repro_dir, step_timeout, no_shrink,
-                 json_path):
+              help="Write the result as JSON to this path (atomically, and again at every finding).")
+def fuzz_command(adapter, examples, steps, seed, fault, bounds_name, repro_dir, step_timeout, max_seconds,
+                 shrink_seconds, no_shrink, json_path):
     """Fuzz ADAPTER (`reference`, or module:Class) with the model's client actions."""
+    from pymc_resume.bridge.budget import Budget
     from pymc_resume.bridge.fuzz import run_fuzz
-    from pymc_resume.bridge.registry import AdapterSpecError
 
     try:
         bounds = load_bounds(bounds_name or ("fuzz" if adapter == "reference" else "default"))
     except BoundsError as error:
         fail(f"--bounds: {error}")
+    use_database = repro_dir is not None
+    repro_dir = repro_dir or "pymc-resume-repros"
+    writable_folder(repro_dir, "--repro-dir")
+    writable_file(json_path, "--json")
     options = {"fault": fault} if fault is not None else {}
-    try:
-        report = run_fuzz(
-            adapter, options, bounds, examples=examples, steps=steps, seed=seed,
-            repro_dir=repro_dir or "pymc-resume-repros", use_database=repro_dir is not None,
-            step_timeout=step_timeout, shrink=not no_shrink,
-        )
-    except AdapterSpecError as error:
-        fail(str(error))
-    if json_path:
-        write_json(json_path, report.as_json())
+    publish = None if json_path is None else (lambda so_far: write_json(json_path, so_far.as_json()))
+    report = run_fuzz(
+        adapter, options, bounds, examples=examples, steps=steps, seed=seed, repro_dir=repro_dir,
+        use_database=use_database, step_timeout=step_timeout, shrink=not no_shrink,
+        budget=Budget(max_seconds, shrink_seconds), publish=publish,
+    )
     if report.error is not None:
-        fail(f"adapter {adapter!r}: {report.error}")
+        raise AdapterError(f"adapter {adapter!r}: {report.error}")
     click.echo(fuzz_text(report, shrunk=not no_shrink))
     if report.violated:
         sys.exit(1)
 
 
 def fuzz_text(report, shrunk: bool = True) -> str:
+    from pymc_resume.bridge.fuzz import UNCONFIRMED
+    from pymc_resume.bridge.session import describe_step
+
     fault = report.options.get("fault")
     title = f"adapter {report.adapter!r}" + (f" with fault {fault!r}" if fault else "")
     lines = [
         f"{title} ({report.version}) on workflow {list(report.bounds.nodes)} "
-        f"(bounds {report.bounds.name!r}): {report.examples} examples, {report.steps} steps, "
+        f"(bounds {report.bounds.name!r}): {report.examples} examples generated, "
+        f"{report.shrink_replays} shrink replays, {report.steps} steps, "
         f"{report.steps_per_second:.1f} steps/s, {report.seconds:.1f}s, seed {report.seed}",
     ]
+    if report.stopped is not None:
+        lines.append(f"stopped early: {report.stopped}; everything found until then is reported")
     if report.first_failure is not None:
         examples, seconds = report.first_failure
         then = "then shrunk" if shrunk else "not shrunk (--no-shrink)"
@@ -81,17 +95,15 @@ def fuzz_text(report, shrunk: bool = True) -> str:
     for clause in CLAUSES:
         result = report.clauses[clause.id]
         detail = result.reason or ""
-        if result.verdict == VIOLATED:
+        if result.verdict in (VIOLATED, UNCONFIRMED):
             detail = f"repro: {result.repro_steps} steps"
         rows.append([clause.id, clause.kind, result.verdict, detail])
     lines += ["", table(["id", "kind", "verdict", "detail"], rows)]
     for clause in CLAUSES:
         result = report.clauses[clause.id]
-        if result.verdict != VIOLATED:
+        if result.verdict not in (VIOLATED, UNCONFIRMED):
             continue
-        from pymc_resume.bridge.session import describe_step
-
-        lines += ["", f"{clause.id} violated: {result.reason}"]
-        lines += [f"  {i}. {describe_step(step)}" for i, step in enumerate(result.steps)]
+        lines += ["", f"{clause.id} {result.verdict}: {result.reason}"]
+        lines += [f"  {i}. {describe_step(step)}" for i, step in enumerate(result.steps or [])]
         lines += [f"  repro: {result.repro}", f"  pytest: {result.pytest}"]
     return "\n".join(lines)

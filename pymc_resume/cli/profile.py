@@ -9,12 +9,16 @@ import click
 
 from pymc_resume.cli import main
 from pymc_resume.cli.errors import fail
+from pymc_resume.cli.options import Seconds
+from pymc_resume.cli.paths import writable_file, writable_folder
+from pymc_resume.errors import AdapterError
 from pymc_resume.files import write_atomically, write_json
 from pymc_resume.model.bounds import BoundsError, load_bounds
 from pymc_resume.model.contract import CLAUSE_IDS, HOLDS, NOT_APPLICABLE, SKIPPED, VIOLATED
 from pymc_resume.report import table
 
-CELL = {HOLDS: "holds", VIOLATED: "violated", NOT_APPLICABLE: "n/a", SKIPPED: "skipped"}
+CELL = {HOLDS: "holds", VIOLATED: "violated", NOT_APPLICABLE: "n/a", SKIPPED: "skipped",
+        "unconfirmed": "unconfirmed"}
 
 
 @main.command("profile")
@@ -31,19 +35,25 @@ CELL = {HOLDS: "holds", VIOLATED: "violated", NOT_APPLICABLE: "n/a", SKIPPED: "s
               help="Bounds whose workflow, values and processes to use (name or TOML path).")
 @click.option("--repro-dir", type=click.Path(file_okay=False), default="pymc-resume-repros",
               show_default=True, help="Where repros of violations are written.")
-@click.option("--step-timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
-              metavar="SECONDS", help="Stop an adapter step that takes longer (a hang).")
+@click.option("--step-timeout", type=Seconds(low=0.1), default=60.0, show_default=True,
+              metavar="SECONDS", help="Stop an adapter that takes longer to build, open or run a step (a hang).")
+@click.option("--max-seconds", type=Seconds(low=1.0), default=None, metavar="SECONDS",
+              help="Stop the whole run (every configuration) after this long and report what it found  "
+                   "[default: no limit].")
+@click.option("--shrink-seconds", type=Seconds(low=0.0), default=None, metavar="SECONDS",
+              help="Stop shrinking one violation after this long  [default: no limit].")
 @click.option("--no-shrink", "no_shrink", is_flag=True,
               help="Keep each violation's failing steps as found, without minimizing them "
                    "(every minimizing replay is a full run of real processes).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
-              help="Write the profiles as JSON to this path (atomically).")
+              help="Write the profiles as JSON to this path (atomically, and again at every finding).")
 @click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), default=None,
               help="Write the table as Markdown to this path (atomically).")
 def profile_command(adapter, every, only_configs, examples, steps, seed, bounds_name, repro_dir,
-                    step_timeout, no_shrink, json_path, markdown_path):
+                    step_timeout, max_seconds, shrink_seconds, no_shrink, json_path, markdown_path):
     """The conformance profile of ADAPTER (a framework such as `langgraph`, a built-in adapter
     name, or module:Class), or of every framework with --all."""
+    from pymc_resume.bridge.budget import Budget
     from pymc_resume.bridge.profile import run_profile
     from pymc_resume.bridge.registry import FAMILIES, AdapterSpecError, family_of
 
@@ -70,33 +80,54 @@ def profile_command(adapter, every, only_configs, examples, steps, seed, bounds_
             known = ", ".join(c.name for c in family.configurations)
             fail(f"--config: {family.name} has no configuration {', '.join(only_configs)} (known: {known})")
         runs += [(family, configuration) for configuration in configurations]
-    profiles = []
+    writable_folder(repro_dir, "--repro-dir")
+    writable_file(json_path, "--json")
+    writable_file(markdown_path, "--markdown")
+    budget = Budget(max_seconds, shrink_seconds)
+    profiles: list = []
+
+    def publish(current) -> None:  # the profiles so far, the one running included
+        if json_path:
+            write_json(json_path, _document(bounds, seed, examples, [*profiles, current], skipped))
+
     for family, configuration in runs:
+        if budget.spent():
+            skipped.append({"adapter": family.name, "config": configuration.name,
+                            "reason": f"not run: {budget.stopped_reason()}", "install": None})
+            continue
         try:
             profiles.append(run_profile(
                 family.name, configuration, bounds, examples=examples, steps=steps, seed=seed,
                 repro_dir=repro_dir, step_timeout=step_timeout, shrink=not no_shrink,
-                progress=lambda message: click.echo(message, err=True),
+                progress=lambda message: click.echo(message, err=True), budget=budget, publish=publish,
             ))
-        except AdapterSpecError as error:
+        except (AdapterSpecError, AdapterError) as error:
             if not every:
-                fail(str(error))
+                raise
             skipped.append({"adapter": family.name, "config": configuration.name, "reason": str(error),
                             "install": family.install})
-    document = {
+    if json_path:
+        write_json(json_path, _document(bounds, seed, examples, profiles, skipped))
+    if markdown_path:
+        write_atomically(markdown_path, markdown_table(profiles, skipped) + "\n")
+    click.echo(profile_text(profiles, skipped))
+    failed = [p for p in profiles if p.error]
+    if failed:
+        first = failed[0]
+        raise AdapterError(f"adapter {first.configuration.adapter!r} ({first.family} {first.configuration.name}): "
+                           f"{first.error}")
+    if any(p.violated for p in profiles):
+        sys.exit(1)
+
+
+def _document(bounds, seed, examples, profiles, skipped) -> dict:
+    return {
         "bounds": bounds.as_json(),
         "seed": seed,
         "examples": examples,
         "profiles": [p.as_json() for p in profiles],
         "skipped": skipped,
     }
-    if json_path:
-        write_json(json_path, document)
-    if markdown_path:
-        write_atomically(markdown_path, markdown_table(profiles, skipped) + "\n")
-    click.echo(profile_text(profiles, skipped))
-    if any(p.violated for p in profiles):
-        sys.exit(1)
 
 
 def _row_name(profile) -> list[str]:
@@ -127,6 +158,8 @@ def profile_text(profiles, skipped) -> str:
                       f"{profile.seconds:.0f}s"]
         if profile.error:
             lines.append(f"  ERROR (verdicts incomplete): {profile.error}")
+        if profile.stopped:
+            lines.append(f"  stopped early: {profile.stopped}; everything found until then is reported")
         for cid in CLAUSE_IDS:
             result = profile.clauses[cid]
             if result.verdict == VIOLATED:

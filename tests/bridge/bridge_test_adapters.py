@@ -1,6 +1,9 @@
 """Adapters that misbehave, for the bridge's bad-input tests (loaded as module:Class)."""
 
+import os
+import signal
 import time
+from pathlib import Path
 
 from pymc_resume.bridge.reference_adapter import ReferenceAdapter
 
@@ -40,10 +43,54 @@ class NoInterruptNoForkAdapter(ReferenceAdapter):
 
 class EveryOtherTimeAdapter(ReferenceAdapter):
     """Persists invalid updates (the `persist-unvalidated` fault) in every second adapter it
-    builds, as a race would show a violation on some replays and not others."""
+    builds, as a race would show a violation on some replays and not others. Adapters are
+    built in their own host processes, so the count is kept in a file (`counter`, set by the
+    test)."""
 
-    built = 0
+    counter: Path | None = None
 
     def __init__(self, fault=None):
-        EveryOtherTimeAdapter.built += 1
-        super().__init__(fault="persist-unvalidated" if EveryOtherTimeAdapter.built % 2 == 0 else None)
+        built = int(self.counter.read_text()) + 1
+        self.counter.write_text(str(built))
+        super().__init__(fault="persist-unvalidated" if built % 2 == 0 else None)
+
+
+class HangingConstructorAdapter(ReferenceAdapter):
+    """Never finishes building."""
+
+    def __init__(self, fault=None):
+        time.sleep(3600)
+
+
+class HangingOpenAdapter(ReferenceAdapter):
+    """Never finishes opening."""
+
+    def open(self, setup):
+        time.sleep(3600)
+
+
+class AlarmBlockingAdapter(ReferenceAdapter):
+    """Blocks SIGALRM (which defeats an alarm-based deadline) and hangs in a resume, in a child
+    process of its own as the framework adapters run their operations."""
+
+    def resume(self, thread, value, crash, op, **keywords):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM, signal.SIGTERM})
+        if os.fork() == 0:
+            time.sleep(3600)
+            os._exit(0)
+        time.sleep(3600)
+
+
+class ExitingAdapter(ReferenceAdapter):
+    """Raises SystemExit(0) in a resume: a failure, never a success."""
+
+    def resume(self, thread, value, crash, op, **keywords):
+        raise SystemExit(0)
+
+
+class FailingOpenAdapter(ReferenceAdapter):
+    """Writes into its work directory, then fails to open."""
+
+    def open(self, setup):
+        (setup.workdir / "half-open.db").write_text("x")
+        raise RuntimeError("cannot open the store")

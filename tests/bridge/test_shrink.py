@@ -27,7 +27,7 @@ def test_minimize_never_drops_the_start_a_later_step_needs():
     assert steps == [START, UPDATE] and violation is not None
 
 
-def test_a_repro_of_a_race_is_replayed_until_it_reproduces():
+def test_a_repro_of_a_race_is_replayed_until_it_reproduces(tmp_path):
     from bridge_test_adapters import EveryOtherTimeAdapter
 
     from pymc_resume.bridge.repro import replay_repro
@@ -38,7 +38,8 @@ def test_a_repro_of_a_race_is_replayed_until_it_reproduces():
                 "steps": [START, UPDATE]}
     # replay_repro builds one adapter to check the options, then one per replay: the replays
     # here get adapters 3 (correct), then 5 (correct) and 6 (faulty).
-    EveryOtherTimeAdapter.built = 1
+    EveryOtherTimeAdapter.counter = tmp_path / "built"
+    EveryOtherTimeAdapter.counter.write_text("1")
     allowed = (document["adapter"],)  # a user adapter: replayed only when allowed
     once = replay_repro(document, attempts=1, allowed=allowed)
     assert not once.reproduces and once.attempts == 1

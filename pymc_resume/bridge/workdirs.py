@@ -1,0 +1,72 @@
+"""Where examples keep their stores, and how none is ever left behind.
+
+Every example gets a fresh work directory (the framework's store, the effect sink), on tmpfs
+(/dev/shm) when there is one. A `Session` removes its directory on every way out: a normal end,
+a violation, an adapter failure, an interrupt, SIGTERM. Only a bridge killed by SIGKILL cannot
+clean up after itself, so a directory's name carries its owner, the bridge's pid and that
+process's start time, and `sweep()`, run when a `fuzz` or `profile` run starts, removes the
+directories whose owner is gone (the start time tells a reused pid from the owner).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+PREFIX = "pymc-resume-"
+_OWNED = re.compile(rf"^{re.escape(PREFIX)}(\d+)-(\d+)-")
+
+
+def default_workroot() -> str | None:
+    """Where examples keep their stores: tmpfs (/dev/shm) when there is one, else the temp dir.
+
+    The contract's crashes are process crashes (SIGKILL): what a process wrote survives it in
+    the page cache, fsync or not, so a memory-backed directory tests the same durability while
+    sparing a shared disk thousands of fsyncs.
+    """
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        return str(shm)
+    return None
+
+
+def _start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (Linux), or None if it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name in parentheses may hold spaces: the fields after it are fixed.
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def make_workdir(root: str | Path | None = None) -> Path:
+    """A fresh directory named after this process (see the module docstring)."""
+    pid = os.getpid()
+    owner = f"{PREFIX}{pid}-{_start_time(pid) or 0}-"
+    return Path(tempfile.mkdtemp(prefix=owner, dir=root or default_workroot()))
+
+
+def sweep(root: str | Path | None = None) -> list[Path]:
+    """Remove the work directories whose owner process is gone; returns what was removed."""
+    folder = Path(root or default_workroot() or tempfile.gettempdir())
+    removed: list[Path] = []
+    if _start_time(os.getpid()) is None:  # no /proc: no way to tell a live owner
+        return removed
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        match = _OWNED.match(entry.name)
+        if match is None or not entry.is_dir():
+            continue
+        pid, started = int(match[1]), int(match[2])
+        if _start_time(pid) == started:
+            continue  # the owner is running
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry)
+    return removed
