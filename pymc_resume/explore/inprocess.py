@@ -8,16 +8,17 @@ from collections.abc import Callable, Hashable
 from pymc_resume.explore.limits import Limits
 from pymc_resume.explore.memory import resident_bytes
 from pymc_resume.explore.partition import PROTOCOL, Partition
-from pymc_resume.explore.protocol import Model
+from pymc_resume.explore.validate import ValidModel
 from pymc_resume.explore.reachability import GraphPiece
 
 
 class InProcess:
     """Runs the level steps of one partition directly."""
 
-    def __init__(self, model: Model, canonical: Callable | None, limits: Limits, started: float,
-                 on_tick: Callable[[int, int, int], None] | None = None) -> None:
-        self.partition = Partition(model, 0, 1, canonical)
+    def __init__(self, model: ValidModel, canonical: Callable | None, limits: Limits,
+                 started: float, on_tick: Callable[[int, int, int], None] | None = None,
+                 stop_at_first: bool = False) -> None:
+        self.partition = Partition(model, 0, 1, canonical, stop_at_first)
         self.limits = limits
         self.started = started
         self.on_tick = on_tick
@@ -46,6 +47,7 @@ class InProcess:
         """Run one level; return how many new states it admitted."""
         before = len(self.partition)
         self.partition.step([], level, self._tick)
+        self.stopped_because = self.stopped_because or self.partition.stop_reason
         return len(self.partition) - before
 
     def size(self) -> int:

@@ -15,8 +15,10 @@ import pickle
 from array import array
 from collections.abc import Callable, Hashable
 
-from pymc_resume.explore.protocol import Model
+from pymc_resume.explore.plain import PlainCodec, fits_plain_codec
 from pymc_resume.explore.result import DEADLOCK
+from pymc_resume.explore.stable_hash import stable_hash
+from pymc_resume.explore.validate import ValidModel
 from pymc_resume.explore.visited import VisitedStore
 
 Candidate = tuple[Hashable, int]  # (state key, parent global id)
@@ -39,10 +41,18 @@ PROTOCOL = 5
 PRIME = 1_000_003
 
 
-def owner_of(key: Hashable, count: int, partition_key: Callable | None = None) -> int:
-    """The partition that owns `key` among `count` (the same in every process of a run)."""
-    where = partition_key(key) if partition_key else key
-    return hash(where) % PRIME % count
+def state_hasher(model: ValidModel) -> Callable[[Hashable], int]:
+    """The hash that places a (canonical) state: the same in every process, so that a run and
+    its recovery, started apart with different string-hash salts, agree on every owner. A model
+    with a codec of its own keeps Python's `hash()`: its states must not hash strings."""
+    if model.partition_key is not None:
+        return lambda state: stable_hash(model.partition_key(state))
+    return hash if model.codec is not None else stable_hash
+
+
+def owner_of(state: Hashable, count: int, hasher: Callable[[Hashable], int]) -> int:
+    """The partition that owns `state` among `count` (`hasher` from `state_hasher`)."""
+    return hasher(state) % PRIME % count
 
 # How many expansions between calls of the `tick` callback (progress, limits).
 TICK_EVERY = 4096
@@ -53,18 +63,31 @@ class Partition:
 
     def __init__(
         self,
-        model: Model,
+        model: ValidModel,
         index: int = 0,
         count: int = 1,
         canonical: Callable[[Hashable], Hashable] | None = None,
+        stop_at_first: bool = False,
     ) -> None:
         self.model = model
         self.index = index
         self.count = count
         self.canonical = canonical
-        self.codec = model.codec() if hasattr(model, "codec") else None
-        # Optional locality: states with equal partition keys share an owner.
-        self.partition_key = getattr(model, "partition_key", None)
+        self.stop_at_first = stop_at_first
+        # The model's own codec; else, between several partitions, one derived for plain
+        # states (its keys travel as ints and give stable owners cheaply); else none: alone, a
+        # partition keeps the states themselves, which CPython hashes faster than any encoding
+        # written in Python (TwoPhase N=6: 0.44 CPU seconds without, 0.92 with the codec).
+        if model.codec is not None:
+            self.codec = model.codec()
+        else:
+            self.codec = PlainCodec() if count > 1 and fits_plain_codec(model.model) else None
+        # Where a state belongs: the plain codec hashes a key from its tables' cached hashes.
+        self.partition_key = model.partition_key
+        self.state_hash = (hash if self.codec is None and not self.partition_key
+                           else state_hasher(model))
+        self.key_hash = (self.codec.owner_hash
+                         if isinstance(self.codec, PlainCodec) and not self.partition_key else None)
         # A wire codec's keys travel as they are (see `codec`): `sent` is, per destination, the
         # mark of our tables at our last batch to it; `translations` map each sender's ids.
         self.wire = self.codec is not None and hasattr(self.codec, "translate")
@@ -75,16 +98,23 @@ class Partition:
         self.invariants = list(model.invariants)
         # Optional fast path: a model's `all_hold(state)` is True only where every invariant
         # holds; where it is False (or absent) each invariant is asked.
-        self.all_hold = getattr(model, "all_hold", None)
+        self.all_hold = model.all_hold
         self.goals = [prop.goal for prop in model.reachability]
         self.goal_flags = [bytearray() for _ in self.goals]
         # Incoming edges, recorded by the owner of the target: (source gid, target local id).
         self.edge_sources = array("i") if self.goals else None
         self.edge_targets = array("i") if self.goals else None
-        self.first_bad: dict[str, tuple[int, int]] = {}  # property -> (level, gid)
+        # property -> (level, gid, successor index): the first state found that violates it,
+        # or, for a successor outside the constraints (never stored), its parent's gid and its
+        # position among the parent's successors (else -1).
+        self.first_bad: dict[str, tuple[int, int, int]] = {}
         self.level_starts: list[int] = []  # local id of the first state admitted at each level
         self.generated = 0
         self.stopped = False  # a tick asked to stop in the middle of a level
+        self.stop_reason: str | None = None  # why, when the partition itself decided it
+        # Keys of states this partition already sent to their owners, so that each crosses at
+        # most once (not kept when edges are: every edge must reach the target's owner).
+        self.forwarded: dict = {}
         # This partition's own candidates for the next level: they never leave the process.
         self.carry: list[Batch] = []
 
@@ -110,8 +140,8 @@ class Partition:
     def gid(self, local_id: int) -> int:
         return local_id * self.count + self.index
 
-    def owner(self, key: Hashable) -> int:
-        return owner_of(key, self.count, self.partition_key)
+    def owner(self, state: Hashable) -> int:
+        return self.state_hash(state) % PRIME % self.count
 
     def key(self, state: Hashable) -> Hashable:
         return self.canonical(state) if self.canonical else state
@@ -128,8 +158,12 @@ class Partition:
         """The initial states as level-1 batches for the other partitions (this partition
         keeps its own)."""
         outbound: list[Batch] = [empty_batch() for _ in range(self.count)]
-        for state in self.model.initial_states():
+        constraint = self.model.constraint
+        for position, state in enumerate(self.model.initial_states()):
             self.generated += 1
+            if constraint is not None and not constraint(state):
+                self._check_outside(state, 1, -1, position)  # as TLC: checked, not stored
+                continue
             key = self.key(state)
             owner = self.owner(key)
             if self.encode and (owner == self.index or self.wire):
@@ -212,36 +246,58 @@ class Partition:
             first_bad = self.first_bad
             for invariant in self.invariants:
                 if invariant.name not in first_bad and not invariant.holds(state):
-                    first_bad[invariant.name] = (level, gid)
+                    first_bad[invariant.name] = (level, gid, -1)
+                    self._stop_if_first()
         for flags, goal in zip(self.goal_flags, self.goals):
             flags.append(1 if goal(state) else 0)
+
+    def _check_outside(self, state: Hashable, level: int, parent: int, position: int) -> None:
+        """Check the invariants of a state outside the constraints (TLC checks each one every
+        time it is generated); a violation is recorded by its parent and position."""
+        all_hold = self.all_hold
+        if all_hold is None or not all_hold(state):
+            first_bad = self.first_bad
+            for invariant in self.invariants:
+                if invariant.name not in first_bad and not invariant.holds(state):
+                    first_bad[invariant.name] = (level, parent, position)
+                    self._stop_if_first()
+
+    def _stop_if_first(self) -> None:
+        if self.stop_at_first:
+            self.stopped = True
+            self.stop_reason = "stopped at the first violation (--stop-at-first)"
 
     def _expand(self, first: int, fresh: list, level: int, tick: Callable[[], bool] | None
                 ) -> list[Batch]:
         # The hot loop. A successor is first looked up among this partition's states: a known
         # one is dropped at once (or, where edges are recorded, becomes an edge into it). The
-        # others are deduplicated for the level in `pending`, and only a first sighting pays for
-        # its owner (a hash of the state) and joins that owner's batch; where edges are
-        # recorded, a later sighting from another parent is a repeat (two ints).
+        # others are deduplicated in `seen`, and only a first sighting pays for its owner (a
+        # hash of the state) and joins that owner's batch; where edges are recorded, a later
+        # sighting from another parent is a repeat (two ints). Without edges, `seen` outlives
+        # the level for states of other partitions: each is sent to its owner once per run.
         count, own = self.count, self.index
         outbound: list[list[Candidate]] = [[] for _ in range(count)]
         repeats: list[list[tuple[int, int]]] = [[] for _ in range(count)]
-        pending: dict = {}  # key -> (owner, position in its batch), or just owner without edges
         keep_edges = self.edge_sources is not None
+        # key -> (owner, position in its batch) with edges, else just the owner.
+        seen: dict = {} if keep_edges or count == 1 else self.forwarded
         edge_sources, edge_targets = self.edge_sources, self.edge_targets
-        partition_key = self.partition_key
         known = self.store.ids
         # A wire codec's keys travel anywhere, so every successor is encoded at once; another
         # codec's keys mean nothing elsewhere, so only this partition's own are encoded.
         encode = self.encode if self.wire else None
         encode_own = self.encode if self.encode and not self.wire else None
+        key_hash, state_hash = self.key_hash, self.state_hash
         canonical = self.canonical
         decode, check = self.decode, self._check
         successors = self.model.successors
+        constraint, action_constraint = self.model.constraint, self.model.action_constraint
+        constrained = constraint is not None or action_constraint is not None
         check_deadlock = self.model.deadlock_is_error
         generated = 0
         for expanded, key in enumerate(fresh):
-            if tick is not None and expanded % TICK_EVERY == TICK_EVERY - 1 and tick():
+            if self.stopped or (tick is not None and expanded % TICK_EVERY == TICK_EVERY - 1
+                                and tick()):
                 self.stopped = True
                 break
             gid = (first + expanded) * count + own
@@ -249,8 +305,11 @@ class Partition:
             state = decode(key) if decode else key
             check(state, gid, level)
             before = generated
-            for _action, successor in successors(state):
+            for action, successor in successors(state):
                 generated += 1
+                if constrained and not self._inside(state, action, successor):
+                    self._check_outside(successor, level + 1, gid, generated - before - 1)
+                    continue
                 world = canonical(successor) if canonical else successor
                 if encode_own:
                     key = encode_own(world) if self.owner(world) == own else world
@@ -262,24 +321,37 @@ class Partition:
                         edge_sources.append(gid)
                         edge_targets.append(local)
                     continue
-                sighted = pending.get(key)
+                sighted = seen.get(key)
                 if sighted is None:
                     if count == 1:
                         owner = 0
+                    elif key_hash is not None:
+                        owner = key_hash(key) % PRIME % count  # as owner_of, from the tables
                     else:
-                        where = partition_key(world) if partition_key else world
-                        owner = hash(where) % PRIME % count  # as owner_of
+                        owner = state_hash(world) % PRIME % count  # as owner_of
                     batch = outbound[owner]
                     # (Without edges only "sighted" matters: a small int costs no allocation.)
-                    pending[key] = (owner, len(batch)) if keep_edges else owner
+                    seen[key] = (owner, len(batch)) if keep_edges else owner
                     batch.append((key, gid))
                 elif keep_edges:
                     owner, position = sighted
                     if outbound[owner][position][1] != gid:
                         repeats[owner].append((position, gid))
             if check_deadlock and generated == before and DEADLOCK not in self.first_bad:
-                self.first_bad[DEADLOCK] = (level, gid)
+                self.first_bad[DEADLOCK] = (level, gid, -1)
+                self._stop_if_first()
         self.generated += generated
+        if seen is self.forwarded:  # our own states are in the store from the next level on
+            for key, _parent in outbound[own]:
+                del seen[key]
         return self._with_tables(
             [(batch, extra, None) for batch, extra in zip(outbound, repeats)]
         )
+
+    def _inside(self, state: Hashable, action: str, successor: Hashable) -> bool:
+        """Whether a successor is inside the state and action constraints (TLC's CONSTRAINT
+        and ACTION_CONSTRAINT)."""
+        model = self.model
+        return ((model.constraint is None or model.constraint(successor))
+                and (model.action_constraint is None
+                     or model.action_constraint(state, action, successor)))

@@ -13,6 +13,7 @@ from collections.abc import Callable, Hashable
 
 import attrs
 
+from pymc_resume.errors import BadInput
 from pymc_resume.explore import snapshot
 from pymc_resume.explore.inprocess import InProcess
 from pymc_resume.explore.limits import Limits
@@ -21,6 +22,7 @@ from pymc_resume.explore.protocol import Model
 from pymc_resume.explore.reachability import shallowest_unable
 from pymc_resume.explore.result import ExplorationResult, Violation
 from pymc_resume.explore.trace import shortest_trace
+from pymc_resume.explore.validate import validated
 from pymc_resume.explore.workers import WorkerPool
 
 ProgressCallback = Callable[..., None]
@@ -37,6 +39,8 @@ def explore(
     progress: ProgressCallback | None = None,
     checkpoint: Checkpointing | None = None,
     resume: snapshot.Snapshot | None = None,
+    stop_at_first: bool = False,
+    check_deadlock: bool | None = None,
 ) -> ExplorationResult:
     """Enumerate every state reachable in `model` and check its properties.
 
@@ -45,7 +49,12 @@ def explore(
     processes, each owning a hash partition of the states. `checkpoint` saves the explorer's
     own state between levels; `resume` continues from such a snapshot (same model, same
     number of workers) and reaches the same counts and verdicts as an uninterrupted run.
+    `stop_at_first` ends the search at the first violation (TLC without `-continue`);
+    `check_deadlock` overrides the model's `deadlock_is_error`. The model is validated first
+    (`validate.ModelError`, one line, for a model the search cannot run).
     """
+    _refuse_impossible(workers, max_states, max_seconds, max_memory)
+    model = validated(model, check_deadlock)
     if resume is not None and len(resume.partitions) != workers:
         raise snapshot.SnapshotError(
             f"the checkpoint was taken with {len(resume.partitions)} workers, not {workers}"
@@ -58,13 +67,25 @@ def explore(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _explore(model, workers, limits, started, canonical, progress, checkpoint, resume)
+        return _explore(model, workers, limits, started, canonical, progress, checkpoint, resume,
+                        stop_at_first)
     finally:
         if collecting:
             gc.enable()
 
 
-def _explore(model, workers, limits, started, canonical, progress, checkpoint, resume):
+def _refuse_impossible(workers, max_states, max_seconds, max_memory) -> None:
+    """Options that would explore nothing and report it complete are refused."""
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+        raise BadInput(f"workers: must be a whole number of at least 1, got {workers!r}")
+    for name, value in (("max_states", max_states), ("max_seconds", max_seconds),
+                        ("max_memory", max_memory)):
+        if value is not None and not value > 0:
+            raise BadInput(f"{name}: must be positive, got {value!r}")
+
+
+def _explore(model, workers, limits, started, canonical, progress, checkpoint, resume,
+             stop_at_first):
     level_holder = [0]
 
     def on_tick(size: int, generated: int, queue: int) -> None:
@@ -72,25 +93,27 @@ def _explore(model, workers, limits, started, canonical, progress, checkpoint, r
             progress(Snapshot(size, generated, queue, level_holder[0], time.monotonic() - started))
 
     if workers == 1:
-        backend = InProcess(model, canonical, limits, started, on_tick)
+        backend = InProcess(model, canonical, limits, started, on_tick, stop_at_first)
     else:
-        backend = WorkerPool(model, workers, canonical, limits, started)
+        backend = WorkerPool(model, workers, canonical, limits, started,
+                             stop_at_first=stop_at_first)
     with backend:
         depth, stopped_because = _run_levels(
             backend, limits, started, level_holder, progress, checkpoint, resume
         )
         complete = stopped_because is None
-        first_bad = {name: gid for name, (_level, gid) in backend.first_bad().items()}
+        # property -> (gid, successor index): see `Partition.first_bad`
+        first_bad = {name: (gid, position)
+                     for name, (_level, gid, position) in backend.first_bad().items()}
         if complete and model.reachability:
             found = shallowest_unable(backend.graph_pieces())
             for prop, gid in zip(model.reachability, found):
                 if gid is not None:
-                    first_bad[prop.name] = gid
+                    first_bad[prop.name] = (gid, -1)
         violations = {
-            name: Violation(
-                name, shortest_trace(model, gid, backend.parent_of, backend.id_of, canonical)
-            )
-            for name, gid in first_bad.items()
+            name: Violation(name, shortest_trace(model, gid, backend.parent_of, backend.id_of,
+                                                 canonical, then=position))
+            for name, (gid, position) in first_bad.items()
         }
         size, generated = backend.size(), backend.generated()
         worker_peak_rss = backend.worker_peak_rss()

@@ -26,13 +26,19 @@ def shortest_trace(
     parent_of: Callable[[int], int],
     id_of: Callable[[Hashable], int | None],
     key: Callable[[Hashable], Hashable] | None = None,
+    then: int = -1,
 ) -> tuple[Step, ...]:
     """The breadth-first path from an initial state to the state with global id `target`.
 
     `parent_of` and `id_of` read the visited store (wherever its partitions live); `key` maps
     a state to its store key (symmetry reduction). The path is shortest because every state's
-    parent is the state that first discovered it, one level up.
+    parent is the state that first discovered it, one level up. `then` >= 0 adds one more step:
+    the target's successor at that position (a state outside the constraints is never stored,
+    so it is named by its parent and position; with `target` -1, the initial state there).
     """
+    if target == NO_PARENT:
+        state = list(model.initial_states())[then]
+        return (Step(action=None, state=state),)
     key = key or (lambda state: state)
     wanted = id_path(parent_of, target)
     state = next(s for s in model.initial_states() if id_of(key(s)) == wanted[0])
@@ -43,5 +49,8 @@ def shortest_trace(
             for action, successor in model.successors(state)
             if id_of(key(successor)) == next_id
         )
+        steps.append(Step(action=action, state=state))
+    if then >= 0:
+        action, state = list(model.successors(state))[then]
         steps.append(Step(action=action, state=state))
     return tuple(steps)

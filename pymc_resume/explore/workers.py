@@ -22,8 +22,8 @@ from pymc_resume.errors import EnvironmentProblem
 from pymc_resume.explore.limits import Limits
 from pymc_resume.explore.memory import resident_bytes
 from pymc_resume.explore.batches import pack, unpack
-from pymc_resume.explore.partition import Partition, empty_batch, owner_of
-from pymc_resume.explore.protocol import Model
+from pymc_resume.explore.partition import Partition, empty_batch, owner_of, state_hasher
+from pymc_resume.explore.validate import ValidModel
 from pymc_resume.explore.reachability import GraphPiece
 
 PROTOCOL = 5
@@ -52,8 +52,8 @@ def _reply(conn):
     return message, chunks
 
 
-def _serve(conn, inherited, model: Model, index: int, count: int, canonical, limits: Limits,
-           started: float):
+def _serve(conn, inherited, model: ValidModel, index: int, count: int, canonical, limits: Limits,
+           started: float, stop_at_first: bool = False):
     """A worker's loop: answer the coordinator's requests until told to stop.
 
     `inherited` are the coordinator's ends of the pipes, which a forked worker holds copies of;
@@ -61,7 +61,7 @@ def _serve(conn, inherited, model: Model, index: int, count: int, canonical, lim
     """
     for coordinator_end in inherited:
         coordinator_end.close()
-    partition = Partition(model, index, count, canonical)
+    partition = Partition(model, index, count, canonical, stop_at_first)
     memory_share = limits.memory_share(count)
     stop_reason: list[str | None] = [None]
 
@@ -99,7 +99,8 @@ def _handle(conn, partition: Partition, kind: str, args, chunks, tick, index: in
         outbound = partition.step([unpack(chunk) for chunk in chunks], level, tick)
         pending = partition.carried() + sum(len(batch[0]) for batch in outbound)
         reply = ("stepped", len(partition) - before, len(partition), partition.generated,
-                 stop_reason[0] if partition.stopped else None, pending)
+                 (stop_reason[0] or partition.stop_reason) if partition.stopped else None,
+                 pending)
         _send(conn, reply, [pack(batch) for batch in outbound])
     elif kind == "parent":
         _send(conn, (partition.store.parents[args[0] // count],))
@@ -127,10 +128,11 @@ def _handle(conn, partition: Partition, kind: str, args, chunks, tick, index: in
 class WorkerPool:
     """`count` worker processes, each owning one hash partition."""
 
-    def __init__(self, model: Model, count: int, canonical: Callable | None, limits: Limits,
-                 started: float, on_tick: Callable | None = None) -> None:
+    def __init__(self, model: ValidModel, count: int, canonical: Callable | None, limits: Limits,
+                 started: float, on_tick: Callable | None = None,
+                 stop_at_first: bool = False) -> None:
         self.count = count
-        self.partition_key = getattr(model, "partition_key", None)
+        self.state_hash = state_hasher(model)
         self.limits = limits
         self.started = started
         context = multiprocess.get_context("fork" if hasattr(os, "fork") else "spawn")
@@ -141,7 +143,7 @@ class WorkerPool:
             process = context.Process(
                 target=_serve,
                 args=(child_end, [*self.connections, parent_end], model, index, count, canonical,
-                      limits, started),
+                      limits, started, stop_at_first),
                 daemon=True,
             )
             process.start()
@@ -213,7 +215,7 @@ class WorkerPool:
         return self._ask(gid % self.count, ("parent", gid))
 
     def id_of(self, key: Hashable) -> int | None:
-        return self._ask(owner_of(key, self.count, self.partition_key), ("lookup", key))
+        return self._ask(owner_of(key, self.count, self.state_hash), ("lookup", key))
 
     def _results(self) -> list:
         return [message for message, _ in self._ask_all(lambda i: (("results",), ()))]

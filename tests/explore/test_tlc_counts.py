@@ -108,7 +108,13 @@ class TLCCountingEWD840(EWD840):
 
     def __init__(self, n: int) -> None:
         super().__init__(n)
-        self.duplicate_successors = 0
+        # Per state, since the explorer may ask a state's successors more than once (it
+        # validates the model on the initial states' successors first).
+        self.duplicates: dict = {}
+
+    @property
+    def duplicate_successors(self) -> int:
+        return sum(self.duplicates.values())
 
     def successors(self, state):
         active, color, tpos, tcolor = state
@@ -116,7 +122,7 @@ class TLCCountingEWD840(EWD840):
             true_disjuncts = (tcolor == "black") + (color[0] == "black")
         else:
             true_disjuncts = (not active[tpos]) + (color[tpos] == "black") + (tcolor == "black")
-        self.duplicate_successors += max(true_disjuncts - 1, 0)
+        self.duplicates[state] = max(true_disjuncts - 1, 0)
         return super().successors(state)
 
 

@@ -1,0 +1,159 @@
+"""The compact encoding the explorer derives by itself for states written plainly.
+
+A model that offers no `codec()` and whose states are not ints gets a `PlainCodec` when it runs
+on several workers. A state that is a tuple, a named tuple, or an attrs or dataclass instance
+is split into its fields; each field value is interned (one table for every field: a value gets
+one id wherever it appears) and the key is the tuple of those ids. A key of a plain tuple holds
+only the ids; any other key starts with a negative number naming the state's *shape* (its
+class and field count, in a second table). A state of any other kind is interned whole.
+
+Everything on the hot path runs in C: encoding is `tuple(map(ids.__getitem__, state))` (a
+field value met before is found by hashing it, which CPython does without a Python call),
+decoding and translating are the same map over a list. So:
+
+- it is a wire codec (`codec.InternerTables`): a state bound for another worker travels as a
+  tuple of small ints plus the table entries that worker has not seen, never as the object
+  tree, and the receiver rewrites the ids with `translate`;
+- `owner_hash(key)` is the state's `stable_hash` (the same in every process), computed from
+  each interned value's cached hash: a state's owner costs one C-level map, however deep the
+  state;
+- the visited store keeps tuples of shared small ints, and equal fields are stored once.
+
+A class whose instances do not rebuild equal from their fields in order (an attrs field with
+`init=False`, a converter that changes the value) is noticed on its first state and interned
+whole instead.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Hashable
+
+from pymc_resume.explore.codec import Interner, InternerTables
+from pymc_resume.explore.stable_hash import class_seed, combine, field_names, stable_hash
+
+# A shape, as stored in the shapes table (plain data, so that any checkpoint format keeps it):
+# ("class", module, qualified name, field count) for named tuples, attrs and dataclass
+# classes, or ("whole",) for a state interned as one value. Plain tuples need no shape.
+WHOLE = ("whole",)
+
+Key = tuple[int, ...]
+
+
+def _class_named(module: str, qualname: str) -> type:
+    found = importlib.import_module(module)
+    for part in qualname.split("."):
+        found = getattr(found, part)
+    return found
+
+
+class _Shape:
+    """What decoding and hashing a key of one shape needs (derived from its table entry)."""
+
+    __slots__ = ("build", "seed")
+
+    def __init__(self, entry: tuple) -> None:
+        if entry[0] == "whole":
+            self.build, self.seed = None, None
+            return
+        _kind, module, qualname, _arity = entry
+        cls = _class_named(module, qualname)
+        if issubclass(cls, tuple):  # a named tuple: equal to, and hashed as, a plain tuple
+            self.build, self.seed = cls._make, None
+        else:
+            self.build, self.seed = (lambda fields, cls=cls: cls(*fields)), class_seed(cls)
+
+
+class PlainCodec(InternerTables):
+    """Per-partition tables of shapes and field values; keys are tuples of ids."""
+
+    def __init__(self) -> None:
+        self.shapes = Interner()
+        self.values = Interner()
+        self.tables = (self.shapes, self.values)
+        # Derived from the tables, extended on demand (a restored checkpoint refills the
+        # tables in place, so these catch up from whatever the tables hold).
+        self._shapes: list[_Shape] = []
+        self._hashes: list[int] = []  # stable_hash of each interned value
+        # Per non-tuple state type: the first element of its keys, and how to read its
+        # fields (None: the state is interned whole).
+        self._by_type: dict[type, tuple[int, Callable | None]] = {}
+
+    # --- encoding -----------------------------------------------------------------------
+
+    def encode(self, state: Hashable) -> Key:
+        if type(state) is tuple:
+            try:
+                return tuple(map(self.values.ids.__getitem__, state))
+            except KeyError:  # a field value never seen before: intern it
+                return tuple(map(self.values.id, state))
+        tag, fields = self._by_type.get(type(state)) or self._learn(state)
+        if fields is None:
+            return tag, self.values.id(state)
+        return (tag, *map(self.values.id, fields(state)))
+
+    def _learn(self, state: Hashable) -> tuple[int, Callable | None]:
+        """Decide how states of this one's (non-tuple) type are split, from the first one."""
+        kind = type(state)
+        fields, entry = None, WHOLE
+        names = field_names(kind) or getattr(kind, "_fields", None)
+        if names and "<locals>" not in kind.__qualname__:
+            entry = ("class", kind.__module__, kind.__qualname__, len(names))
+            if isinstance(state, tuple):
+                fields = tuple
+            else:
+                fields = lambda value, names=names: [getattr(value, name) for name in names]
+            if _Shape(entry).build(fields(state)) != state:
+                fields, entry = None, WHOLE
+        found = (-1 - self.shapes.id(entry), fields)  # negative: ids are not
+        self._by_type[kind] = found
+        return found
+
+    # --- decoding -----------------------------------------------------------------------
+
+    def _shape(self, tag: int) -> _Shape:
+        shapes, shape_id = self._shapes, -1 - tag
+        while len(shapes) <= shape_id:
+            shapes.append(_Shape(self.shapes.values[len(shapes)]))
+        return shapes[shape_id]
+
+    def decode(self, key: Key) -> Hashable:
+        values = self.values.values
+        if not key or key[0] >= 0:
+            return tuple(map(values.__getitem__, key))
+        shape = self._shape(key[0])
+        if shape.build is None:
+            return values[key[1]]
+        return shape.build(list(map(values.__getitem__, key[1:])))
+
+    # --- between partitions ---------------------------------------------------------------
+
+    def translate(self, key: Key, translation: list[list[int]]) -> Key:
+        """Another partition's key (its ids; `translation` maps them to ours) as our key."""
+        shapes, values = translation
+        if not key or key[0] >= 0:
+            return tuple(map(values.__getitem__, key))
+        return (-1 - shapes[-1 - key[0]], *map(values.__getitem__, key[1:]))
+
+    def owner_hash(self, key: Key) -> int:
+        """`stable_hash` of the state `key` encodes, from the interned values' hashes."""
+        hashes, values = self._hashes, self.values.values
+        if len(hashes) < len(values):
+            hashes.extend(map(stable_hash, values[len(hashes):]))
+        if not key or key[0] >= 0:
+            return combine(map(hashes.__getitem__, key))
+        shape = self._shape(key[0])
+        if shape.build is None:
+            return hashes[key[1]]
+        if shape.seed is None:  # a named tuple
+            return combine(map(hashes.__getitem__, key[1:]))
+        return combine((shape.seed, *map(hashes.__getitem__, key[1:])))
+
+
+def fits_plain_codec(model) -> bool:
+    """Whether a model gets a `PlainCodec`: it has no codec of its own and its initial states
+    are not ints (an int is already as compact as a key can be)."""
+    if getattr(model, "codec", None) is not None:
+        return False
+    states = list(model.initial_states())
+    return not all(type(state) is int for state in states)

@@ -1,0 +1,81 @@
+"""A hash of a state that is the same in every process: what decides a state's owner.
+
+Python's `hash()` of a str (or bytes) is salted per interpreter (PYTHONHASHSEED), so a string
+state hashed in two processes started apart, a run and its recovery, lands in different
+partitions and is explored twice. `stable_hash` hashes the value's contents instead: ints as
+Python does (never salted), strings through BLAKE2b, tuples and frozensets and attrs or
+dataclass instances from their parts. Values that are equal hash equal (a named tuple hashes as
+the tuple it equals, an IntEnum as its int), since the visited store treats them as one state.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+from collections.abc import Hashable
+from hashlib import blake2b
+
+import attrs
+
+MASK = (1 << 64) - 1
+MULTIPLIER = 1_000_003
+NONE_HASH = 0x9E37_79B9_7F4A_7C15
+FROZENSET_SEED = 0x6A09_E667_F3BC_C908
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def text_hash(text: str) -> int:
+    """A string's hash, the same in every process."""
+    digest = blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "little")
+
+
+def combine(part_hashes) -> int:
+    """Combine the hashes of a sequence's parts, in order: CPython's hash of the tuple of
+    them, which holds only ints and so is not salted (it is computed in C, which matters: the
+    plain codec combines the cached hashes of a key's parts this way for every new state)."""
+    return hash(tuple(part_hashes))
+
+
+@functools.lru_cache(maxsize=1024)
+def class_seed(cls: type) -> int:
+    """The seed of an attrs or dataclass instance's hash: its class's full name."""
+    return text_hash(f"{cls.__module__}.{cls.__qualname__}")
+
+
+def field_names(cls: type) -> tuple[str, ...] | None:
+    """The fields of an attrs or dataclass class, in order; None for any other class."""
+    if attrs.has(cls):
+        return tuple(field.name for field in attrs.fields(cls))
+    if dataclasses.is_dataclass(cls):
+        return tuple(field.name for field in dataclasses.fields(cls))
+    return None
+
+
+def stable_hash(value: Hashable) -> int:
+    """`value`'s hash from its contents, equal in every process for the types listed above;
+    any other type falls back to its own `hash()` (stable unless it hashes a string)."""
+    kind = type(value)
+    if kind is int or kind is bool:
+        return hash(value)
+    if kind is str:
+        return text_hash(value)
+    if value is None:
+        return NONE_HASH
+    if isinstance(value, tuple):  # named tuples equal plain tuples, so they hash alike
+        return combine(map(stable_hash, value))
+    if isinstance(value, frozenset):  # order-free: equal sets iterate in different orders
+        return (FROZENSET_SEED + sum(map(stable_hash, value)) * MULTIPLIER + len(value)) & MASK
+    if isinstance(value, (int, float)):  # IntEnum, IntFlag: equal to their number
+        return hash(value)
+    if isinstance(value, str):  # StrEnum: equal to its text
+        return text_hash(str.__str__(value))
+    if isinstance(value, bytes):
+        return text_hash(value.decode("latin-1"))
+    if isinstance(value, enum.Enum):
+        return (class_seed(kind) * MULTIPLIER + text_hash(value.name)) & MASK
+    names = field_names(kind)
+    if names is not None:
+        return combine((class_seed(kind), *(stable_hash(getattr(value, name)) for name in names)))
+    return hash(value)

@@ -1,0 +1,159 @@
+"""A model checked before the search starts, with a default for every optional attribute.
+
+`validated(model)` reads what the explorer needs from any object that follows `protocol.Model`
+and refuses, with one line naming the attribute and what is wrong (`ModelError`, a `BadInput`),
+a model the search would otherwise trip over deep inside: no initial states, an unhashable
+state, successors without action labels, an unnamed property. It looks at the initial states
+and their successors only; what the model does further in is its own business.
+
+Defaults (TLC's where TLC has one): no invariants, no reachability properties, deadlock
+checked, no state or action constraint, no codec (the explorer derives one, see `plain`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any
+
+import attrs
+
+from pymc_resume.errors import BadInput
+from pymc_resume.explore.protocol import AlwaysReachable, Invariant
+
+State = Hashable
+
+
+class ModelError(BadInput):
+    """A model the explorer cannot check; the message names the attribute and the fault."""
+
+
+@attrs.frozen
+class ValidModel:
+    """Everything the explorer reads from a model, checked and defaulted."""
+
+    model: Any  # the model as given (traces replay it)
+    initial_states: Callable[[], Iterable[State]]
+    successors: Callable[[State], Iterable[tuple[str, State]]]
+    invariants: tuple[Invariant, ...] = ()
+    reachability: tuple[AlwaysReachable, ...] = ()
+    deadlock_is_error: bool = True
+    # TLC's CONSTRAINT and ACTION_CONSTRAINT: a successor outside them is generated and checked
+    # against the invariants, but neither stored nor expanded.
+    constraint: Callable[[State], bool] | None = None
+    action_constraint: Callable[[State, str, State], bool] | None = None
+    codec: Callable[[], Any] | None = None
+    partition_key: Callable[[State], Hashable] | None = None
+    all_hold: Callable[[State], bool] | None = None
+
+
+def _callable(model, name: str, required: bool = False) -> Callable | None:
+    found = getattr(model, name, None)
+    if found is None:
+        if required:
+            raise ModelError(f"model.{name}: missing; a model needs {name}()")
+        return None
+    if not callable(found):
+        raise ModelError(f"model.{name}: must be a method, got {type(found).__name__}")
+    return found
+
+
+def _properties(model, name: str, kind: type, field: str) -> tuple:
+    found = getattr(model, name, None)
+    if found is None:
+        return ()
+    if isinstance(found, (str, bytes)) or not isinstance(found, Iterable):
+        raise ModelError(f"model.{name}: must be a list of {kind.__name__}, got "
+                         f"{type(found).__name__}")
+    found = tuple(found)
+    names = set()
+    for position, prop in enumerate(found):
+        if not isinstance(prop, kind):
+            raise ModelError(f"model.{name}[{position}]: must be a {kind.__name__}(name, "
+                             f"{field}), got {type(prop).__name__}")
+        if not isinstance(prop.name, str) or not prop.name:
+            raise ModelError(f"model.{name}[{position}]: its name must be a non-empty string, "
+                             f"got {prop.name!r}")
+        if not callable(getattr(prop, field)):
+            raise ModelError(f"model.{name}[{position}] ({prop.name}): {field} must be callable")
+        if prop.name in names:
+            raise ModelError(f"model.{name}: two properties named {prop.name!r}")
+        names.add(prop.name)
+    return found
+
+
+def _hashable(state, where: str) -> None:
+    try:
+        hash(state)
+    except TypeError:
+        raise ModelError(f"{where}: states must be hashable (tuples, frozensets, frozen attrs "
+                         f"or dataclass instances), got {type(state).__name__}: "
+                         f"{_short(state)}") from None
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _initial(valid: ValidModel) -> list:
+    try:
+        states = list(valid.initial_states())
+    except TypeError as error:
+        raise ModelError(f"model.initial_states(): must return an iterable of states ({error})"
+                         ) from None
+    if not states:
+        raise ModelError("model.initial_states(): returned no state; a model needs at least one")
+    for state in states:
+        _hashable(state, "model.initial_states()")
+    return states
+
+
+def _check_successors(valid: ValidModel, initial: list) -> None:
+    """Every initial state's successors must be (action label, hashable state) pairs, and a
+    state of another type than the initial ones is taken for a missing label."""
+    kinds = {type(state) for state in initial}
+    for state in initial:
+        produced = valid.successors(state)
+        if produced is None or isinstance(produced, (str, bytes)) or not isinstance(
+                produced, Iterable):
+            raise ModelError(f"model.successors(state): must yield (action, next_state) pairs, "
+                             f"returned {type(produced).__name__}")
+        for item in produced:
+            if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)):
+                raise ModelError(f"model.successors(state): must yield (action, next_state) "
+                                 f"pairs with a str action, yielded {_short(item)}")
+            _hashable(item[1], "model.successors(state)")
+            if type(item[1]) not in kinds:
+                raise ModelError(
+                    f"model.successors(state): yielded ({item[0]!r}, {_short(item[1])}): a "
+                    f"{type(item[1]).__name__} where initial states are "
+                    f"{' or '.join(sorted(kind.__name__ for kind in kinds))}; does it yield "
+                    f"(action, next_state) pairs?")
+
+
+def validated(model, check_deadlock: bool | None = None) -> ValidModel:
+    """`model` read, defaulted and checked; `check_deadlock` overrides its `deadlock_is_error`."""
+    if isinstance(model, ValidModel):
+        return model if check_deadlock is None else attrs.evolve(
+            model, deadlock_is_error=check_deadlock)
+    deadlock = getattr(model, "deadlock_is_error", True)
+    if not isinstance(deadlock, bool):
+        raise ModelError(f"model.deadlock_is_error: must be True or False, got {deadlock!r}")
+    valid = ValidModel(
+        model=model,
+        initial_states=_callable(model, "initial_states", required=True),
+        successors=_callable(model, "successors", required=True),
+        invariants=_properties(model, "invariants", Invariant, "holds"),
+        reachability=_properties(model, "reachability", AlwaysReachable, "goal"),
+        deadlock_is_error=deadlock if check_deadlock is None else check_deadlock,
+        constraint=_callable(model, "constraint"),
+        action_constraint=_callable(model, "action_constraint"),
+        codec=_callable(model, "codec"),
+        partition_key=_callable(model, "partition_key"),
+        all_hold=_callable(model, "all_hold"),
+    )
+    both = set(map(lambda p: p.name, valid.invariants)) & {p.name for p in valid.reachability}
+    if both:
+        raise ModelError(f"model.reachability: {sorted(both)[0]!r} is also an invariant's name")
+    _check_successors(valid, _initial(valid))
+    return valid
