@@ -10,6 +10,7 @@ import click
 
 from pymc_resume.cli import main
 from pymc_resume.cli.errors import fail
+from pymc_resume.cli.paths import writable_file
 from pymc_resume.files import write_json
 from pymc_resume.matrix import Row, compute_matrix, matrix_text
 from pymc_resume.model.bounds import BoundsError, load_bounds
@@ -71,6 +72,7 @@ def matrix_command(bounds_name, workers, json_path, quiet):
         bounds = load_bounds(bounds_name)
     except BoundsError as error:
         fail(f"--bounds: {error}")
+    writable_file(json_path, "--json")
     if not quiet:
         click.echo(
             f"matrix: checking the reference and every mutant at bounds {bounds.name!r} "
