@@ -1,6 +1,6 @@
 """TwoPhase.tla for minicheck 0.4.0, the baseline the explorer benchmark compares against.
 
-The same specification as bench/two_phase_packed.py and tests/explore/tlc/two_phase.py
+The same specification as bench/two_phase_packed.py and examples/two_phase.py
 (tlaplus/Examples specifications/transaction_commit/TwoPhase.tla, invariants TPTypeOK and
 TCConsistent), written the way minicheck's README writes a model: a `minicheck.Protocol` whose
 state is a flat tuple of named fields, a `transitions` function returning a list of

@@ -1,6 +1,6 @@
 """TwoPhase.tla with the whole state packed into one Python int: the explorer benchmark model.
 
-Encodes the same specification as tests/explore/tlc/two_phase.py -- tlaplus/Examples
+Encodes the same specification as examples/two_phase.py -- tlaplus/Examples
 specifications/transaction_commit/TwoPhase.tla (Init TPInit, next-state action TPNext, invariant
 TPTypeOK, and TCConsistent from TCommit.tla, which TwoPhase implements) for N resource managers --
 but a state is a single non-negative int of 4N + 4 bits instead of a tuple of strings and
@@ -66,7 +66,7 @@ def state_bits(n: int) -> int:
     return 4 * n + 4
 
 
-# The readable model's vocabulary (tests/explore/tlc/two_phase.py), for decode/encode.
+# The readable model's vocabulary (examples/two_phase.py), for decode/encode.
 RM_STATE_NAMES = ("working", "prepared", "committed", "aborted")
 TM_STATE_NAMES = ("init", "committed", "aborted")
 COMMIT = ("Commit",)
@@ -168,7 +168,7 @@ class TwoPhasePacked:
     # --- the readable model's vocabulary --------------------------------------------------
 
     def decode(self, s: int) -> tuple[tuple[str, ...], str, frozenset, frozenset]:
-        """(rmState, tmState, tmPrepared, msgs) as in tests/explore/tlc/two_phase.py."""
+        """(rmState, tmState, tmPrepared, msgs) as in examples/two_phase.py."""
         n = self.n
         rm_state = tuple(RM_STATE_NAMES[(s >> rm_shift(rm)) & FIELD] for rm in range(n))
         tm_state = TM_STATE_NAMES[(s >> tm_shift(n)) & FIELD]

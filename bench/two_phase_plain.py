@@ -1,7 +1,7 @@
 """TwoPhase.tla written plainly: tuples, strings and frozensets, no codec, no packing.
 
 The same specification, successor order and stuttering steps as bench/two_phase_packed.py and
-tests/explore/tlc/two_phase.py (tlaplus/Examples specifications/transaction_commit/TwoPhase.tla,
+examples/two_phase.py (tlaplus/Examples specifications/transaction_commit/TwoPhase.tla,
 invariants TPTypeOK and TCConsistent), written the way a newcomer writes a model: the state is
 the spec's four variables as a tuple
 

@@ -68,6 +68,7 @@ def main() -> None:
 def _register_commands() -> None:
     # Imported here so that each command module can import `main` from this package.
     from pymc_resume.cli import check  # noqa: F401
+    from pymc_resume.cli import explore  # noqa: F401
     from pymc_resume.cli import matrix  # noqa: F401
     from pymc_resume.cli import fuzz  # noqa: F401
     from pymc_resume.cli import replay  # noqa: F401

@@ -1,24 +1,19 @@
 """The benchmark's bit-packed TwoPhase (bench/two_phase_packed.py) is the readable TwoPhase.
 
 The packed model exists to measure the explorer, so it must explore the same graph as the
-readable encoding in tlc/two_phase.py: same distinct states, states generated and depth for
+readable encoding in examples/two_phase.py: same distinct states, states generated and depth for
 N = 3..6 (and TLC's counts where tlaplus/Examples records them), and, for small N, the very same
 reachable set once packed states are decoded into the readable vocabulary.
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-from tlc.two_phase import TwoPhase
+from two_phase import TwoPhase
 
 from pymc_resume.explore import explore
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the project root, for bench/
-
-from bench.two_phase_packed import TwoPhasePacked  # noqa: E402
+from bench.two_phase_packed import TwoPhasePacked
 
 # TLC's distinct states: TwoPhase.cfg (three RMs) and the spec's closing comment (six RMs).
 TLC_DISTINCT = {3: 288, 6: 50816}

@@ -5,7 +5,7 @@ import pytest
 from pymc_resume.explore import explore
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.semantics import ResumeModel
-from tlc.two_phase import TwoPhase
+from two_phase import TwoPhase
 
 
 def summary(result):

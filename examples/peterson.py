@@ -7,6 +7,12 @@ a0, a1, a2, a3, cs, a4; invariants TypeOK and Inv), checked there with model Pet
 
 State: a tuple (pc, c, turn) where pc and c are tuples indexed by process - 1 (pc[0] is
 process 1's label, c[0] its flag) and turn is 1 or 2.
+
+TLC's counts for model Peterson.cfg, recorded in
+specifications/locks_auxiliary_vars/manifest.json of tlaplus/Examples (commit
+32a32c7b0b97562da2dd4b2e55b7f81cd6fea2b9): 42 distinct states, 77 states generated, depth 11. Check it with
+
+    pymc-resume explore examples/peterson.py:model
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from collections.abc import Iterator
 
 from pymc_resume.explore import Invariant
 
-from .tla import except_
+from tla import except_
 
 PROCS = (1, 2)
 LABELS = frozenset({"a0", "a1", "a2", "a3", "cs", "a4"})
@@ -130,3 +136,8 @@ class Peterson:
                 next_state = action(state, p)
                 if next_state is not None:
                     yield f"{name}({p})", next_state
+
+
+def model() -> Peterson:
+    """The model of the cfg above."""
+    return Peterson()

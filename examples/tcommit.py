@@ -6,6 +6,12 @@ action TCNext, invariants TCTypeOK and TCConsistent), checked there with model T
 
 State: rmState, a tuple of N strings; rmState[i] is the state of resource manager i
 (printed r{i+1} in action labels).
+
+TLC's counts for model TCommit.cfg (RM = {r1, r2, r3}, CHECK_DEADLOCK FALSE), recorded in
+specifications/transaction_commit/manifest.json of tlaplus/Examples (commit
+32a32c7b0b97562da2dd4b2e55b7f81cd6fea2b9): 34 distinct states, 94 states generated, depth 7. Check it with
+
+    pymc-resume explore examples/tcommit.py:model
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from collections.abc import Iterator
 
 from pymc_resume.explore import Invariant
 
-from .tla import except_
+from tla import except_
 
 RM_STATES = frozenset({"working", "prepared", "committed", "aborted"})
 
@@ -74,3 +80,8 @@ class TCommit:
     def consistent(self, rm_state) -> bool:
         """TCConsistent: no RM aborted while another committed."""
         return not ("aborted" in rm_state and "committed" in rm_state)
+
+
+def model() -> TCommit:
+    """The model of the cfg above."""
+    return TCommit(3)

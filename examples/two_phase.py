@@ -13,6 +13,13 @@ State: a tuple (rmState, tmState, tmPrepared, msgs) where
   tmPrepared -- frozenset of RM indices the TM has received "Prepared" from,
   msgs       -- frozenset of messages ever sent: ("Prepared", i), ("Commit",), ("Abort",).
 Resource managers are indices 0..N-1 (printed r1..rN in action labels).
+
+TLC's counts for model TwoPhase.cfg (RM = {r1, r2, r3}), recorded in
+specifications/transaction_commit/manifest.json of tlaplus/Examples (commit
+32a32c7b0b97562da2dd4b2e55b7f81cd6fea2b9): 288 distinct states, 1,146 states generated, depth
+11. The spec's closing comment also records 50,816 distinct states for six RMs (`TwoPhase(6)`). Check it with
+
+    pymc-resume explore examples/two_phase.py:model
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from collections.abc import Iterator
 
 from pymc_resume.explore import Invariant
 
-from .tla import except_
+from tla import except_
 
 RM_STATES = frozenset({"working", "prepared", "committed", "aborted"})
 TM_STATES = frozenset({"init", "committed", "aborted"})
@@ -136,3 +143,8 @@ class TwoPhase:
     def consistent(self, state) -> bool:
         rm_state = state[0]
         return not ("aborted" in rm_state and "committed" in rm_state)
+
+
+def model() -> TwoPhase:
+    """The model of the cfg above."""
+    return TwoPhase(3)

@@ -12,6 +12,13 @@ State: a tuple (x, y, pc), each a tuple indexed by process 0..N-1:
   x[i]  -- frozenset of {0, 1}, the regular register process i writes,
   y[i]  -- 0 or 1, process i's local register,
   pc[i] -- "a1" | "a2" | "b" | "Done".
+
+TLC's counts for model SimpleRegular.cfg (N = 8), recorded in
+specifications/TeachingConcurrency/manifest.json of tlaplus/Examples (commit
+32a32c7b0b97562da2dd4b2e55b7f81cd6fea2b9): 277,726 distinct states, 1,454,776 states generated,
+depth 25 (about a minute here). Check it with
+
+    pymc-resume explore examples/simple_regular.py:model
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from collections.abc import Iterator
 
 from pymc_resume.explore import Invariant
 
-from .tla import except_
+from tla import except_
 
 ZERO = frozenset({0})
 BOTH = frozenset({0, 1})
@@ -100,3 +107,8 @@ class SimpleRegular:
             and all(x[i] == ONE for i in self.procs if pc[i] in ("b", "Done"))
             and (any(label != "Done" for label in pc) or 1 in y)
         )
+
+
+def model() -> SimpleRegular:
+    """The model of the cfg above."""
+    return SimpleRegular(8)

@@ -1,0 +1,103 @@
+"""`pymc-resume explore`: check your own model exhaustively, as `check` checks the reference."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from pymc_resume.cli import main
+from pymc_resume.cli.errors import fail
+from pymc_resume.cli.paths import writable_file, writable_folder
+from pymc_resume.errors import BadInput, PymcResumeError
+from pymc_resume.explore import snapshot
+from pymc_resume.explore.progress import ProgressPrinter
+from pymc_resume.explore.target import absolute, load_model
+from pymc_resume.explore_check import explore_text, run_explore
+from pymc_resume.files import write_json
+
+
+@main.command("explore")
+@click.argument("target", required=False)
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Worker processes, each owning a hash partition  [default: 1].")
+@click.option("--max-states", type=click.IntRange(min=1), default=None,
+              help="Stop after this many distinct states (unproved properties are 'skipped').")
+@click.option("--max-seconds", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Stop after this many seconds.")
+@click.option("--max-memory", type=click.IntRange(min=64), default=None, metavar="MIB",
+              help="Stop cleanly, with the counts so far, before resident memory exceeds this.")
+@click.option("--stop-at-first", is_flag=True,
+              help="Stop at the first violation (TLC's default; without it, as TLC's -continue).")
+@click.option("--deadlock/--no-deadlock", default=None,
+              help="Report states without successors  [default: the model's deadlock_is_error, "
+                   "else yes, as TLC].")
+@click.option("--checkpoint-dir", type=click.Path(file_okay=False), default=None,
+              help="Save the explorer's own state here between levels, atomically.")
+@click.option("--checkpoint-every", type=click.FloatRange(min=0), default=60.0, show_default=True,
+              metavar="SECONDS", help="How often to save into --checkpoint-dir.")
+@click.option("--recover", "recover_dir", type=click.Path(file_okay=False), default=None,
+              help="Continue the run checkpointed in this folder (and keep checkpointing there); "
+                   "target, workers and deadlock checking come from the checkpoint.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the result as JSON to this path (atomically).")
+@click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
+def explore_command(target, workers, max_states, max_seconds, max_memory, stop_at_first,
+                    deadlock, checkpoint_dir, checkpoint_every, recover_dir, json_path, quiet):
+    """Explore every state of the model TARGET (module:factory or path/to/file.py:factory,
+    a callable returning the model) and judge its invariants, reachability properties and
+    deadlocks. Exit 0 when every property holds, 1 when any is violated, 2 on bad input or
+    when a limit stopped the run before it proved anything."""
+    writable_file(json_path, "--json")
+    writable_folder(checkpoint_dir, "--checkpoint-dir")
+    resume = None
+    if recover_dir is not None:
+        if workers or deadlock is not None or stop_at_first or checkpoint_dir:
+            fail("--recover: the run's workers, deadlock checking, --stop-at-first and "
+                 "checkpoint folder come from the checkpoint; do not pass them again")
+        writable_folder(recover_dir, "--recover")
+        try:
+            resume = snapshot.load(recover_dir)
+        except snapshot.SnapshotError as error:
+            fail(f"--recover: {error}")
+        run = resume.run
+        if not isinstance(run, dict) or "target" not in run:
+            fail(f"--recover: {recover_dir} holds no `pymc-resume explore` run")
+        if target is not None and absolute(target) != run["target"]:
+            fail(f"--recover: the checkpoint is of {run['target']}, not {absolute(target)}")
+        target, workers = run["target"], run["workers"]
+        deadlock, stop_at_first = run["deadlock"], run["stop_at_first"]
+        checkpoint_dir = recover_dir
+    elif target is None:
+        fail("missing TARGET (module:factory or path/to/file.py:factory)")
+    target = absolute(target)
+    model = load_model(target)
+    try:
+        report = run_explore(
+            target, model,
+            workers=workers or 1,
+            max_states=max_states,
+            max_seconds=max_seconds,
+            max_memory=max_memory * 2**20 if max_memory else None,
+            stop_at_first=stop_at_first,
+            check_deadlock=deadlock,
+            progress=None if quiet else ProgressPrinter(),
+            checkpoint_dir=checkpoint_dir,
+            checkpoint_every=checkpoint_every,
+            resume=resume,
+        )
+    except PymcResumeError:
+        raise
+    except Exception as error:  # noqa: BLE001 - raised by the model's own code
+        if os.environ.get("PYMC_RESUME_DEBUG") == "1":
+            raise
+        raise BadInput(f"{target}: the model raised {type(error).__name__}: {error} while "
+                       "being explored (PYMC_RESUME_DEBUG=1 shows where)") from None
+    click.echo(explore_text(report))
+    if json_path:
+        write_json(json_path, report.as_json())
+    if report.violated:
+        sys.exit(1)
+    if not report.result.complete:
+        fail(f"exploration incomplete, nothing proved: {report.result.stopped_because}")

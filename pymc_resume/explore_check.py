@@ -1,0 +1,179 @@
+"""`pymc-resume explore`: check anyone's model, and judge each of its properties.
+
+The counterpart of `check.py` for a model the user wrote through `pymc_resume.explore`: one
+verdict per property (each invariant, each reachability property, and deadlock when it is
+checked), each violation with its shortest trace as rows (step, action, what changed), and the
+same JSON shape as `check` (`properties` in place of `clauses`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import attrs
+
+from pymc_resume.check import peak_rss_mib
+from pymc_resume.explore import ExplorationResult, explore
+from pymc_resume.explore.changes import changes
+from pymc_resume.explore.result import DEADLOCK, Step
+from pymc_resume.explore.search import Checkpointing
+from pymc_resume.explore.validate import ValidModel, validated
+from pymc_resume.model.contract import HOLDS, SKIPPED, VIOLATED
+from pymc_resume.report import table
+
+INVARIANT, REACHABILITY = "invariant", "reachability"
+
+
+@attrs.frozen
+class PropertyVerdict:
+    name: str
+    kind: str
+    verdict: str
+    reason: str | None = None
+    trace: tuple[dict, ...] | None = None
+
+    def as_json(self) -> dict:
+        trace = list(self.trace) if self.trace is not None else None
+        return {"kind": self.kind, "verdict": self.verdict, "reason": self.reason,
+                "trace": trace}
+
+
+@attrs.frozen
+class ExploreReport:
+    target: str
+    workers: int
+    result: ExplorationResult
+    verdicts: tuple[PropertyVerdict, ...]
+
+    @property
+    def violated(self) -> list[str]:
+        return [v.name for v in self.verdicts if v.verdict == VIOLATED]
+
+    def as_json(self) -> dict:
+        r = self.result
+        return {
+            "target": self.target,
+            "workers": self.workers,
+            "complete": r.complete,
+            "stopped_because": r.stopped_because,
+            "distinct_states": r.distinct_states,
+            "states_generated": r.states_generated,
+            "depth": r.depth,
+            "seconds": round(r.seconds, 3),
+            "peak_rss_mib": peak_rss_mib(r),
+            "properties": {v.name: v.as_json() for v in self.verdicts},
+        }
+
+
+def trace_rows(steps: Sequence[Step], state_fields: Sequence[str] | None = None
+               ) -> tuple[dict, ...]:
+    """A trace as rows: step number, action, what changed, and the state's repr."""
+    rows, before = [], None
+    for number, step in enumerate(steps):
+        rows.append({"step": number, "action": step.action or "initial state",
+                     "changes": changes(before, step.state, state_fields),
+                     "state": repr(step.state)})
+        before = step.state
+    return tuple(rows)
+
+
+def _properties(model: ValidModel) -> list[tuple[str, str]]:
+    found = [(p.name, INVARIANT) for p in model.invariants]
+    found += [(p.name, REACHABILITY) for p in model.reachability]
+    if model.deadlock_is_error:
+        found.append((DEADLOCK, DEADLOCK))
+    return found
+
+
+def _reason(kind: str) -> str:
+    return {INVARIANT: "false in the last state",
+            REACHABILITY: "no goal state is reachable from the last state",
+            DEADLOCK: "the last state has no successor"}[kind]
+
+
+def judge(model: ValidModel, result: ExplorationResult) -> tuple[PropertyVerdict, ...]:
+    """One verdict per property: violated with its trace, holds, or skipped if unproved."""
+    state_fields = getattr(model.model, "state_fields", None)
+    verdicts = []
+    for name, kind in _properties(model):
+        violation = result.violations.get(name)
+        if violation is not None:
+            verdicts.append(PropertyVerdict(name, kind, VIOLATED, _reason(kind),
+                                            trace_rows(violation.trace, state_fields)))
+        elif result.complete:
+            verdicts.append(PropertyVerdict(name, kind, HOLDS))
+        else:
+            verdicts.append(PropertyVerdict(
+                name, kind, SKIPPED, reason=f"exploration incomplete: {result.stopped_because}"))
+    return tuple(verdicts)
+
+
+def run_explore(
+    target: str,
+    model,
+    *,
+    workers: int = 1,
+    max_states: int | None = None,
+    max_seconds: float | None = None,
+    max_memory: int | None = None,
+    stop_at_first: bool = False,
+    check_deadlock: bool | None = None,
+    progress: Callable | None = None,
+    checkpoint_dir: str | None = None,
+    checkpoint_every: float = 60.0,
+    resume=None,
+) -> ExploreReport:
+    """Explore `model` (what `target` names) and judge its properties."""
+    valid = validated(model, check_deadlock)
+    checkpoint = None
+    if checkpoint_dir is not None:
+        run = {"target": target, "workers": workers, "deadlock": valid.deadlock_is_error,
+               "stop_at_first": stop_at_first}
+        checkpoint = Checkpointing(checkpoint_dir, checkpoint_every, run)
+    result = explore(valid, workers=workers, max_states=max_states, max_seconds=max_seconds,
+                     max_memory=max_memory, stop_at_first=stop_at_first, progress=progress,
+                     checkpoint=checkpoint, resume=resume)
+    return ExploreReport(target, workers, result, judge(valid, result))
+
+
+# --- text ---------------------------------------------------------------------------------
+
+
+def verdict_table(report: ExploreReport) -> str:
+    states = f"{report.result.distinct_states:,}"
+    rows = []
+    for v in report.verdicts:
+        detail = v.reason or ""
+        if v.trace is not None:
+            detail = f"shortest trace: {len(v.trace) - 1} steps"
+        rows.append([v.name, v.kind, v.verdict, states, detail])
+    return table(["property", "kind", "verdict", "states", "detail"], rows)
+
+
+def trace_text(verdict: PropertyVerdict) -> str:
+    rows = []
+    for row in verdict.trace:
+        changed = row["changes"] or ["-"]
+        rows.append([str(row["step"]), row["action"], changed[0]])
+        rows.extend(["", "", more] for more in changed[1:])
+    return (f"{verdict.name} violated: {verdict.reason}\n"
+            + table(["step", "action", "changed"], rows))
+
+
+def explore_text(report: ExploreReport) -> str:
+    r = report.result
+    lines = [
+        f"{report.target}: {r.distinct_states:,} distinct states, {r.states_generated:,} "
+        f"generated, depth {r.depth}, {r.seconds:.1f}s, {report.workers} "
+        f"worker{'s' if report.workers > 1 else ''}"
+        f"{'' if r.complete else ' (INCOMPLETE: ' + str(r.stopped_because) + ')'}",
+        "",
+        verdict_table(report) if report.verdicts else "(the model has no property to check)",
+    ]
+    for verdict in report.verdicts:
+        if verdict.trace is not None:
+            lines += ["", trace_text(verdict)]
+    return "\n".join(lines)
+
+
+__all__ = ["ExploreReport", "PropertyVerdict", "explore_text", "run_explore"]
