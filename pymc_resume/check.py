@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import math
 import resource
-
 from collections.abc import Callable
 
 import attrs
 
 from pymc_resume.explore import ExplorationResult, explore
 from pymc_resume.explore.search import Checkpointing
-from pymc_resume.explore.snapshot import Snapshot
-from pymc_resume.model.bounds import Bounds
+from pymc_resume.explore.snapshot import Snapshot, SnapshotError
+from pymc_resume.model.bounds import Bounds, BoundsError, bounds_from_mapping
 from pymc_resume.model.clauses import CHECKS
 from pymc_resume.model.contract import CLAUSE_IDS, HOLDS, SKIPPED, VIOLATED
+from pymc_resume.model.mutants import MUTANTS
 from pymc_resume.model.narrate import split_action, store_changes
 from pymc_resume.model.semantics import ResumeModel
 
@@ -108,9 +109,67 @@ def judge(model: ResumeModel, result: ExplorationResult) -> dict[str, Verdict]:
     return verdicts
 
 
-def run_description(bounds: Bounds, mutant: str | None, symmetry: bool, workers: int) -> dict:
-    """What a checkpoint records about the run, so that `--recover` can redo exactly it."""
-    return {"bounds": bounds.as_json(), "mutant": mutant, "symmetry": symmetry, "workers": workers}
+def run_description(bounds: Bounds, mutant: str | None, symmetry: bool, workers: int, *,
+                    checkpoint_every: float = 60.0, max_states: int | None = None,
+                    max_memory: int | None = None) -> dict:
+    """What a checkpoint records about the run, so that `--recover` can redo exactly it: what is
+    checked, and the options it runs with (a recovery keeps them unless given again)."""
+    return {"bounds": bounds.as_json(), "mutant": mutant, "symmetry": symmetry, "workers": workers,
+            "checkpoint_every": checkpoint_every, "max_states": max_states,
+            "max_memory": max_memory}
+
+
+@attrs.frozen
+class RecoveredRun:
+    """The run a checkpoint describes (see `run_description`), checked."""
+
+    bounds: Bounds
+    mutant: str | None
+    symmetry: bool
+    workers: int
+    checkpoint_every: float
+    max_states: int | None
+    max_memory: int | None  # bytes
+
+
+RUN_FIELDS = ("bounds", "mutant", "symmetry", "workers", "checkpoint_every", "max_states",
+              "max_memory")
+MAX_WORKERS = 1024  # far beyond any machine this runs on; a larger count is a damaged file
+
+
+def recovered_run(run: dict, where: str) -> RecoveredRun:
+    """The run recorded in a checkpoint's manifest (at `where`), every field checked: the
+    folder is input, so a damaged or crafted one is a SnapshotError, one line."""
+
+    def refuse(what: str):
+        raise SnapshotError(f"{where}: the run it records {what}")
+
+    if set(run) != set(RUN_FIELDS):
+        refuse("has unexpected fields (written by another version?)")
+    bounds = run["bounds"]
+    if not isinstance(bounds, dict) or not isinstance(bounds.get("name"), str):
+        refuse("has no named bounds")
+    try:
+        checked = bounds_from_mapping(bounds, bounds["name"], f"{where}: bounds")
+    except BoundsError as error:
+        raise SnapshotError(str(error)) from None
+    mutant = run["mutant"]
+    if mutant is not None and mutant not in MUTANTS:
+        refuse(f"names an unknown mutant {str(mutant)[:40]!r}")
+    if type(run["symmetry"]) is not bool:
+        refuse("has a 'symmetry' that is not true or false")
+    workers = run["workers"]
+    if type(workers) is not int or not 1 <= workers <= MAX_WORKERS:
+        refuse(f"has {workers!r} workers")
+    every = run["checkpoint_every"]
+    if type(every) not in (int, float) or not math.isfinite(every) or every < 0:
+        refuse(f"has a checkpoint interval of {every!r}")
+    for name, low in (("max_states", 1), ("max_memory", 64 * 2**20)):
+        value = run[name]
+        if value is not None and (type(value) is not int or value < low):
+            refuse(f"has {name} {value!r}")
+    return RecoveredRun(checked, mutant, run["symmetry"], workers, float(every),
+                        run["max_states"], run["max_memory"])
 
 
 def run_check(
@@ -129,7 +188,8 @@ def run_check(
     model = ResumeModel(bounds, mutant)
     checkpoint = None
     if checkpoint_dir is not None:
-        run = run_description(bounds, mutant, symmetry, workers)
+        run = run_description(bounds, mutant, symmetry, workers, checkpoint_every=checkpoint_every,
+                              max_states=max_states, max_memory=max_memory)
         checkpoint = Checkpointing(checkpoint_dir, checkpoint_every, run)
     result = explore(
         model,

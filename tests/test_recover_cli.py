@@ -78,3 +78,208 @@ def test_sigkill_then_recover_at_small(tmp_path, explored):
 @pytest.mark.slow
 def test_sigkill_then_recover_at_default_with_two_workers(tmp_path, default_exploration):
     killed_then_recovered(tmp_path, "default", "2", default_exploration, levels_before_kill=20)
+
+
+# -- checkpoint folders are input: crafted, tampered or damaged ones are refused in one line ---
+
+import shutil
+
+from click.testing import CliRunner
+
+from pymc_resume.check import run_check
+from pymc_resume.cli import main
+from pymc_resume.explore import persisted
+
+
+@pytest.fixture(scope="module")
+def checkpoint_folder(tmp_path_factory):
+    """A real checkpoint of `small` with two workers, stopped early (a state limit)."""
+    folder = tmp_path_factory.mktemp("checkpoint") / "ck"
+    run_check(load_bounds("small"), workers=2, max_states=3000, checkpoint_dir=str(folder),
+              checkpoint_every=0)
+    return folder
+
+
+def copy_of(checkpoint_folder, tmp_path):
+    folder = tmp_path / "ck"
+    shutil.copytree(checkpoint_folder, folder)
+    level = folder / (folder / "current").read_text().strip()
+    return folder, level
+
+
+def assert_refused_in_one_line(args, cwd):
+    """In-process: exit 2, one line on stderr naming the problem, no traceback."""
+    previous = os.getcwd()
+    os.chdir(cwd)
+    try:
+        result = CliRunner().invoke(main, args, catch_exceptions=True)
+    finally:
+        os.chdir(previous)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    lines = result.stderr.strip().splitlines()
+    assert result.exit_code == 2, (result.exit_code, result.stdout[-300:], result.stderr[-500:])
+    assert len(lines) == 1 and lines[0].startswith("pymc-resume: error: "), result.stderr
+    assert "Traceback" not in result.stderr
+    return lines[0]
+
+
+def rewrite(path, change):
+    """Load a partition file, let `change` alter its record, write it back well-formed."""
+    record = persisted.loads(path.read_bytes(), str(path))
+    change(record)
+    path.write_bytes(persisted.dumps(record))
+
+
+def edit_manifest(level, change):
+    manifest = json.loads((level / "manifest.json").read_text())
+    change(manifest)
+    (level / "manifest.json").write_text(json.dumps(manifest))
+
+
+def _set(key, value):
+    return lambda record: record.__setitem__(key, value)
+
+
+def _bad_parent(record):
+    record["parents"][-1] = 10**9
+
+
+def _duplicate_key(record):
+    record["keys"][-1] = record["keys"][0]
+
+
+def _impossible_violation(record):
+    record["first_bad"]["liveness"] = (1, 10**9, -1)
+
+
+def _unreadable_carry_key(record):
+    keys = next(batch[0] for batch in record["carry"] if batch[0])
+    keys[0] = 2**200 + 12345
+
+
+TAMPERED_PARTITIONS = {
+    "negative-generated": _set("generated", -5),
+    "parent-beyond-the-states": _bad_parent,
+    "a-state-twice": _duplicate_key,
+    "violation-of-no-state": _impossible_violation,
+    "carry-key-the-codec-cannot-read": _unreadable_carry_key,
+    "wrong-partition": _set("partition", 1),
+    "a-table-value-twice": lambda record: record["tables"][0].append(record["tables"][0][0]),
+}
+
+TAMPERED_MANIFESTS = {
+    "negative-states": lambda m: m["partitions"][0].__setitem__("states", -1),
+    "depth-beyond-levels": lambda m: m.__setitem__("depth", m["depth"] + 1),
+    "falling-levels": lambda m: m["partitions"][0]["level_starts"].reverse(),
+    "unknown-mutant": lambda m: m["run"].__setitem__("mutant", "os.system"),
+    "three-workers": lambda m: m["run"].__setitem__("workers", 3),
+    "bounds-too-large": lambda m: m["run"]["bounds"].__setitem__("resumes", 10**6),
+    "nan-elapsed": lambda m: m.__setitem__("elapsed", float("nan")),
+}
+
+
+@pytest.mark.parametrize("name", list(TAMPERED_PARTITIONS))
+def test_a_tampered_partition_file_is_refused(tmp_path, checkpoint_folder, name):
+    folder, level = copy_of(checkpoint_folder, tmp_path)
+    rewrite(level / "partition-0.state", TAMPERED_PARTITIONS[name])
+    assert "partition-0.state" in assert_refused_in_one_line(["check", "--recover", "ck"], tmp_path)
+
+
+@pytest.mark.parametrize("name", list(TAMPERED_MANIFESTS))
+def test_a_tampered_manifest_is_refused(tmp_path, checkpoint_folder, name):
+    folder, level = copy_of(checkpoint_folder, tmp_path)
+    edit_manifest(level, TAMPERED_MANIFESTS[name])
+    assert_refused_in_one_line(["check", "--recover", "ck"], tmp_path)
+
+
+def _truncate(level):
+    path = level / "partition-1.state"
+    path.write_bytes(path.read_bytes()[:-100])
+
+
+def _flip(level):
+    path = level / "partition-1.state"
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x40
+    path.write_bytes(bytes(data))
+
+
+DAMAGE = {
+    "truncated": (_truncate, "truncated"),
+    "wrong-checksum": (_flip, "SHA-256"),
+    "missing-file": (lambda level: (level / "partition-1.state").unlink(), "unreadable"),
+    "non-utf8-manifest": (lambda level: (level / "manifest.json").write_bytes(b"{\xff\xfe}"), "UTF-8"),
+    "pointer-outside": (lambda level: (level.parent / "current").write_text("../../etc\n"), "level-"),
+    "old-pickle-format": (lambda level: edit_manifest(level, _set("format", 2)), "format"),
+}
+
+
+@pytest.mark.parametrize("name", list(DAMAGE))
+def test_a_damaged_folder_is_refused(tmp_path, checkpoint_folder, name):
+    folder, level = copy_of(checkpoint_folder, tmp_path)
+    damage, message = DAMAGE[name]
+    damage(level)
+    assert message in assert_refused_in_one_line(["check", "--recover", "ck"], tmp_path)
+
+
+def test_a_crafted_pickle_in_every_file_runs_nothing(tmp_path, checkpoint_folder):
+    """Every file of the snapshot would run `touch MARKER` if it were unpickled."""
+    folder, level = copy_of(checkpoint_folder, tmp_path)
+    payload = b"cposix\nsystem\n(Vtouch MARKER\ntR."
+    for path in level.iterdir():
+        path.write_bytes(payload)
+    done = subprocess.run(check("--recover", str(folder)), cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    assert not (tmp_path / "MARKER").exists()
+
+
+def test_recover_keeps_the_runs_own_options_unless_given_again(tmp_path, checkpoint_folder):
+    folder, level = copy_of(checkpoint_folder, tmp_path)
+    (folder / "level-999999").mkdir()  # what a run killed inside a snapshot write leaves
+    (folder / ".current.x1y2").write_text("level-999999\n")
+    # The run stopped at its state limit: recovered as it was, it stops there again.
+    line = assert_refused_in_one_line(["check", "--quiet", "--recover", "ck"], tmp_path)
+    assert "state limit of 3,000" in line
+    manifest = json.loads((folder / (folder / "current").read_text().strip() / "manifest.json").read_text())
+    assert manifest["run"]["checkpoint_every"] == 0 and manifest["run"]["max_states"] == 3000
+    assert not (folder / "level-999999").exists() and not (folder / ".current.x1y2").exists()
+
+
+def test_an_unwritable_checkpoint_folder_or_json_path_is_refused_before_any_work(tmp_path):
+    (tmp_path / "file").write_text("")
+    assert_refused_in_one_line(["check", "--bounds", "small", "--checkpoint-dir", "file/ck"], tmp_path)
+    assert_refused_in_one_line(["check", "--bounds", "small", "--json", "file/out.json"], tmp_path)
+
+
+def test_sigterm_of_the_coordinator_leaves_no_worker_and_no_traceback(tmp_path):
+    folder = tmp_path / "ck"
+    run = subprocess.Popen(check("--bounds", "small", "--workers", "2", "--checkpoint-dir",
+                                 str(folder)), stderr=subprocess.PIPE, text=True)
+    while run.poll() is None and not (folder / "current").exists():
+        time.sleep(0.02)
+    run.send_signal(signal.SIGTERM)
+    _, stderr = run.communicate(timeout=30)
+    assert "Traceback" not in stderr
+    assert_no_process_mentions(str(folder))
+
+
+@pytest.mark.slow
+def test_sigkill_after_five_seconds_at_default_recovers_identically(tmp_path, default_exploration):
+    """The must-show: killed with SIGKILL 5 s in, with the default checkpoint interval."""
+    folder, recovered_json = tmp_path / "ck", tmp_path / "rec.json"
+    with open(tmp_path / "killed.err", "w") as killed_err:
+        run = subprocess.Popen(check("--bounds", "default", "--workers", "2", "--checkpoint-dir",
+                                     str(folder)), stderr=killed_err)
+        time.sleep(5)
+        assert run.poll() is None, "the run finished before it could be killed"
+        os.kill(run.pid, signal.SIGKILL)
+        run.wait()
+    assert_no_process_mentions(str(folder))
+    assert "Traceback" not in (tmp_path / "killed.err").read_text()
+    done = subprocess.run(check("--recover", str(folder), "--json", str(recovered_json)))
+    assert done.returncode == 0
+    recovered = json.loads(recovered_json.read_text())
+    whole = default_exploration
+    assert [recovered[k] for k in COUNTS] == [whole.distinct_states, whole.states_generated, whole.depth]
+    assert verdicts(recovered) == expected_verdicts("default", whole)

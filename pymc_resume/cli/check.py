@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import click
 
-from pymc_resume.check import run_check
+from pymc_resume.check import recovered_run, run_check
 from pymc_resume.cli import main
 from pymc_resume.cli.errors import fail
+from pymc_resume.cli.paths import writable_file, writable_folder
 from pymc_resume.explore.progress import ProgressPrinter
 from pymc_resume.files import write_json
 from pymc_resume.explore import snapshot
@@ -33,12 +35,15 @@ from pymc_resume.report import check_text
 @click.option("--max-memory", type=click.IntRange(min=64), default=None, metavar="MIB",
               help="Stop cleanly, with the counts so far, before resident memory exceeds this.")
 @click.option("--checkpoint-dir", type=click.Path(file_okay=False), default=None,
-              help="Save the explorer's own state here between levels, atomically.")
-@click.option("--checkpoint-every", type=click.FloatRange(min=0), default=60.0, show_default=True,
-              metavar="SECONDS", help="How often to save into --checkpoint-dir.")
+              help="Save the explorer's own state here between levels, atomically (the first "
+                   "snapshot after the first level).")
+@click.option("--checkpoint-every", type=click.FloatRange(min=0), default=None,
+              metavar="SECONDS", help="At most this long between snapshots; the wait grows "
+                                      "from 1 s up to it  [default: 60].")
 @click.option("--recover", "recover_dir", type=click.Path(file_okay=False), default=None,
               help="Continue the run checkpointed in this folder (and keep checkpointing there); "
-                   "bounds, mutant, symmetry and workers come from the checkpoint.")
+                   "bounds, mutant, symmetry and workers come from the checkpoint, and so do "
+                   "--checkpoint-every, --max-states and --max-memory unless given again.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Write the result as JSON to this path (atomically).")
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
@@ -49,18 +54,27 @@ def check_command(bounds_name, mutant, list_mutants, max_states, no_symmetry, wo
         for mutant_def in MUTANTS.values():
             click.echo(f"{mutant_def.name:32} breaks {mutant_def.target}: {mutant_def.fault}")
         return
+    writable_file(json_path, "--json")
+    max_memory = max_memory * 2**20 if max_memory else None
     resume = None
     if recover_dir is not None:
         if bounds_name or mutant or no_symmetry or workers:
             fail("--recover: the run's bounds, mutant, symmetry and workers come from the "
                  "checkpoint; do not pass them again")
-        try:
-            resume = snapshot.load(recover_dir)
-        except snapshot.SnapshotError as error:
-            fail(f"--recover: {error}")
-        run = resume.run
-        bounds, mutant = Bounds.from_json(run["bounds"]), run["mutant"]
-        no_symmetry, workers = not run["symmetry"], run["workers"]
+        if checkpoint_dir is not None:
+            fail("--recover: the recovered run keeps checkpointing into its own folder; "
+                 "do not pass --checkpoint-dir")
+        writable_folder(recover_dir, "--recover")
+        resume = snapshot.load(recover_dir)
+        run = recovered_run(resume.run, str(Path(resume.files[0]).parent / snapshot.MANIFEST))
+        bounds, mutant, no_symmetry, workers = run.bounds, run.mutant, not run.symmetry, run.workers
+        if len(resume.partitions) != workers:
+            raise snapshot.SnapshotError(f"{recover_dir}: its run had {workers} workers, but "
+                                         f"it holds {len(resume.partitions)} partitions")
+        # The run's own options, unless given again.
+        checkpoint_every = run.checkpoint_every if checkpoint_every is None else checkpoint_every
+        max_states = run.max_states if max_states is None else max_states
+        max_memory = run.max_memory if max_memory is None else max_memory
         checkpoint_dir = recover_dir
     else:
         if mutant is not None and mutant not in MUTANTS:
@@ -69,6 +83,9 @@ def check_command(bounds_name, mutant, list_mutants, max_states, no_symmetry, wo
             bounds = load_bounds(bounds_name or "default")
         except BoundsError as error:
             fail(f"--bounds: {error}")
+        writable_folder(checkpoint_dir, "--checkpoint-dir")
+    if checkpoint_every is None:
+        checkpoint_every = 60.0
     progress = None if quiet else ProgressPrinter()
     report = run_check(
         bounds,
@@ -76,7 +93,7 @@ def check_command(bounds_name, mutant, list_mutants, max_states, no_symmetry, wo
         symmetry=not no_symmetry,
         workers=workers or os.cpu_count() or 1,
         max_states=max_states,
-        max_memory=max_memory * 2**20 if max_memory else None,
+        max_memory=max_memory,
         progress=progress,
         checkpoint_dir=checkpoint_dir,
         checkpoint_every=checkpoint_every,

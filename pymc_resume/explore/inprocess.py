@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Callable, Hashable
 
 from pymc_resume.explore.limits import Limits
-from pymc_resume.explore.memory import resident_bytes
-from pymc_resume.explore.partition import PROTOCOL, Partition
+from pymc_resume.explore import snapshot
+from pymc_resume.explore.memory import peak_bytes
+from pymc_resume.explore.partition import Partition
 from pymc_resume.explore.validate import ValidModel
 from pymc_resume.explore.reachability import GraphPiece
 
@@ -40,7 +40,7 @@ class InProcess:
         p = self.partition
         if self.on_tick:
             self.on_tick(len(p), p.generated, self.pending())
-        self.stopped_because = self.limits.exceeded(len(p), self.started, resident_bytes())
+        self.stopped_because = self.limits.exceeded(len(p), self.started, peak_bytes())
         return self.stopped_because is not None
 
     def step(self, level: int) -> int:
@@ -65,11 +65,18 @@ class InProcess:
     def first_bad(self) -> dict[str, tuple[int, int]]:
         return dict(self.partition.first_bad)
 
-    def save_state(self) -> tuple[list[bytes], list[bytes]]:
-        return [self.partition.snapshot()], [pickle.dumps([], PROTOCOL)]
+    def save_state(self) -> tuple[list[bytes], snapshot.Layout]:
+        p = self.partition
+        return [p.snapshot()], snapshot.Layout((tuple(p.level_starts),), (len(p),))
 
-    def load_state(self, partitions: list[bytes], inbound: list[bytes]) -> None:
-        self.partition.restore(partitions[0])
+    def load_state(self, saved: snapshot.Snapshot) -> None:
+        self.partition.restore(saved.partitions[0], saved.files[0], saved.layout)
+        if self.partition.generated < len(self.partition):
+            raise snapshot.SnapshotError(f"{saved.files[0]}: fewer states generated than stored")
+
+    def memory(self) -> int:
+        """The run's peak resident memory so far (this one process)."""
+        return peak_bytes()
 
     def worker_peak_rss(self) -> tuple[int, ...]:
         return ()  # no worker processes

@@ -11,10 +11,10 @@ A state's global id is `local_id * count + index`: it names its partition withou
 
 from __future__ import annotations
 
-import pickle
 from array import array
 from collections.abc import Callable, Hashable
 
+from pymc_resume.explore import persisted, snapshot
 from pymc_resume.explore.plain import PlainCodec, fits_plain_codec
 from pymc_resume.explore.result import DEADLOCK
 from pymc_resume.explore.stable_hash import stable_hash
@@ -125,17 +125,33 @@ class Partition:
         self.encode = self.codec.encode if self.codec else None
         self.decode = self.codec.decode if self.codec else None
 
-    # Everything a partition knows, except the model: what a checkpoint saves.
-    SAVED = ("codec", "store", "goal_flags", "edge_sources", "edge_targets", "first_bad",
-             "level_starts", "generated", "carry", "sent", "translations")
-
     def snapshot(self) -> bytes:
-        return pickle.dumps({name: getattr(self, name) for name in self.SAVED}, PROTOCOL)
+        """Everything this partition knows, except the model, as a checkpoint file's bytes
+        (`snapshot.partition_record` in the `persisted` format: never pickle)."""
+        return persisted.dumps(snapshot.partition_record(self))
 
-    def restore(self, data: bytes) -> None:
-        for name, value in pickle.loads(data).items():
-            setattr(self, name, value)
-        self._bind_codec()
+    def restore(self, data: bytes, where: str, layout: snapshot.Layout) -> None:
+        """Take the state a checkpoint file (read from `where`) holds, after checking it fits
+        the model, this partition and the snapshot's `layout`; SnapshotError if it does not.
+        A codec's tables are refilled in place: the codec itself is the model's."""
+        snapshot.restore_partition(self, persisted.loads(data, where), where, layout)
+
+    def take(self, inbound: list[Batch]) -> None:
+        """Take batches sent for the next level now, ahead of this partition's own candidates,
+        as if the next `step` had been given them: before a snapshot, so that a snapshot is
+        only partitions. Their keys become this partition's keys (a wire codec's tables
+        absorb the senders' entries, as `_admit` would, in the same order)."""
+        taken: list[Batch] = []
+        for candidates, repeats, tables in inbound:
+            if tables is not None:
+                source, delta = tables
+                self.codec.absorb(self.translations[source], delta)
+                translate, translation = self.codec.translate, self.translations[source]
+                candidates = [(translate(key, translation), parent) for key, parent in candidates]
+            elif self.encode and not self.wire:
+                candidates = [(self.encode(state), parent) for state, parent in candidates]
+            taken.append((candidates, repeats, None))
+        self.carry[:0] = taken
 
     def gid(self, local_id: int) -> int:
         return local_id * self.count + self.index

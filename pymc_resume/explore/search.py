@@ -144,8 +144,11 @@ def _run_levels(
         backend.seed()
         depth = 0
     else:
-        backend.load_state(resume.partitions, resume.inbound)
+        backend.load_state(resume)
         depth = resume.depth
+        if checkpoint:
+            snapshot.remove_stale(checkpoint.directory)  # what the killed run left half-written
+    taken = 0 if resume is None else 1  # snapshots so far (the recovered one counts)
     last_saved = time.monotonic()
     while backend.pending():
         level_holder[0] = depth + 1
@@ -154,7 +157,7 @@ def _run_levels(
             depth += 1
         if backend.stopped_because:
             return depth, backend.stopped_because
-        reason = limits.exceeded(backend.size(), started, 0)
+        reason = limits.exceeded(backend.size(), started, backend.memory())
         if reason:
             return depth, reason
         if progress:
@@ -162,20 +165,35 @@ def _run_levels(
                               time.monotonic() - started))
         if not added:
             break
-        if checkpoint and time.monotonic() - last_saved >= checkpoint.every:
-            partitions, inbound = backend.save_state()
+        if checkpoint and time.monotonic() - last_saved >= checkpoint.wait_after(taken):
+            partitions, layout = backend.save_state()
             elapsed = time.monotonic() - started
             snapshot.save(checkpoint.directory, snapshot.Snapshot(
-                checkpoint.run, depth, elapsed, partitions, inbound))
+                checkpoint.run, depth, elapsed, partitions, layout))
+            taken += 1
             last_saved = time.monotonic()
     return depth, None
 
 
+FIRST_WAIT = 1.0  # seconds between the first two snapshots of a run
+
+
 @attrs.frozen
 class Checkpointing:
-    """Save the explorer's state into `directory` at most every `every` seconds, between
-    levels; `run` describes what is being checked, so a recovery can check it matches."""
+    """Save the explorer's state into `directory` between levels; `run` describes what is
+    being checked, so a recovery can check it matches (and redo exactly it).
+
+    The first snapshot follows the first level, so a run killed early has something to recover;
+    then the wait between snapshots doubles from `FIRST_WAIT` up to `every` seconds, so that
+    snapshots stay a small part of the run at any size. `every` 0 snapshots every level.
+    """
 
     directory: str
     every: float = 60.0
     run: dict = attrs.Factory(dict)
+
+    def wait_after(self, taken: int) -> float:
+        """Seconds to wait, after the last snapshot, before the next when `taken` were taken."""
+        if taken == 0:
+            return 0.0
+        return min(self.every, FIRST_WAIT * 2.0 ** min(taken - 1, 30))

@@ -1,25 +1,63 @@
 """The explorer's own checkpoints: a run killed at any moment continues from the last one.
 
-A snapshot is taken between two levels: every partition's store (and codec tables) plus the
-candidate batches waiting for the next level. It is written into a fresh folder, flushed, and
-only then published by atomically replacing the `current` pointer file, so a SIGKILL at any
-moment leaves either the previous snapshot or the new one, never a torn one.
+A snapshot is taken between two levels: every partition's store, codec tables and the candidates
+waiting for the next level (the coordinator first hands each partition the batches routed to it,
+so a snapshot is nothing but its partitions). It is written into a fresh folder `level-NNNNNN`
+(one file per partition and a `manifest.json`), flushed, and only then published by atomically
+replacing the `current` pointer file, so a SIGKILL at any moment leaves either the previous
+snapshot or the new one, never a torn one. Superseded folders and temporary pointer files are
+removed when a snapshot is published and when a recovery starts.
+
+A checkpoint folder is read back as untrusted input: partition files are in the `persisted`
+format (never pickle), and `load` and `restore_partition` check everything against the manifest
+and the model, so a damaged or crafted folder is a `SnapshotError` (one line, exit 2), never
+code run, a crash, or a report of impossible counts.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import shutil
+from array import array
 from pathlib import Path
 
 import attrs
 
-from pymc_resume.errors import BadInput
+from pymc_resume.errors import EnvironmentProblem
+from pymc_resume.explore import persisted
+from pymc_resume.explore.persisted import SnapshotError
+from pymc_resume.explore.result import DEADLOCK
 from pymc_resume.files import write_atomically
 
-FORMAT = 2  # 2: partitions keep wire-codec marks and translations
+FORMAT = 3  # 3: partition files in the `persisted` format, the manifest holds every level's start
 POINTER = "current"
+MANIFEST = "manifest.json"
+_FOLDER = re.compile(r"level-\d{6}")
+_POINTER_TEMPORARY = f".{POINTER}."  # write_atomically's temporary files beside the pointer
+
+__all__ = ["Layout", "Snapshot", "SnapshotError", "load", "partition_record", "remove_stale",
+           "restore_partition", "save"]
+
+
+@attrs.frozen
+class Layout:
+    """Where each level's states are in each partition when the snapshot was taken.
+
+    `level_starts[p][k]` is the local id of the first state partition `p` admitted at level
+    `k + 1`, and `sizes[p]` how many states it held. A restored partition is checked against it.
+    """
+
+    level_starts: tuple[tuple[int, ...], ...]
+    sizes: tuple[int, ...]
+
+    def level(self, partition: int, level: int) -> tuple[int, int]:
+        """The local ids [start, end) of the states `partition` admitted at `level` (from 1)."""
+        starts = self.level_starts[partition]
+        end = starts[level] if level < len(starts) else self.sizes[partition]
+        return starts[level - 1], end
 
 
 @attrs.frozen
@@ -27,12 +65,13 @@ class Snapshot:
     run: dict  # what was being checked (opaque here; the caller checks it matches)
     depth: int
     elapsed: float  # seconds spent before this snapshot
-    partitions: list[bytes]
-    inbound: list[bytes]
+    partitions: list[bytes]  # each partition's file (see `Partition.snapshot`)
+    layout: Layout
+    files: tuple[str, ...] = ()  # where each partition was read from (for error messages)
 
 
-class SnapshotError(BadInput):
-    """A checkpoint folder that cannot be recovered from; the message says why."""
+def partition_file(folder: Path, index: int) -> Path:
+    return folder / f"partition-{index}.state"
 
 
 def _write_file(path: Path, data: bytes) -> None:
@@ -42,50 +81,401 @@ def _write_file(path: Path, data: bytes) -> None:
         os.fsync(stream.fileno())
 
 
+def _sync_folder(folder: Path) -> None:
+    """Make the folder's new entries durable (the files' names, not only their bytes)."""
+    handle = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
+
+
 def save(directory: str | Path, snapshot: Snapshot) -> None:
+    """Write `snapshot` into a fresh folder, then publish it and remove what it supersedes."""
     root = Path(directory)
-    root.mkdir(parents=True, exist_ok=True)
     name = f"level-{snapshot.depth:06d}"
     folder = root / name
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir()
-    for index, (partition, inbound) in enumerate(zip(snapshot.partitions, snapshot.inbound)):
-        _write_file(folder / f"partition-{index}.pickle", partition)
-        _write_file(folder / f"inbound-{index}.pickle", inbound)
     manifest = {
         "format": FORMAT,
         "run": snapshot.run,
         "depth": snapshot.depth,
         "elapsed": snapshot.elapsed,
-        "partitions": len(snapshot.partitions),
+        "partitions": [
+            {"states": size, "level_starts": list(starts)}
+            for starts, size in zip(snapshot.layout.level_starts, snapshot.layout.sizes)
+        ],
     }
-    _write_file(folder / "manifest.json", json.dumps(manifest, indent=2).encode())
-    previous = _current_name(root)
-    write_atomically(root / POINTER, name + "\n")
-    if previous and previous != name:
-        shutil.rmtree(root / previous, ignore_errors=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(folder, ignore_errors=True)  # a folder of this depth a killed run left
+        folder.mkdir()
+        for index, data in enumerate(snapshot.partitions):
+            _write_file(partition_file(folder, index), data)
+        _write_file(folder / MANIFEST, (json.dumps(manifest, indent=2) + "\n").encode())
+        _sync_folder(folder)
+        write_atomically(root / POINTER, name + "\n")
+    except OSError as error:
+        raise EnvironmentProblem(
+            f"cannot write a checkpoint into {root}: {error.strerror or error}"
+        ) from None
+    remove_stale(root)
 
 
 def _current_name(root: Path) -> str | None:
     try:
-        return (root / POINTER).read_text().strip() or None
+        name = (root / POINTER).read_bytes().decode("utf-8").strip()
     except FileNotFoundError:
         return None
+    except (OSError, UnicodeDecodeError) as error:
+        raise SnapshotError(f"{root / POINTER}: unreadable: {error}") from None
+    if not _FOLDER.fullmatch(name):
+        raise SnapshotError(f"{root / POINTER}: names {name[:60]!r}, not a folder like level-000012")
+    return name
+
+
+def remove_stale(directory: str | Path) -> None:
+    """Remove what a killed run left beside the published snapshot: snapshot folders other
+    than the current one, and temporary pointer files. Nothing else in the folder is touched."""
+    root = Path(directory)
+    try:
+        current = _current_name(root)
+    except SnapshotError:
+        return  # no trustworthy pointer: keep everything
+    if current is None:
+        return
+    for entry in root.iterdir():
+        if entry.name != current and _FOLDER.fullmatch(entry.name) and entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+        elif entry.name.startswith(_POINTER_TEMPORARY) and entry.is_file():
+            entry.unlink(missing_ok=True)
 
 
 def load(directory: str | Path) -> Snapshot:
+    """The published snapshot of a checkpoint folder, its manifest checked; the partition files
+    are read as bytes and checked as each partition restores itself (`restore_partition`)."""
     root = Path(directory)
+    if not root.is_dir():
+        raise SnapshotError(f"{root}: no such folder")
     name = _current_name(root)
     if name is None:
         raise SnapshotError(f"{root}: no checkpoint to recover from (no '{POINTER}' file)")
     folder = root / name
+    where = folder / MANIFEST
     try:
-        manifest = json.loads((folder / "manifest.json").read_text())
-        if manifest.get("format") != FORMAT:
-            raise SnapshotError(f"{folder}: checkpoint format {manifest.get('format')}, expected {FORMAT}")
-        count = manifest["partitions"]
-        partitions = [(folder / f"partition-{i}.pickle").read_bytes() for i in range(count)]
-        inbound = [(folder / f"inbound-{i}.pickle").read_bytes() for i in range(count)]
-    except (OSError, ValueError, KeyError) as error:
-        raise SnapshotError(f"{folder}: unreadable checkpoint: {error}") from None
-    return Snapshot(manifest["run"], manifest["depth"], manifest["elapsed"], partitions, inbound)
+        text = where.read_bytes().decode("utf-8")
+        manifest = json.loads(text)
+    except UnicodeDecodeError as error:
+        raise SnapshotError(f"{where}: not UTF-8 text (byte {error.start})") from None
+    except (OSError, ValueError, RecursionError) as error:
+        raise SnapshotError(f"{where}: unreadable: {getattr(error, 'strerror', None) or error}") from None
+    depth, elapsed, layout = _check_manifest(manifest, str(where))
+    files = tuple(str(partition_file(folder, index)) for index in range(len(layout.sizes)))
+    partitions = []
+    for file in files:
+        try:
+            partitions.append(Path(file).read_bytes())
+        except OSError as error:
+            raise SnapshotError(f"{file}: unreadable: {error.strerror or error}") from None
+    return Snapshot(manifest["run"], depth, elapsed, partitions, layout, files)
+
+
+def _fail(where: str, what: str):
+    raise SnapshotError(f"{where}: {what}")
+
+
+def _is_int(value: object) -> bool:
+    return type(value) is int
+
+
+def _check_manifest(manifest: object, where: str) -> tuple[int, float, Layout]:
+    """Depth, elapsed seconds and layout of a manifest, every field checked."""
+    keys = {"format", "run", "depth", "elapsed", "partitions"}
+    if not isinstance(manifest, dict) or set(manifest) != keys:
+        _fail(where, f"not a checkpoint manifest (expected exactly the keys {', '.join(sorted(keys))})")
+    if manifest["format"] != FORMAT:
+        _fail(where, f"checkpoint format {manifest['format']!r}, this version reads {FORMAT}")
+    if not isinstance(manifest["run"], dict):
+        _fail(where, "'run' must be a table")
+    depth = manifest["depth"]
+    if not _is_int(depth) or depth < 1:
+        _fail(where, f"'depth' must be a positive integer, not {depth!r}")
+    elapsed = manifest["elapsed"]
+    if type(elapsed) not in (int, float) or not math.isfinite(elapsed) or elapsed < 0:
+        _fail(where, f"'elapsed' must be a number of seconds, not {elapsed!r}")
+    partitions = manifest["partitions"]
+    if not isinstance(partitions, list) or not partitions:
+        _fail(where, "'partitions' must be a non-empty list")
+    starts_of, sizes = [], []
+    for index, entry in enumerate(partitions):
+        what = f"partitions[{index}]"
+        if not isinstance(entry, dict) or set(entry) != {"states", "level_starts"}:
+            _fail(where, f"{what} must hold 'states' and 'level_starts'")
+        size, starts = entry["states"], entry["level_starts"]
+        if not _is_int(size) or size < 0:
+            _fail(where, f"{what}: 'states' must be a count, not {size!r}")
+        if not isinstance(starts, list) or len(starts) != depth or not all(map(_is_int, starts)):
+            _fail(where, f"{what}: 'level_starts' must be {depth} integers (one per level)")
+        if starts[0] != 0 or any(a > b for a, b in zip(starts, [*starts[1:], size])):
+            _fail(where, f"{what}: 'level_starts' must rise from 0 to at most 'states'")
+        starts_of.append(tuple(starts))
+        sizes.append(size)
+    if sum(sizes) == 0:
+        _fail(where, "no states at all")
+    return depth, float(elapsed), Layout(tuple(starts_of), tuple(sizes))
+
+
+# --- one partition's record -----------------------------------------------------------------
+
+RECORD_KEYS = frozenset({
+    "partition", "partitions", "tables", "keys", "parents", "goal_flags", "edge_sources",
+    "edge_targets", "first_bad", "level_starts", "generated", "carry", "sent", "translations",
+    "forwarded",
+})
+
+
+def partition_record(partition) -> dict:
+    """Everything `partition` knows, except the model, as plain values for `persisted`.
+
+    The store's ids are the keys' positions (ids are dense, in admission order), so only the
+    keys are saved; an interning codec saves its tables' values (their ids are positions too).
+    Waiting candidates are saved column by column (keys, parents, repeated edges).
+    """
+    tables = getattr(partition.codec, "tables", None)
+    return {
+        "partition": partition.index,
+        "partitions": partition.count,
+        "tables": None if tables is None else [table.values for table in tables],
+        "keys": list(partition.store.ids),
+        "parents": partition.store.parents,
+        "goal_flags": partition.goal_flags,
+        "edge_sources": partition.edge_sources,
+        "edge_targets": partition.edge_targets,
+        "first_bad": partition.first_bad,
+        "level_starts": partition.level_starts,
+        "generated": partition.generated,
+        "carry": [
+            ([key for key, _ in candidates], [parent for _, parent in candidates],
+             [position for position, _ in repeats], [parent for _, parent in repeats])
+            for candidates, repeats, _tables in partition.carry
+        ],
+        "sent": partition.sent,
+        "translations": partition.translations,
+        "forwarded": (list(partition.forwarded), list(partition.forwarded.values())),
+    }
+
+
+class _Check:
+    """Checks of one partition file's values; each failure names the file and the field."""
+
+    def __init__(self, where: str, partition, layout: Layout) -> None:
+        self.where = where
+        self.index, self.count = partition.index, partition.count
+        self.layout = layout
+        self.depth = len(layout.level_starts[0])
+
+    def fail(self, what: str):
+        _fail(self.where, what)
+
+    def typed(self, value, kind, name: str):
+        if type(value) is not kind:
+            self.fail(f"{name} must be a {kind.__name__}, not {type(value).__name__}")
+        return value
+
+    def ints(self, values, name: str, low: int, high: int) -> None:
+        """Every value an int in [low, high)."""
+        if values and (not set(map(type, values)) <= {int} or min(values) < low or max(values) >= high):
+            self.fail(f"{name} must be integers from {low} to {high - 1}")
+
+    def array(self, value, typecode: str, name: str):
+        if type(value) is not array or value.typecode != typecode:
+            self.fail(f"{name} must be an array of typecode {typecode!r}")
+        return value
+
+    def gids(self, gids, name: str, level: int | None) -> None:
+        """Every gid names a state of `level` (any explored level if None) of its partition."""
+        count = self.count
+        if level is None:
+            ranges = [(0, size) for size in self.layout.sizes]
+        else:
+            ranges = [self.layout.level(p, level) for p in range(count)]
+        if count == 1:
+            self.ints(gids, name, *ranges[0])
+            return
+        for gid in gids:
+            if type(gid) is not int or gid < 0:
+                self.fail(f"{name} holds {gid!r}, not a state id")
+            low, high = ranges[gid % count]
+            if not low <= gid // count < high:
+                self.fail(f"{name} holds state id {gid}, not a state of level {level} or before")
+
+
+def restore_partition(partition, record: object, where: str, layout: Layout) -> None:
+    """Give `partition` the state `record` holds, after checking it fits the model, this
+    partition and `layout`; SnapshotError (naming `where`) if anything does not."""
+    check = _Check(where, partition, layout)
+    if not isinstance(record, dict) or set(record) != RECORD_KEYS:
+        check.fail("not a partition's snapshot (unexpected fields)")
+    index, count, depth = partition.index, partition.count, check.depth
+    if record["partition"] != index or record["partitions"] != count:
+        check.fail(f"holds partition {record['partition']!r} of {record['partitions']!r}, "
+                   f"expected {index} of {count}")
+    size = layout.sizes[index]
+    if record["level_starts"] != list(layout.level_starts[index]):
+        check.fail("its levels do not match the manifest's")
+
+    keys = check.typed(record["keys"], list, "keys")
+    if len(keys) != size:
+        check.fail(f"holds {len(keys):,} states, the manifest says {size:,}")
+    try:
+        ids = dict(zip(keys, range(size)))
+    except TypeError:
+        check.fail("keys must be hashable")
+    if len(ids) != size:
+        check.fail("the same state is stored twice")
+    parents = check.array(record["parents"], "q", "parents")
+    if len(parents) != size:
+        check.fail(f"holds {len(parents):,} parents for {size:,} states")
+    for level in range(1, depth + 1):
+        start, end = layout.level(index, level)
+        if level == 1:
+            if start < end and (min(parents[start:end]) != -1 or max(parents[start:end]) != -1):
+                check.fail("an initial state has a parent")
+        else:
+            check.gids(parents[start:end], f"parents of level {level}", level - 1)
+
+    tables = getattr(partition.codec, "tables", None)
+    saved_tables = record["tables"]
+    if tables is None:
+        if saved_tables is not None:
+            check.fail("holds codec tables, but the model's codec keeps none")
+    else:
+        check.typed(saved_tables, list, "tables")
+        if len(saved_tables) != len(tables) or not all(type(v) is list for v in saved_tables):
+            check.fail(f"tables must be {len(tables)} lists of values")
+    goal_flags = check.typed(record["goal_flags"], list, "goal_flags")
+    if len(goal_flags) != len(partition.goals) or any(
+        type(flags) is not bytearray or len(flags) != size or flags.translate(None, b"\0\1")
+        for flags in goal_flags
+    ):
+        check.fail(f"goal_flags must be {len(partition.goals)} lists of 0/1 flags, one a state")
+    sources, targets = record["edge_sources"], record["edge_targets"]
+    if partition.goals:
+        check.array(sources, "i", "edge_sources")
+        check.array(targets, "i", "edge_targets")
+        if len(sources) != len(targets):
+            check.fail("edge_sources and edge_targets differ in length")
+        check.ints(targets, "edge_targets", 0, size)
+        check.gids(sources, "edge_sources", None)
+    elif sources is not None or targets is not None:
+        check.fail("holds edges, but the model has no reachability property")
+
+    first_bad = check.typed(record["first_bad"], dict, "first_bad")
+    known = {invariant.name for invariant in partition.invariants} | {DEADLOCK}
+    for name, found in first_bad.items():
+        # (level, gid, -1): a state of this partition; (level, parent gid, position): a
+        # successor outside the constraints, named by its parent (-1: an initial state).
+        if name not in known:
+            check.fail(f"first_bad names {name!r}, not a property of this model")
+        if type(found) is not tuple or len(found) != 3 or not all(map(_is_int, found)):
+            check.fail(f"first_bad[{name!r}] must be (level, state id, position)")
+        level, gid, position = found
+        if not 1 <= level <= depth + 1 or position < -1:
+            check.fail(f"first_bad[{name!r}] names no state")
+        if position == -1:
+            if level > depth or gid < 0 or gid % count != index:
+                check.fail(f"first_bad[{name!r}] is not a state of this partition")
+            check.gids([gid], f"first_bad[{name!r}]", level)
+        elif level == 1:
+            if gid != -1:
+                check.fail(f"first_bad[{name!r}]: an initial state has no parent")
+        else:
+            check.gids([gid], f"first_bad[{name!r}]", level - 1)
+    generated = record["generated"]
+    if not _is_int(generated) or generated < 0:
+        check.fail(f"generated must be a count, not {generated!r}")
+
+    sent, translations = record["sent"], record["translations"]
+    if type(sent) is not list or len(sent) != count:
+        check.fail(f"sent must be a list of {count} marks")
+    if partition.wire:
+        for mark in sent:
+            if mark is not None and (type(mark) is not tuple or len(mark) != len(tables)
+                                     or any(type(m) is not int or not 0 <= m <= len(v)
+                                            for m, v in zip(mark, saved_tables))):
+                check.fail("sent holds a mark beyond the tables")
+        if type(translations) is not list or len(translations) != count:
+            check.fail(f"translations must be a list of {count}")
+        for translation in translations:
+            if type(translation) is not list or len(translation) != len(tables):
+                check.fail(f"a translation must be {len(tables)} lists of ids")
+            for ids_of, values in zip(translation, saved_tables):
+                check.typed(ids_of, list, "a translation")
+                check.ints(ids_of, "a translation", 0, len(values))
+    elif any(mark is not None for mark in sent) or translations is not None:
+        check.fail("holds wire-codec marks, but the model's codec is not a wire codec")
+
+    # Accepted so far: take the tables (in place, as the codec holds them), then the
+    # candidates, which are checked against those tables.
+    if tables is not None:
+        for table, values in zip(tables, saved_tables):
+            try:
+                table.ids.clear()
+                table.ids.update(zip(values, range(len(values))))
+            except TypeError:
+                check.fail("table values must be hashable")
+            if len(table.ids) != len(values):
+                check.fail("a codec table holds the same value twice")
+            table.values[:] = values
+            table.by_identity.clear()
+            table.by_identity.update((id(value), number) for number, value in enumerate(values))
+    carry = _restored_carry(check, partition, record["carry"], depth)
+    forwarded = record["forwarded"]
+    if (type(forwarded) is not tuple or len(forwarded) != 2
+            or not all(type(column) is list for column in forwarded)
+            or len(forwarded[0]) != len(forwarded[1])):
+        check.fail("forwarded must be (keys, owners) lists of one length")
+    check.ints(forwarded[1], "forwarded owners", 0, count)
+    try:
+        forwarded = dict(zip(*forwarded))
+    except TypeError:
+        check.fail("forwarded keys must be hashable")
+
+    partition.store.ids = ids
+    partition.store.parents = parents
+    partition.goal_flags = goal_flags
+    partition.edge_sources, partition.edge_targets = (sources, targets) if partition.goals else (None, None)
+    partition.first_bad = first_bad
+    partition.level_starts = list(layout.level_starts[index])
+    partition.generated = generated
+    partition.carry = carry
+    partition.forwarded = forwarded
+    partition.sent = sent
+    if partition.wire:
+        partition.translations = translations
+
+
+def _restored_carry(check: _Check, partition, saved: object, depth: int) -> list:
+    """The waiting candidates as batches, each key checked against the codec (a key must
+    decode to a state that encodes back to it) and each parent a state of the last level."""
+    check.typed(saved, list, "carry")
+    encode, decode = partition.encode, partition.decode
+    carry = []
+    for batch in saved:
+        if type(batch) is not tuple or len(batch) != 4 or not all(type(c) is list for c in batch):
+            check.fail("carry must hold (keys, parents, positions, parents) lists")
+        keys, parents, positions, repeat_parents = batch
+        if len(parents) != len(keys) or len(repeat_parents) != len(positions):
+            check.fail("carry: columns of different lengths")
+        check.gids(parents, "carry parents", depth)
+        check.gids(repeat_parents, "carry parents", depth)
+        check.ints(positions, "carry positions", 0, len(keys))
+        if decode is not None:
+            for key in keys:
+                try:
+                    same = encode(decode(key)) == key
+                except Exception:  # noqa: BLE001 - a key the codec cannot read
+                    same = False
+                if not same:
+                    check.fail(f"carry holds a key the codec cannot read: {str(key)[:40]}")
+        carry.append((list(zip(keys, parents)), list(zip(positions, repeat_parents)), None))
+    return carry

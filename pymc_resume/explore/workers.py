@@ -13,14 +13,16 @@ from __future__ import annotations
 import os
 import pickle
 import resource
+import signal
 import traceback
 from collections.abc import Callable, Hashable
 
 import multiprocess
 
 from pymc_resume.errors import EnvironmentProblem
+from pymc_resume.explore import snapshot
 from pymc_resume.explore.limits import Limits
-from pymc_resume.explore.memory import resident_bytes
+from pymc_resume.explore.memory import die_with_parent, run_peak_bytes
 from pymc_resume.explore.batches import pack, unpack
 from pymc_resume.explore.partition import Partition, empty_batch, owner_of, state_hasher
 from pymc_resume.explore.validate import ValidModel
@@ -44,12 +46,23 @@ def _receive(conn):
     return message, [conn.recv_bytes() for _ in range(chunk_count)]
 
 
-def _reply(conn):
-    """A worker's answer; a worker that raised makes the coordinator raise too."""
-    message, chunks = _receive(conn)
+def _reply(conn, index: int):
+    """Worker `index`'s answer; a worker that raised makes the coordinator raise too, and one
+    that refused a checkpoint raises its SnapshotError here."""
+    try:
+        message, chunks = _receive(conn)
+    except (EOFError, OSError):
+        raise WorkerError(f"explorer worker {index} exited unexpectedly (killed, or out of "
+                          "memory?)") from None
     if message[0] == "error":
         raise WorkerError(f"an explorer worker failed:\n{message[1]}")
+    if message[0] == "refused":
+        raise snapshot.SnapshotError(message[1])
     return message, chunks
+
+
+class _CoordinatorGone(Exception):
+    """The coordinator died (killed): a worker stops quietly, whatever it was doing."""
 
 
 def _serve(conn, inherited, model: ValidModel, index: int, count: int, canonical, limits: Limits,
@@ -61,28 +74,41 @@ def _serve(conn, inherited, model: ValidModel, index: int, count: int, canonical
     """
     for coordinator_end in inherited:
         coordinator_end.close()
+    coordinator = os.getppid()
+    die_with_parent()  # Linux: the kernel kills this worker when the coordinator dies
+    # Ctrl-C reaches the whole process group: the coordinator handles it and stops the workers.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     partition = Partition(model, index, count, canonical, stop_at_first)
-    memory_share = limits.memory_share(count)
+    pids: list[int] = [coordinator, os.getpid()]  # the run's processes, completed by "pids"
     stop_reason: list[str | None] = [None]
 
     def tick() -> bool:
-        own = Limits(max_seconds=limits.max_seconds, max_memory=memory_share)
-        reason = own.exceeded(0, started, resident_bytes())
-        if reason and memory_share is not None and reason.startswith("memory"):
-            reason = limits.memory_message(f"worker {index} reached its share of it")
+        if os.getppid() != coordinator:
+            raise _CoordinatorGone
+        reason = limits.exceeded(0, started, run_peak_bytes(pids))
         stop_reason[0] = reason
         return reason is not None
 
-    while True:
-        try:
-            (kind, *args), chunks = _receive(conn)
-        except (EOFError, OSError):
-            return  # the coordinator is gone (killed): nothing left to serve
-        try:
-            if _handle(conn, partition, kind, args, chunks, tick, index, count, stop_reason):
-                return
-        except Exception:  # noqa: BLE001 - reported to the coordinator, which raises it
-            _send(conn, ("error", traceback.format_exc()))
+    try:
+        while True:
+            try:
+                (kind, *args), chunks = _receive(conn)
+            except (EOFError, OSError):
+                return  # the coordinator is gone (killed): nothing left to serve
+            if kind == "pids":
+                pids[:] = [coordinator, *args[0]]
+                continue
+            try:
+                if _handle(conn, partition, kind, args, chunks, tick, index, count, stop_reason):
+                    return
+            except (_CoordinatorGone, OSError):
+                raise
+            except snapshot.SnapshotError as error:
+                _send(conn, ("refused", str(error)))
+            except Exception:  # noqa: BLE001 - reported to the coordinator, which raises it
+                _send(conn, ("error", traceback.format_exc()))
+    except (_CoordinatorGone, OSError):
+        return  # a reply to a dead coordinator (broken pipe): exit quietly
 
 
 def _handle(conn, partition: Partition, kind: str, args, chunks, tick, index: int, count: int,
@@ -114,11 +140,13 @@ def _handle(conn, partition: Partition, kind: str, args, chunks, tick, index: in
                                partition.edge_sources, partition.edge_targets)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
         _send(conn, (partition.first_bad, piece, peak))
-    elif kind == "snapshot":
-        _send(conn, ("saved",), [partition.snapshot()])
+    elif kind == "snapshot":  # the coordinator's batches for this partition come along
+        partition.take([unpack(chunk) for chunk in chunks])
+        _send(conn, ("saved", len(partition), partition.level_starts), [partition.snapshot()])
     elif kind == "restore":
-        partition.restore(chunks[0])
-        _send(conn, ("restored",))
+        where, layout = args
+        partition.restore(chunks[0], where, layout)
+        _send(conn, ("restored", partition.generated, partition.carried()))
     elif kind == "stop":
         conn.close()
         return True
@@ -150,6 +178,10 @@ class WorkerPool:
             child_end.close()
             self.connections.append(parent_end)
             self.processes.append(process)
+        # Each worker counts every process of the run against --max-memory.
+        self.pids = [process.pid for process in self.processes]
+        for conn in self.connections:
+            _send(conn, ("pids", self.pids))
         self.routed: list[list[bytes]] = [[] for _ in range(count)]
         self._pending = 0
         self._size = 0
@@ -159,16 +191,22 @@ class WorkerPool:
     def __enter__(self) -> WorkerPool:
         return self
 
-    def __exit__(self, *exc) -> None:
-        for conn in self.connections:
-            try:
-                _send(conn, ("stop",))
-            except OSError:
-                pass
+    def __exit__(self, kind, error, trace) -> None:
+        """Stop the workers: politely after a search, at once after an error or an interrupt
+        (a worker may be in the middle of a level, and its state is of no use any more)."""
+        if kind is None:
+            for conn in self.connections:
+                try:
+                    _send(conn, ("stop",))
+                except OSError:
+                    pass
         for process in self.processes:
+            if kind is not None:
+                process.kill()
             process.join(timeout=10)
             if process.is_alive():
                 process.kill()
+                process.join()
 
     def _gather(self, replies) -> None:
         """Route every worker's outbound batches to their owners' inboxes."""
@@ -182,7 +220,7 @@ class WorkerPool:
         for index, conn in enumerate(self.connections):
             message, chunks = message_for(index)
             _send(conn, message, chunks)
-        return [_reply(conn) for conn in self.connections]
+        return [_reply(conn, index) for index, conn in enumerate(self.connections)]
 
     def seed(self) -> None:
         self._gather(self._ask_all(lambda i: (("seed",), ())))
@@ -209,7 +247,7 @@ class WorkerPool:
 
     def _ask(self, index: int, message):
         _send(self.connections[index], message)
-        return _reply(self.connections[index])[0][0]
+        return _reply(self.connections[index], index)[0][0]
 
     def parent_of(self, gid: int) -> int:
         return self._ask(gid % self.count, ("parent", gid))
@@ -228,16 +266,32 @@ class WorkerPool:
                     merged[name] = found
         return merged
 
-    def save_state(self) -> tuple[list[bytes], list[bytes]]:
-        replies = self._ask_all(lambda i: (("snapshot",), ()))
-        partitions = [chunks[0] for _message, chunks in replies]
-        return partitions, [pickle.dumps(inbox, PROTOCOL) for inbox in self.routed]
+    def save_state(self) -> tuple[list[bytes], snapshot.Layout]:
+        """Every partition's checkpoint file, and the layout of their levels. Each worker first
+        takes the batches routed to it (they are its candidates from now on)."""
+        replies = self._ask_all(lambda i: (("snapshot",), self.routed[i]))
+        self.routed = [[] for _ in range(self.count)]
+        layout = snapshot.Layout(tuple(tuple(message[2]) for message, _ in replies),
+                                 tuple(message[1] for message, _ in replies))
+        return [chunks[0] for _message, chunks in replies], layout
 
-    def load_state(self, partitions: list[bytes], inbound: list[bytes]) -> None:
-        self._ask_all(lambda i: (("restore",), [partitions[i]]))
-        self.routed = [pickle.loads(inbox) for inbox in inbound]
-        # The pending count only steers the loop: any candidate left means "step again".
-        self._pending = sum(len(chunk) for inbox in self.routed for chunk in inbox)
+    def load_state(self, saved: snapshot.Snapshot) -> None:
+        """Restore every partition from `saved` (each worker checks its own file)."""
+        replies = self._ask_all(lambda i: (("restore", saved.files[i], saved.layout),
+                                           [saved.partitions[i]]))
+        self.routed = [[] for _ in range(self.count)]
+        self._size = sum(saved.layout.sizes)
+        self._generated = sum(message[1] for message, _ in replies)
+        if self._generated < self._size:
+            raise snapshot.SnapshotError(
+                f"{saved.files[0]}: {self._generated:,} states generated, fewer than the "
+                f"{self._size:,} stored"
+            )
+        self._pending = sum(message[2] for message, _ in replies)
+
+    def memory(self) -> int:
+        """The run's peak resident memory so far: every process's peak, summed."""
+        return run_peak_bytes([os.getpid(), *self.pids])
 
     def graph_pieces(self) -> list[GraphPiece]:
         return [piece for _first_bad, piece, _peak in self._results()]

@@ -48,3 +48,91 @@ def test_recovering_with_another_worker_count_is_refused(tmp_path):
 def test_an_empty_folder_is_no_checkpoint(tmp_path):
     with pytest.raises(snapshot.SnapshotError, match="no checkpoint"):
         snapshot.load(tmp_path)
+
+
+# -- the persisted format: plain values only, every file checked -------------------------------
+
+import enum
+import os
+import pickle
+from array import array
+
+from pymc_resume.explore import persisted
+from pymc_resume.model.state import Budget
+
+
+class Colour(enum.IntEnum):
+    RED = 1
+
+
+def test_plain_values_round_trip_and_shared_parts_stay_shared():
+    shared = (1, (2, 3))
+    value = {"a": [None, True, 2**200, -(2**70), 1.5, "é", b"x", bytearray(b"y"), shared, shared,
+                   frozenset({1}), array("q", [1, -2]), array("i", [3]), Budget(1, 2, 0, 1),
+                   Colour.RED, list(range(-5, 30)), [2**100 + i for i in range(10)]], 7: ()}
+    loaded = persisted.loads(persisted.dumps(value), "test")
+    assert loaded == value
+    assert loaded["a"][8] is loaded["a"][9]
+    assert type(loaded["a"][13]) is Budget and loaded["a"][14] is Colour.RED
+
+
+class _Boom:
+    def __reduce__(self):
+        return os.system, ("touch MARKER",)
+
+
+def _instance_of(module: str, qualname: str) -> bytes:
+    """A well-formed file (right checksum) holding an instance of `module.qualname`."""
+    body = b"".join([persisted.INSTANCE, persisted._U64.pack(0),
+                     persisted.STR, persisted._U64.pack(len(module)), module.encode(),
+                     persisted.STR, persisted._U64.pack(len(qualname)), qualname.encode(),
+                     persisted.TUPLE, persisted._U64.pack(1), persisted.STR, persisted._U64.pack(4),
+                     b"true"])
+    import hashlib
+    return persisted.HEADER.pack(persisted.MAGIC, persisted.VERSION, len(body),
+                                 hashlib.sha256(body).digest()) + body
+
+
+@pytest.mark.parametrize("data, message", [
+    (pickle.dumps(_Boom()), "not a snapshot file"),
+    (_instance_of("posix", "system"), "not a plain data class"),
+    (_instance_of("subprocess", "Popen"), "not a plain data class"),
+    (_instance_of("antigravity", "fly"), "not loaded"),
+    (_instance_of("pymc_resume.model.state", "Budget.__init__.__globals__"), "does not exist"),
+    (persisted.dumps([1, 2, 3])[:-3], "truncated"),
+    (persisted.dumps([1, 2, 3])[:-1] + b"\x07", "SHA-256"),
+    (b"", "too short"),
+], ids=["pickle", "os.system", "Popen", "unloaded-module", "attribute-path", "truncated",
+        "checksum", "empty"])
+def test_crafted_or_damaged_files_are_refused_without_running_anything(tmp_path, data, message):
+    os.chdir(tmp_path)
+    with pytest.raises(snapshot.SnapshotError, match=message):
+        persisted.loads(data, "the file")
+    assert not (tmp_path / "MARKER").exists()
+
+
+def test_values_nested_too_deeply_are_refused():
+    depth = 100_000
+    body = (persisted.LIST + persisted._U64.pack(1)) * depth + persisted.NONE
+    import hashlib
+    data = persisted.HEADER.pack(persisted.MAGIC, persisted.VERSION, len(body),
+                                 hashlib.sha256(body).digest()) + body
+    with pytest.raises(snapshot.SnapshotError, match="nested too deeply"):
+        persisted.loads(data, "deep")
+
+
+def test_stale_folders_and_temporary_pointers_are_removed_when_a_snapshot_is_published(tmp_path):
+    (tmp_path / "level-999999").mkdir()
+    (tmp_path / ".current.abc123").write_text("level-999999\n")
+    (tmp_path / "notes.txt").write_text("the user's own file")
+    model = ResumeModel(load_bounds("small"))
+    explore(model, canonical=model.canonical, max_states=2000,
+            checkpoint=Checkpointing(str(tmp_path), every=0.0))
+    current = (tmp_path / "current").read_text().strip()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([current, "current", "notes.txt"])
+
+
+def test_the_first_snapshot_follows_the_first_level_then_waits_grow_to_the_interval():
+    every = Checkpointing("unused", every=60.0)
+    assert [every.wait_after(taken) for taken in range(9)] == [0, 1, 2, 4, 8, 16, 32, 60, 60]
+    assert Checkpointing("unused", every=0.0).wait_after(5) == 0

@@ -1,0 +1,447 @@
+"""Plain values as bytes and back, for everything the explorer reads from disk: never pickle.
+
+A checkpoint folder is input like any other: whoever can write it must not be able to run code
+through it, crash the reader, or make it report impossible counts. Unpickling runs whatever the
+file names, so snapshots are written in this small tagged format instead. It holds plain values
+only: None, bool, int (any size), float, str, bytes, bytearray, tuple, list, dict, frozenset,
+`array.array`, and instances of named tuples, attrs classes, dataclasses and enums. A class is
+written as its module and qualified name; on loading it is looked up only among the modules
+already imported (nothing is imported and no module `__getattr__` runs) and accepted only if it
+is one of those plain kinds, built from its fields.
+
+A file is a header (magic, format version, body length, SHA-256 of the body) and the body. Every
+check raises `SnapshotError`, naming the file and what is wrong. The checksum catches damage (a
+truncated or torn file, flipped bits), not tampering: a crafted file can carry a correct one, so
+the reader of the values still validates them (see `snapshot.restore_partition`).
+
+Two shortcuts keep large snapshots fast: a list of ints is written as one raw block of
+fixed-width integers (8-byte signed ones, or wider unsigned ones for packed state keys), and a tuple or class instance met again (the same object) is written as a
+back-reference, so that shared parts stay shared after loading.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import struct
+import sys
+from array import array
+from itertools import repeat
+from types import ModuleType
+
+import attrs
+
+from pymc_resume.errors import BadInput
+
+MAGIC = b"PYMCSNAP"
+VERSION = 1
+HEADER = struct.Struct("<8sHQ32s")  # magic, format version, body length, SHA-256 of the body
+
+_U64 = struct.Struct("<Q")
+_I64 = struct.Struct("<q")
+_F64 = struct.Struct("<d")
+_ARRAY_CODES = "bBhHiIlLqQfd"  # array typecodes of plain numbers (not the unicode 'u', 'w')
+_INT_LIST_MIN = 8  # lists at least this long, all ints, are written as one raw block
+_BIG_ENDIAN = sys.byteorder == "big"
+
+# Tags: one byte before each value.
+NONE, TRUE, FALSE = b"N", b"T", b"F"
+INT, BIG_INT, FLOAT, STR, BYTES, BYTEARRAY = b"i", b"I", b"f", b"s", b"b", b"y"
+TUPLE, LIST, DICT, FROZENSET, ARRAY, INT_LIST = b"t", b"l", b"d", b"z", b"a", b"n"
+INSTANCE, BACK_REFERENCE = b"c", b"r"
+
+# Kinds of plain classes.
+NAMED_TUPLE, ENUM, ATTRS, DATACLASS = "named tuple", "enum", "attrs", "dataclass"
+
+
+class SnapshotError(BadInput):
+    """A checkpoint folder that cannot be recovered from; the message says why."""
+
+
+def plain_kind(cls: object) -> str | None:
+    """Which kind of plain class `cls` is, or None if it is none of them."""
+    if not isinstance(cls, type):
+        return None
+    if issubclass(cls, enum.Enum):
+        return ENUM
+    if issubclass(cls, tuple) and isinstance(cls.__dict__.get("_fields"), tuple):
+        return NAMED_TUPLE
+    if attrs.has(cls):
+        return ATTRS
+    if dataclasses.is_dataclass(cls):
+        return DATACLASS
+    return None
+
+
+def _field_names(cls: type, kind: str) -> tuple[str, ...]:
+    """The names the constructor takes, in the order instances are written."""
+    if kind == NAMED_TUPLE:
+        return cls._fields
+    if kind == ATTRS:
+        return tuple(field.alias for field in attrs.fields(cls) if field.init)
+    if kind == DATACLASS:
+        return tuple(field.name for field in dataclasses.fields(cls) if field.init)
+    return ("value",)
+
+
+def _attribute_names(cls: type, kind: str) -> tuple[str, ...]:
+    """Where an instance keeps the values of `_field_names`."""
+    if kind == ATTRS:
+        return tuple(field.name for field in attrs.fields(cls) if field.init)
+    return _field_names(cls, kind)
+
+
+# --- writing -------------------------------------------------------------------------------
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        # Tuples and instances already written, by identity, to their back-reference number.
+        # Numbers are given after the children are written, as the reader builds them.
+        self.written: dict[int, int] = {}
+        self.classes: dict[type, int] = {}
+        self.writers = {
+            type(None): self._none, bool: self._bool, int: self._int, float: self._float,
+            str: self._str, bytes: self._bytes, bytearray: self._bytearray, tuple: self._tuple,
+            list: self._list, dict: self._dict, frozenset: self._frozenset, array: self._array,
+        }
+
+    def value(self, value: object) -> None:
+        writer = self.writers.get(type(value))
+        if writer is None:
+            self._instance(value)
+        else:
+            writer(value)
+
+    def _none(self, value) -> None:
+        self.parts.append(NONE)
+
+    def _bool(self, value) -> None:
+        self.parts.append(TRUE if value else FALSE)
+
+    def _int(self, value) -> None:
+        if -(2**63) <= value < 2**63:
+            self.parts.append(INT + _I64.pack(value))
+        else:
+            size = (value.bit_length() + 8) // 8  # one more bit for the sign
+            self.parts.append(BIG_INT + _U64.pack(size) + value.to_bytes(size, "little", signed=True))
+
+    def _float(self, value) -> None:
+        self.parts.append(FLOAT + _F64.pack(value))
+
+    def _str(self, value) -> None:
+        data = value.encode("utf-8", "surrogatepass")
+        self.parts.append(STR + _U64.pack(len(data)) + data)
+
+    def _bytes(self, value) -> None:
+        self.parts += (BYTES + _U64.pack(len(value)), value)
+
+    def _bytearray(self, value) -> None:
+        self.parts += (BYTEARRAY + _U64.pack(len(value)), bytes(value))
+
+    def _remember(self, value) -> None:
+        self.written[id(value)] = len(self.written)
+
+    def _referenced(self, value) -> bool:
+        number = self.written.get(id(value))
+        if number is None:
+            return False
+        self.parts.append(BACK_REFERENCE + _U64.pack(number))
+        return True
+
+    def _items(self, tag: bytes, items) -> None:
+        self.parts.append(tag + _U64.pack(len(items)))
+        for item in items:
+            self.value(item)
+
+    def _tuple(self, value) -> None:
+        if not self._referenced(value):
+            self._items(TUPLE, value)
+            self._remember(value)
+
+    def _frozenset(self, value) -> None:
+        if not self._referenced(value):
+            self._items(FROZENSET, value)
+            self._remember(value)
+
+    def _list(self, value) -> None:
+        if len(value) >= _INT_LIST_MIN and set(map(type, value)) == {int} and self._int_list(value):
+            return
+        self._items(LIST, value)
+
+    def _int_list(self, value: list[int]) -> bool:
+        """A list of ints as one block of little-endian ints of a common width: 8-byte signed
+        ones, or wider unsigned ones (packed state keys); False if it is neither."""
+        low, high = min(value), max(value)
+        if -(2**63) <= low and high < 2**63:
+            block = array("q", value)
+            if _BIG_ENDIAN:
+                block.byteswap()
+            width, data = 8, block.tobytes()
+        elif low >= 0:
+            width = (high.bit_length() + 7) // 8
+            data = b"".join(map(int.to_bytes, value, repeat(width), repeat("little")))
+        else:
+            return False
+        self.parts += (INT_LIST + _U64.pack(width) + _U64.pack(len(value)), data)
+        return True
+
+    def _dict(self, value) -> None:
+        self.parts.append(DICT + _U64.pack(len(value)))
+        for key, item in value.items():
+            self.value(key)
+            self.value(item)
+
+    def _array(self, value: array) -> None:
+        if value.typecode not in _ARRAY_CODES:
+            raise TypeError(f"cannot save an array of typecode {value.typecode!r}")
+        if _BIG_ENDIAN:
+            value = array(value.typecode, value)
+            value.byteswap()
+        data = value.tobytes()
+        header = struct.pack("<cBQ", value.typecode.encode(), value.itemsize, len(data))
+        self.parts += (ARRAY + header, data)
+
+    def _instance(self, value) -> None:
+        if self._referenced(value):
+            return
+        cls = type(value)
+        kind = plain_kind(cls)
+        if kind is None:
+            raise TypeError(f"cannot save a value of type {cls.__module__}.{cls.__qualname__}")
+        number = self.classes.get(cls)
+        if number is None:  # the class's first instance also names it
+            number = self.classes[cls] = len(self.classes)
+            self.parts.append(INSTANCE + _U64.pack(number))
+            self._str(cls.__module__)
+            self._str(cls.__qualname__)
+        else:
+            self.parts.append(INSTANCE + _U64.pack(number))
+        if kind == NAMED_TUPLE:
+            self._items(TUPLE, value)
+        elif kind == ENUM:
+            self._items(TUPLE, (value.value,))
+        else:
+            self._items(TUPLE, [getattr(value, name) for name in _attribute_names(cls, kind)])
+        self._remember(value)
+
+
+def dumps(value: object) -> bytes:
+    """`value` as a file's bytes: header, then the tagged body."""
+    writer = _Writer()
+    writer.value(value)
+    digest = hashlib.sha256()
+    size = 0
+    for part in writer.parts:
+        digest.update(part)
+        size += len(part)
+    return b"".join([HEADER.pack(MAGIC, VERSION, size, digest.digest()), *writer.parts])
+
+
+# --- reading -------------------------------------------------------------------------------
+
+
+class _Damaged(Exception):
+    """Raised inside the reader; `loads` turns it into a SnapshotError naming the file."""
+
+
+def resolve_class(module_name: str, qualname: str) -> type:
+    """The plain class `module_name.qualname`, found only among modules already imported."""
+    module = sys.modules.get(module_name)
+    if not isinstance(module, ModuleType):
+        raise _Damaged(f"names class {qualname!r} of module {module_name!r}, which is not loaded")
+    found: object = module
+    for part in qualname.split("."):
+        # vars(), not getattr(): a module's or class's __getattr__ could run code or import.
+        try:
+            found = vars(found).get(part)
+        except TypeError:
+            found = None
+        if found is None:
+            raise _Damaged(f"names class {module_name}.{qualname}, which does not exist")
+    if plain_kind(found) is None:
+        raise _Damaged(f"names {module_name}.{qualname}, which is not a plain data class")
+    return found
+
+
+class _Reader:
+    def __init__(self, body: memoryview) -> None:
+        self.body = body
+        self.end = len(body)
+        self.position = 0
+        self.built: list = []  # tuples and instances, for back-references
+        self.classes: list[tuple[type, str, tuple[str, ...]]] = []
+        self.readers = {
+            NONE[0]: lambda: None, TRUE[0]: lambda: True, FALSE[0]: lambda: False,
+            INT[0]: self._int, BIG_INT[0]: self._big_int, FLOAT[0]: self._float,
+            STR[0]: self._str, BYTES[0]: self._bytes, BYTEARRAY[0]: self._bytearray,
+            TUPLE[0]: self._tuple, LIST[0]: self._list, DICT[0]: self._dict,
+            FROZENSET[0]: self._frozenset, ARRAY[0]: self._array, INT_LIST[0]: self._int_list,
+            INSTANCE[0]: self._instance, BACK_REFERENCE[0]: self._back_reference,
+        }
+
+    def take(self, size: int) -> memoryview:
+        start = self.position
+        if size > self.end - start:
+            raise _Damaged(f"ends early (at byte {self.end}, needed {start + size})")
+        self.position = start + size
+        return self.body[start : start + size]
+
+    def u64(self) -> int:
+        return _U64.unpack(self.take(8))[0]
+
+    def count(self, item_size: int = 1) -> int:
+        """A length that must fit in what is left (each item takes at least `item_size`)."""
+        count = self.u64()
+        if count * item_size > self.end - self.position:
+            raise _Damaged(f"claims {count:,} items at byte {self.position}, more than it holds")
+        return count
+
+    def value(self) -> object:
+        tag = self.take(1)[0]
+        reader = self.readers.get(tag)
+        if reader is None:
+            raise _Damaged(f"has an unknown tag {bytes([tag])!r} at byte {self.position - 1}")
+        return reader()
+
+    def _int(self) -> int:
+        return _I64.unpack(self.take(8))[0]
+
+    def _big_int(self) -> int:
+        return int.from_bytes(self.take(self.count()), "little", signed=True)
+
+    def _float(self) -> float:
+        return _F64.unpack(self.take(8))[0]
+
+    def _str(self) -> str:
+        data = self.take(self.count())
+        try:
+            return str(data, "utf-8", "surrogatepass")
+        except UnicodeDecodeError:
+            raise _Damaged(f"has a string that is not UTF-8 before byte {self.position}") from None
+
+    def _bytes(self) -> bytes:
+        return bytes(self.take(self.count()))
+
+    def _bytearray(self) -> bytearray:
+        return bytearray(self.take(self.count()))
+
+    def _items(self) -> list:
+        return [self.value() for _ in range(self.count())]
+
+    def _tuple(self) -> tuple:
+        built = tuple(self._items())
+        self.built.append(built)
+        return built
+
+    def _list(self) -> list:
+        return self._items()
+
+    def _frozenset(self) -> frozenset:
+        built = frozenset(self._items())
+        self.built.append(built)
+        return built
+
+    def _dict(self) -> dict:
+        built = {}
+        for _ in range(self.count(2)):
+            key = self.value()
+            built[key] = self.value()
+        return built
+
+    def _array(self) -> array:
+        code, itemsize = struct.unpack("<cB", self.take(2))
+        typecode = code.decode("latin-1")
+        if typecode not in _ARRAY_CODES:
+            raise _Damaged(f"has an array of unknown typecode {typecode!r}")
+        built = array(typecode)
+        if itemsize != built.itemsize:
+            raise _Damaged(f"has an array of {itemsize}-byte items, {built.itemsize} here")
+        data = self.take(self.count())
+        if len(data) % itemsize:
+            raise _Damaged(f"has an array of {len(data)} bytes, not a whole number of items")
+        built.frombytes(data)
+        if _BIG_ENDIAN:
+            built.byteswap()
+        return built
+
+    def _int_list(self) -> list[int]:
+        width = self.u64()
+        if width < 8:
+            raise _Damaged(f"has a list of {width}-byte ints (at least 8 are written)")
+        data = self.take(self.count(width) * width)
+        if width == 8:
+            block = array("q")
+            block.frombytes(data)
+            if _BIG_ENDIAN:
+                block.byteswap()
+            return block.tolist()
+        chunks = (chunk for (chunk,) in struct.iter_unpack(f"{width}s", data))
+        return list(map(int.from_bytes, chunks, repeat("little")))
+
+    def _back_reference(self) -> object:
+        number = self.u64()
+        if number >= len(self.built):
+            raise _Damaged(f"refers to value {number:,}, of {len(self.built):,} so far")
+        return self.built[number]
+
+    def _instance(self) -> object:
+        number = self.u64()
+        if number == len(self.classes):  # the class's first instance: its name follows
+            if self.take(1) != STR:
+                raise _Damaged("names a class without a module name")
+            module_name = self._str()
+            if self.take(1) != STR:
+                raise _Damaged("names a class without a qualified name")
+            cls = resolve_class(module_name, self._str())
+            kind = plain_kind(cls)
+            self.classes.append((cls, kind, _field_names(cls, kind)))
+        elif number > len(self.classes):
+            raise _Damaged(f"refers to class {number}, of {len(self.classes)} so far")
+        cls, kind, names = self.classes[number]
+        if self.take(1) != TUPLE:
+            raise _Damaged(f"has an instance of {cls.__qualname__} without its fields")
+        fields = self._items()
+        if len(fields) != len(names):
+            raise _Damaged(f"has a {cls.__qualname__} with {len(fields)} fields, not {len(names)}")
+        try:
+            if kind == NAMED_TUPLE:
+                built = tuple.__new__(cls, fields)
+            elif kind == ENUM:
+                built = cls(fields[0])
+            else:
+                built = cls(**dict(zip(names, fields)))
+        except Exception as error:  # noqa: BLE001 - a class's own checks refused the fields
+            raise _Damaged(f"has a {cls.__qualname__} its class refuses: {error}") from None
+        self.built.append(built)
+        return built
+
+
+def loads(data: bytes, where: str) -> object:
+    """The value a file's bytes hold; SnapshotError, naming `where`, if they are not one."""
+    if len(data) < HEADER.size:
+        raise SnapshotError(f"{where}: too short ({len(data)} bytes) to be a snapshot file")
+    magic, version, size, checksum = HEADER.unpack_from(data)
+    if magic != MAGIC:
+        raise SnapshotError(f"{where}: not a snapshot file (it does not start with {MAGIC!r})")
+    if version != VERSION:
+        raise SnapshotError(f"{where}: snapshot file format {version}, this version reads {VERSION}")
+    body = memoryview(data)[HEADER.size :]
+    if size != len(body):
+        raise SnapshotError(f"{where}: truncated or extended ({len(body):,} bytes, header says {size:,})")
+    if hashlib.sha256(body).digest() != checksum:
+        raise SnapshotError(f"{where}: damaged (its SHA-256 does not match its header)")
+    reader = _Reader(body)
+    try:
+        value = reader.value()
+        if reader.position != reader.end:
+            raise _Damaged(f"has {reader.end - reader.position:,} bytes after its value")
+    except _Damaged as error:
+        raise SnapshotError(f"{where}: {error}") from None
+    except RecursionError:
+        raise SnapshotError(f"{where}: values nested too deeply") from None
+    except TypeError as error:  # an unhashable dict key or set member
+        raise SnapshotError(f"{where}: {error}") from None
+    return value
