@@ -62,13 +62,13 @@ def _properties(model, name: str, kind: type, field: str) -> tuple:
     if found is None:
         return ()
     if isinstance(found, (str, bytes)) or not isinstance(found, Iterable):
-        raise ModelError(f"model.{name}: must be a list of {kind.__name__}, got "
+        raise ModelError(f"model.{name}: must be a list of {kind.__name__}s, got "
                          f"{type(found).__name__}")
     found = tuple(found)
     names = set()
     for position, prop in enumerate(found):
         if not isinstance(prop, kind):
-            raise ModelError(f"model.{name}[{position}]: must be a {kind.__name__}(name, "
+            raise ModelError(f"model.{name}[{position}]: must be an {kind.__name__}(name, "
                              f"{field}), got {type(prop).__name__}")
         if not isinstance(prop.name, str) or not prop.name:
             raise ModelError(f"model.{name}[{position}]: its name must be a non-empty string, "
