@@ -2,12 +2,20 @@
 
     python bench/explore.py --json bench.json                      # everything (~40 min)
     python bench/explore.py --only twophase --n 8 --json tp8.json  # one TwoPhase size
+    python bench/explore.py --only plain --n 8 --json b.json       # TwoPhase written plainly
+    python bench/explore.py --only checkpoint --json cr.json       # CheckpointResume, N=4 K=5
     python bench/explore.py --only reference --skip-paper --json ref.json
 
 Models:
   twophase-N         TwoPhase.tla for N resource managers (N = 5..9, or --n), state packed into
                      one int (bench/two_phase_packed.py); run with pymc_resume at each worker count
                      of --workers-list and with minicheck (bench/two_phase_minicheck.py).
+  twophase-plain-N   the same TwoPhase written plainly (bench/two_phase_plain.py): tuples,
+                     strings and frozensets, no codec; the explorer derives the encoding. With
+                     pymc_resume at each worker count and with minicheck.
+  checkpoint-resume-N-K  N processes counting to K with checkpoints and crashes
+                     (bench/checkpoint_resume.py), plain tuples with strings; with pymc_resume
+                     at each worker count and with minicheck (--n N, --k K; default 4 and 5).
   reference-default  the reference semantics at the bundled bounds, with symmetry reduction,
   reference-paper    pymc_resume only (the paper bounds take ~8 minutes per worker count).
 
@@ -137,10 +145,18 @@ def _prepare_pymc_resume(spec: dict):
     from pymc_resume.explore import explore
     from pymc_resume.explore.progress import ProgressPrinter
 
-    if spec["model"].startswith("twophase-"):
+    if spec["model"].startswith("twophase-plain-"):
+        from bench.two_phase_plain import TwoPhasePlain
+
+        model, canonical = TwoPhasePlain(spec["n"]), None
+    elif spec["model"].startswith("twophase-"):
         from bench.two_phase_packed import TwoPhasePacked
 
         model, canonical = TwoPhasePacked(spec["n"]), None
+    elif spec["model"].startswith("checkpoint-resume-"):
+        from bench.checkpoint_resume import CheckpointResume
+
+        model, canonical = CheckpointResume(spec["n"], spec["k"]), None
     else:
         from pymc_resume.model.bounds import load_bounds
         from pymc_resume.model.semantics import ResumeModel
@@ -171,9 +187,14 @@ def _prepare_pymc_resume(spec: dict):
 def _prepare_minicheck(spec: dict):
     from minicheck import check_safety
 
-    from bench.two_phase_minicheck import protocol
+    if spec["model"].startswith("checkpoint-resume-"):
+        from bench.checkpoint_resume import protocol
 
-    model = protocol(spec["n"])
+        model = protocol(spec["n"], spec["k"])
+    else:
+        from bench.two_phase_minicheck import protocol
+
+        model = protocol(spec["n"])
 
     def run() -> dict:
         started = time.perf_counter()
@@ -252,6 +273,20 @@ def plan(args) -> list[dict]:
                              "n": n})
             if not args.skip_minicheck:
                 runs.append({"model": f"twophase-{n}", "tool": "minicheck", "workers": 1, "n": n})
+    if args.only in (None, "plain"):
+        for n in [args.n] if args.n else TWOPHASE_SIZES:
+            model = f"twophase-plain-{n}"
+            runs.extend({"model": model, "tool": "pymc_resume", "workers": workers, "n": n}
+                        for workers in workers_list)
+            if not args.skip_minicheck:
+                runs.append({"model": model, "tool": "minicheck", "workers": 1, "n": n})
+    if args.only in (None, "checkpoint"):
+        n, k = args.n or 4, args.k
+        model = f"checkpoint-resume-{n}-{k}"
+        runs.extend({"model": model, "tool": "pymc_resume", "workers": workers, "n": n, "k": k}
+                    for workers in workers_list)
+        if not args.skip_minicheck:
+            runs.append({"model": model, "tool": "minicheck", "workers": 1, "n": n, "k": k})
     if args.only in (None, "reference"):
         for bounds in ("default", "paper"):
             if bounds == "paper" and args.skip_paper:
@@ -313,10 +348,15 @@ def checks(runs: list[dict]) -> list[str]:
             problems.append(f"{run['model']} {run['tool']} w={run['workers']}: "
                             f"violations {run['violations']}")
         n = run.get("n")
-        if n in TLC_DISTINCT and run["distinct_states"] != TLC_DISTINCT[n]:
+        expected = TLC_DISTINCT.get(n) if run["model"].startswith("twophase") else None
+        if "k" in run:
+            from bench.checkpoint_resume import distinct_states
+
+            expected = distinct_states(n, run["k"])
+        if expected is not None and run["distinct_states"] != expected:
             problems.append(f"{run['model']} {run['tool']} w={run['workers']}: "
-                            f"{run['distinct_states']:,} distinct states, TLC has "
-                            f"{TLC_DISTINCT[n]:,}")
+                            f"{run['distinct_states']:,} distinct states, expected "
+                            f"{expected:,}")
     for model, seen in counts.items():
         if len(seen) > 1:
             problems.append(f"{model}: tools/worker counts disagree on distinct states: "
@@ -335,11 +375,11 @@ def write_json(path: str, document: dict) -> None:
 
 
 def table(runs: list[dict], ratio_table: dict) -> str:
-    head = (f"{'model':<18} {'tool':<12} {'w':>2} {'distinct':>12} {'seconds':>9} "
+    head = (f"{'model':<22} {'tool':<12} {'w':>2} {'distinct':>12} {'seconds':>9} "
             f"{'states/s':>10} {'cpu s':>8} {'peak MiB':>9} {'B/state':>8}")
     lines = [head, "-" * len(head)]
     for run in runs:
-        prefix = f"{run['model']:<18} {run['tool']:<12} {run['workers']:>2}"
+        prefix = f"{run['model']:<22} {run['tool']:<12} {run['workers']:>2}"
         if "skipped" in run:
             lines.append(f"{prefix}  skipped: {run['skipped']}")
             continue
@@ -358,8 +398,10 @@ def table(runs: list[dict], ratio_table: dict) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", help="write the results here (atomically)")
-    parser.add_argument("--only", choices=("twophase", "reference"))
-    parser.add_argument("--n", type=int, help="TwoPhase size (default: 5..9)")
+    parser.add_argument("--only", choices=("twophase", "plain", "checkpoint", "reference"))
+    parser.add_argument("--n", type=int, help="TwoPhase size (default: 5..9), or CheckpointResume "
+                                              "processes (default: 4)")
+    parser.add_argument("--k", type=int, default=5, help="CheckpointResume's count (default: 5)")
     parser.add_argument("--workers-list", default="1,2", help="pymc_resume worker counts")
     parser.add_argument("--skip-paper", action="store_true", help="skip reference-paper")
     parser.add_argument("--skip-minicheck", action="store_true", help="pymc_resume runs only")
@@ -391,8 +433,7 @@ def main(argv=None) -> int:
             f"workers={spec['workers']} ...")
         measured = run_in_child(spec)
         run = {key: spec[key] for key in ("model", "tool", "workers")}
-        if "n" in spec:
-            run["n"] = spec["n"]
+        run.update({key: spec[key] for key in ("n", "k") if key in spec})
         run.update(measured)
         if "skipped" in run:
             log(f"    skipped: {run['skipped']}")
