@@ -23,10 +23,11 @@ Two optional capabilities widen what the bridge draws, for adapters that can ser
 adapter without them never gets such steps, so nothing changes for it):
 
 - `warm-clients`: `start`, `resume`, `recover` and `fork` accept a keyword `client`, a warm
-  client id (`"w0"`, `"w1"`): the operation is served by that long-lived client process, which
+  client id: the operation is served by that long-lived client process, which
   keeps whatever the framework keeps in memory between operations (it ran a thread, parked,
-  then forks or resumes it), next to the fresh process of every other operation. A warm
-  client killed by a crash point is gone; the next operation for its id starts a new one.
+  then forks or resumes it), next to the fresh process of every other operation (ids:
+  `WARM_CLIENT_IDS`). A warm client killed by a crash point is gone; the next operation for
+  its id starts a new one.
 - `ordered-release`: `resume_together` accepts a keyword `order`, a permutation of the
   deliveries: the barrier releases the held processes one at a time in that order, each
   running until it finishes, so the seed (not timing) decides which delivery wins.
@@ -57,7 +58,7 @@ WARM_CLIENTS = "warm-clients"
 ORDERED_RELEASE = "ordered-release"
 # Capabilities that add steps (see the module docstring), next to the observing ones above.
 STEP_CAPABILITIES = frozenset({WARM_CLIENTS, ORDERED_RELEASE})
-WARM_CLIENT_IDS = ("w0", "w1")
+WARM_CLIENT_IDS = ("w0",)  # one warm client next to the fresh processes: enough to reach its faults
 
 # Client operations an adapter may declare `unsupported` (start and recover are always there).
 OPERATIONS = ("resume", "resume-together", "fork", "update")

@@ -107,10 +107,15 @@ def machine_class(make_session: Callable[[], Session], processes: int = 2, max_f
             t = self._thread(data, self.session.threads_where("new"))
             self.session.apply({"action": "start", "thread": t, "crash": self._crash(data), **self._client(data)})
 
-        @precondition(lambda self: self.session.can("resume") and bool(self.session.started()))
+        def _resumable(self) -> list[int]:
+            """Started threads, and failed ones: a resume to a failed thread must be refused
+            (and an example whose every thread failed still has a rule to run)."""
+            return self.session.threads_where("free", "dead", "live", "failed")
+
+        @precondition(lambda self: self.session.can("resume") and bool(self._resumable()))
         @rule(data=st.data())
         def resume(self, data):
-            t = self._thread(data, self.session.started())
+            t = self._thread(data, self._resumable())
             value = data.draw(st.sampled_from(self._values()), label="value")
             self.session.apply({"action": "resume", "thread": t, "value": value, "crash": self._crash(data),
                                 **self._client(data)})

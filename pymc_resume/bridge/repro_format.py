@@ -15,7 +15,7 @@ import os
 import stat
 from pathlib import Path
 
-from pymc_resume.bridge.adapter import CRASH_POINTS, RACE_WINDOWS
+from pymc_resume.bridge.adapter import CRASH_POINTS, RACE_WINDOWS, WARM_CLIENT_IDS
 from pymc_resume.errors import BadInput
 from pymc_resume.model.bounds import Bounds, BoundsError, bounds_from_mapping
 from pymc_resume.model.contract import CLAUSE_IDS
@@ -36,12 +36,12 @@ OPTIONAL = ("adapter_options", "adapter_version", "pymc_resume_version", "seed",
 
 # Per action: the keys its steps carry besides "action" and "thread" ("outcome", recorded by
 # the fuzzer, is always allowed and never read).
-STEP_KEYS = {
-    "start": {"crash"},
-    "resume": {"value", "crash"},
-    "resume-together": {"values", "window"},
-    "recover": {"crash"},
-    "fork": {"checkpoint", "intent", "value"},
+STEP_KEYS = {  # `client` and `order`: steps of the optional step capabilities (adapter.py)
+    "start": {"crash", "client"},
+    "resume": {"value", "crash", "client"},
+    "resume-together": {"values", "window", "order"},
+    "recover": {"crash", "client"},
+    "fork": {"checkpoint", "intent", "value", "client"},
     "update": {"value"},
 }
 INFORMATIONAL_STEP_KEYS = {"outcome"}
@@ -198,6 +198,11 @@ def _check_arguments(step: dict, action: str, at: str, end: int, valid: set[int]
                              f"from {sorted(valid)}")
         if step.get("window") not in (None, *RACE_WINDOWS):
             raise ReproError(f"{at}: 'window' must be null or one of {', '.join(RACE_WINDOWS)}")
+        order = step.get("order")
+        if order is not None and not (isinstance(order, list) and sorted(order) == list(range(len(values)))):
+            raise ReproError(f"{at}: 'order' must be null or a permutation of 0..{len(values) - 1}")
+    if step.get("client") not in (None, *WARM_CLIENT_IDS):
+        raise ReproError(f"{at}: 'client' must be null or one of {', '.join(WARM_CLIENT_IDS)}")
     if action == "fork":
         checkpoint = step.get("checkpoint")
         if not (_integer(checkpoint) and 0 <= checkpoint < MAX_CHECKPOINT):

@@ -218,7 +218,8 @@ class Session:
 
     def fork_choices(self, thread: int) -> list[tuple[int, list[int]]]:
         """(checkpoint, values an edit fork may take there) for every checkpoint, the head
-        included (where a warm client still holds the thread's state in memory)."""
+        first: the fork a warm client makes with the thread's state still in memory, and the
+        one time travel never offered (the first choice is also what shrinking prefers)."""
         view = self.observation.threads[thread]
         upto = committed_upto(view.chain)
         recorded = self._recorded(view)
@@ -228,7 +229,7 @@ class Session:
             if entry.pc < upto and self.workflow.consumes[entry.pc]:
                 edits = [v for v in range(1, self.values + 1) if v != recorded.get(entry.pc)]
             choices.append((c, edits))
-        return choices
+        return choices[-1:] + choices[:-1]
 
     # -- steps -------------------------------------------------------------------------
 
@@ -335,7 +336,11 @@ class Session:
         """A valid value refused by an interrupt that is still parked where a schema-invalid
         value was refused: the invalid value consumed it (it must not; checkpoint-validity)."""
         parked = self._parked(before, thread)
-        if parked is not None and self.history.refused_invalid.get(thread) == parked:
+        if parked is None or self.history.refused_invalid.get(thread) != parked:
+            return
+        # Refused for another reason (the delivery ran and a node's output failed the thread)
+        # when the interrupt is no longer parked where it was.
+        if self._parked(self._observe(), thread) == parked:
             self.history.findings.append((
                 "checkpoint-validity",
                 f"after refusing a schema-invalid resume value, the interrupt at stage {parked[0]} of "
