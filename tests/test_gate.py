@@ -3,6 +3,10 @@ PostgreSQL server (tests marked `postgres`, skipped only when the server does no
 
 Racers and crashed claimants are real processes: forked children released together from a
 barrier, and a claimant killed with a real SIGKILL inside the node that consumes the value.
+
+Across hosts: two network hosts and a PostgreSQL server on a private network the tests create
+(`pymc_resume.hosts.Island`, root only); the claimant is a process on one host, the recovery
+runs on the other, and only the claim's lease tells the second whether the first is alive.
 """
 
 import multiprocessing
@@ -40,12 +44,14 @@ class Store:
     """A real checkpoint store and the files the test graph's node writes: `log` gets one line per
     execution of the approval node (`start v` / `done v`); `kill` makes it SIGKILL itself once."""
 
-    def __init__(self, kind: str, tmp_path) -> None:
+    def __init__(self, kind: str, tmp_path, url: str | None = None) -> None:
         self.kind = kind
+        self.url = url or (postgres_url() if kind == "postgres" else None)
         self.path = tmp_path / "checkpoints.db"
         self.log = tmp_path / "executions.log"
         self.kill = tmp_path / "kill-once"
         self.hold = tmp_path / "hold"
+        self.holding = tmp_path / "holding"  # the first execution that found `hold` waits on this
         self.thread_id = f"gate-test-{uuid.uuid4().hex}"
         self.config = {"configurable": {"thread_id": self.thread_id}}
 
@@ -58,14 +64,14 @@ class Store:
             from langgraph.checkpoint.postgres import PostgresSaver
             from psycopg.rows import dict_row
 
-            conn = psycopg.connect(postgres_url(), autocommit=True, prepare_threshold=0, row_factory=dict_row)
+            conn = psycopg.connect(self.url, autocommit=True, prepare_threshold=0, row_factory=dict_row)
             saver = PostgresSaver(conn)
         saver.setup()
         return saver
 
     def graph(self, saver=None):
         saver = saver or self.saver()
-        log, kill, hold = self.log, self.kill, self.hold
+        log, kill, hold, holding = self.log, self.kill, self.hold, self.holding
 
         def prepare(state):
             return {"prepared": True}
@@ -79,6 +85,10 @@ class Store:
                 os.kill(os.getpid(), signal.SIGKILL)
             while hold.exists():  # a claimant that is still running
                 time.sleep(0.01)
+            if holding.exists():  # one that holds until `holding` goes; later executions pass
+                holding.rename(holding.with_suffix(".taken"))
+                while holding.with_suffix(".taken").exists():
+                    time.sleep(0.01)
             with open(log, "a") as out:
                 out.write(f"done {answer}\n")
             return {"answer": answer}
@@ -267,3 +277,154 @@ def test_for_postgres_takes_a_url(tmp_path):
             ConsumeOnceGate.for_postgres(postgres_url()).resume(graph, store.config, "no")
     finally:
         store.cleanup()
+
+
+# -- across hosts: a lease, and a fence ----------------------------------------------------------
+
+LEASE = 1.0  # seconds: short, so that a dead holder's claim lapses within the test
+
+
+def _island_or_skip():
+    from pymc_resume.hosts import running_as_root
+
+    _postgres_or_skip()
+    if not running_as_root():
+        pytest.skip("network hosts need root (ip netns, veth pairs)")
+
+
+@pytest.fixture(scope="module")
+def island():
+    """Two network hosts and a PostgreSQL server on the island, for this module's tests."""
+    _island_or_skip()
+    from pymc_resume.hosts import Island
+
+    with Island(2) as made:
+        yield made
+
+
+@pytest.fixture
+def two_hosts(island, tmp_path):
+    """The test runs on host B (its thread in B's namespace); `on_host_a(task)` runs a task in
+    a process forked onto host A. The thread is parked, through the gate, from host B."""
+    from pymc_resume.hosts import entered
+
+    store = Store("postgres", tmp_path, island.url)
+    with entered(island.hosts[1]):
+        graph, gate = parked(store)
+        yield store, graph, ConsumeOnceGate.for_checkpointer(graph.checkpointer, lease=LEASE)
+        graph.checkpointer.conn.close()
+
+
+def on_host_a(island, task):
+    """Run `task` in a process on host A; returns (process, a file holding its result)."""
+    from pymc_resume.hosts import placing
+
+    context = multiprocessing.get_context("fork")
+    with placing([island.hosts[0]]):
+        process = context.Process(target=task)
+        process.start()
+    return process
+
+
+def claimant(store: Store, result_file):
+    """Resume "yes" through a gate on this (the child's) host, writing how it ended."""
+    def run():
+        from pymc_resume.gate._holders import this_host
+
+        graph = store.graph()
+        gate = ConsumeOnceGate.for_checkpointer(graph.checkpointer, lease=LEASE)
+        result_file.write_text(f"host {this_host()}\n")
+        try:
+            gate.resume(graph, store.config, "yes")
+        except GateRefusal as refused:
+            with open(result_file, "a") as out:
+                out.write(f"{type(refused).__name__}: {refused}\n")
+            return
+        with open(result_file, "a") as out:
+            out.write("served\n")
+    return run
+
+
+def wait_for(condition, what: str, seconds: float = 20.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def stop(process) -> None:
+    if process.is_alive():
+        os.kill(process.pid, signal.SIGKILL)
+    process.join()
+
+
+@pytest.mark.postgres
+def test_a_claimant_killed_on_one_host_is_recovered_from_another_with_the_claimed_value(island, two_hosts, tmp_path):
+    store, graph, gate = two_hosts
+    store.kill.touch()  # the claimant SIGKILLs itself inside the node, after its claim
+    process = on_host_a(island, claimant(store, tmp_path / "claimant"))
+    try:
+        process.join(30)
+    finally:
+        stop(process)
+    assert process.exitcode == -signal.SIGKILL and store.executions() == ["start yes"]
+    dead = gate.outstanding_claim(store.config)
+    assert dead.value == "yes" and dead.status == "running"
+    from pymc_resume.gate._holders import this_host
+    assert dead.host != this_host() and dead.host in (tmp_path / "claimant").read_text()
+
+    with pytest.raises(InterruptAlreadyClaimed, match="'yes'"):  # host B's own answer: refused
+        gate.resume(graph, store.config, "no")
+    # Host B cannot see host A's processes: only the lapsed lease says the claimant is gone.
+    gate.recover(graph, store.config, wait=10 * LEASE)
+    assert store.executions() == ["start yes", "start yes", "done yes"]
+    assert graph.get_state(store.config).values["answer"] == "yes"
+    claim = gate.last_claim(store.config)
+    assert (claim.status, claim.attempts, claim.host) == ("done", 2, this_host())
+
+
+@pytest.mark.postgres
+def test_a_live_claimant_on_another_host_keeps_its_claim(island, two_hosts, tmp_path):
+    store, graph, gate = two_hosts
+    store.holding.touch()  # the claimant runs the node and holds, alive, renewing its lease
+    result = tmp_path / "claimant"
+    process = on_host_a(island, claimant(store, result))
+    try:
+        wait_for(lambda: store.executions() == ["start yes"], "the claimant to run the node")
+        with pytest.raises(ClaimStillHeld, match="another host") as held:
+            gate.recover(graph, store.config)
+        assert 0 < held.value.retry_after <= LEASE
+        with pytest.raises(ClaimStillHeld, match="another host"):  # three leases long: still renewed
+            gate.recover(graph, store.config, wait=3 * LEASE)
+        store.holding.with_suffix(".taken").unlink()  # the claimant finishes
+        process.join(30)
+    finally:
+        stop(process)
+    assert "served" in result.read_text()
+    assert store.executions() == ["start yes", "done yes"]  # never run a second time
+    assert gate.recover(graph, store.config) is None
+    assert gate.last_claim(store.config).attempts == 1
+
+
+@pytest.mark.postgres
+def test_a_holder_taken_for_dead_is_fenced_when_it_wakes(island, two_hosts, tmp_path):
+    store, graph, gate = two_hosts
+    store.holding.touch()
+    result = tmp_path / "claimant"
+    process = on_host_a(island, claimant(store, result))
+    try:
+        wait_for(lambda: store.executions() == ["start yes"], "the claimant to run the node")
+        os.kill(process.pid, signal.SIGSTOP)  # frozen: it stops renewing, like a partitioned host
+        gate.recover(graph, store.config, wait=10 * LEASE)  # taken over once the lease lapsed
+        assert graph.get_state(store.config).values["answer"] == "yes"
+        history = len(list(graph.get_state_history(store.config)))
+        os.kill(process.pid, signal.SIGCONT)
+        store.holding.with_suffix(".taken").unlink()  # the old holder finishes its node ...
+        process.join(30)
+    finally:
+        stop(process)
+    assert "ClaimLost" in result.read_text()  # ... and its checkpoint write is refused
+    assert len(list(graph.get_state_history(store.config))) == history
+    assert store.executions() == ["start yes", "start yes", "done yes", "done yes"]
+    claim = gate.last_claim(store.config)
+    assert (claim.status, claim.attempts) == ("done", 2)

@@ -14,6 +14,7 @@ insert that wins the key is the claim. Besides the value it records:
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -86,6 +87,7 @@ class ClaimStore:
         self.conn = conn  # sqlite3.Connection; psycopg Connection or ConnectionPool
         self.lock = lock or threading.Lock()
         self._owned = owned  # close the connection in `close`
+        self._fence_conn = None  # the PostgreSQL connection of the fence in progress
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -118,6 +120,13 @@ class ClaimStore:
             return ClaimStore(POSTGRES, self.conn)
         return ClaimStore.postgres(conninfo_of(self.conn))
 
+    def limit_fenced_writes(self, seconds: float) -> None:
+        """A fenced write holds the claim row share-locked, and a takeover waits for it: the
+        server ends this connection's transaction if its holder stalls (a frozen or cut-off
+        host) for longer than `seconds`, releasing the row."""
+        if self.dialect is POSTGRES and hasattr(self.conn, "execute"):
+            self.conn.execute(f"SET idle_in_transaction_session_timeout = {int(seconds * 1000)}")
+
     def close(self) -> None:
         if self._owned:
             self.conn.close()
@@ -141,8 +150,12 @@ class ClaimStore:
                 finally:
                     cursor.close()
             else:
-                with _pg_connection(self.conn) as conn, conn.transaction(), conn.cursor() as cursor:
-                    yield cursor
+                # One statement per call: on an autocommit connection it is its own transaction,
+                # so that no row lock outlives the statement (a frozen holder must not keep one).
+                with _pg_connection(self.conn) as conn:
+                    with (contextlib.nullcontext() if conn.autocommit else conn.transaction()), \
+                            conn.cursor() as cursor:
+                        yield cursor
 
     def _one(self, sql: str, args=()) -> tuple | None:
         with self._cursor() as cur:
@@ -210,12 +223,24 @@ class ClaimStore:
 
     def take_over(self, old: Claim, new: Claim, lease: float, *, lease_must_lapse: bool) -> bool:
         """Compare-and-set `old` (holder, fence, status) to `new`; with `lease_must_lapse`, only
-        once old's lease has lapsed on the database's clock."""
+        once old's lease has lapsed on the database's clock. False also when the row is locked
+        longer than a lease (its holder is inside a fenced write): try again later."""
         lapsed = f" AND lease_until < {self.dialect.now}" if lease_must_lapse else ""
-        return self._update(
-            f"UPDATE {TABLE} SET holder=?, status=?, attempts=?, lease_until={self.dialect.now} + ? "
-            f"WHERE {_KEY} AND holder=? AND attempts=? AND status=?{lapsed}",
-            (new.holder, new.status, new.attempts, lease, *old.key, old.holder, old.attempts, old.status))
+        sql = self._sql(f"UPDATE {TABLE} SET holder=?, status=?, attempts=?, lease_until={self.dialect.now} + ? "
+                        f"WHERE {_KEY} AND holder=? AND attempts=? AND status=?{lapsed}")
+        args = (new.holder, new.status, new.attempts, lease, *old.key, old.holder, old.attempts, old.status)
+        if self.dialect is SQLITE:
+            return self._update(sql, args)
+        import psycopg
+
+        with self.lock, _pg_connection(self.conn) as conn:
+            try:
+                with conn.transaction(), conn.cursor() as cur:
+                    cur.execute(f"SET LOCAL lock_timeout = {int(lease * 1000)}")
+                    cur.execute(sql, args)
+                    return cur.rowcount == 1
+            except psycopg.errors.LockNotAvailable:
+                return False
 
     def lease_left(self, claim: Claim) -> float | None:
         """Seconds until `claim`'s lease lapses (negative: lapsed), None if it changed hands."""
@@ -241,26 +266,36 @@ class ClaimStore:
             if self.dialect is SQLITE:  # one host: the check right before the write
                 held = self.conn.execute(sql, args).fetchone() is not None
             else:
-                self.conn.execute("BEGIN")
-                held = self.conn.execute(sql, args).fetchone() is not None
+                conn = self._fence_conn = self.conn if hasattr(self.conn, "execute") else self.conn.getconn()
+                conn.execute("BEGIN")
+                held = conn.execute(sql, args).fetchone() is not None
                 if not held:
-                    self.conn.execute("ROLLBACK")
+                    self._fence_finish("ROLLBACK")
         except BaseException:
-            self.lock.release()
+            self._fence_finish("ROLLBACK")
             raise
         if not held:
-            self.lock.release()
             raise ClaimLost(
                 f"thread {claim.thread_id!r}: the claim (value {claim.value!r}, fence {claim.attempts}) was "
                 "taken over by a recovery after this holder's lease lapsed: this write is refused",
                 claim.thread_id, claim)
 
     def fence_end(self) -> None:
+        self._fence_finish("COMMIT")
+
+    def _fence_finish(self, statement: str) -> None:
+        """End the fence's transaction (PostgreSQL) and release the lock; once per fence."""
+        conn, self._fence_conn = self._fence_conn, None
         try:
-            if self.dialect is POSTGRES:
-                self.conn.execute("COMMIT")
+            if conn is not None:
+                try:
+                    conn.execute(statement)
+                finally:
+                    if conn is not self.conn:
+                        self.conn.putconn(conn)
         finally:
-            self.lock.release()
+            if self.lock.locked():
+                self.lock.release()
 
     @contextmanager
     def fence(self, claim: Claim) -> Iterator[None]:

@@ -278,8 +278,13 @@ class ConsumeOnceGate:
 
     # -- running under a claim ----------------------------------------------------------------
 
-    def _run(self, graph, config, claim: Claim, payload, invoke_kwargs):
+    def _side(self) -> ClaimStore:
         side = self._store.side()
+        side.limit_fenced_writes(self.lease)
+        return side
+
+    def _run(self, graph, config, claim: Claim, payload, invoke_kwargs):
+        side = self._side()
         try:
             with _Lease(side, claim, self.lease):
                 run = fenced(graph, lambda: side.fence(claim))
@@ -294,7 +299,7 @@ class ConsumeOnceGate:
             side.close()
 
     async def _arun(self, graph, config, claim: Claim, payload, invoke_kwargs):
-        side = await asyncio.to_thread(self._store.side)
+        side = await asyncio.to_thread(self._side)
         try:
             with _Lease(side, claim, self.lease):
                 run = fenced(graph, lambda: side.fence(claim), lambda: _afence(side, claim))

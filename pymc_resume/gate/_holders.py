@@ -21,9 +21,14 @@ from pymc_resume.runtime.holders import holder_alive, holder_token
 
 
 def _namespace(kind: str) -> str:
-    try:
-        link = os.readlink(f"/proc/self/ns/{kind}")  # "net:[4026531840]"
-    except OSError:
+    """The calling thread's namespace of `kind` (a thread can enter a network namespace alone)."""
+    for path in (f"/proc/thread-self/ns/{kind}", f"/proc/self/ns/{kind}"):
+        try:
+            link = os.readlink(path)  # "net:[4026531840]"
+            break
+        except OSError:
+            continue
+    else:
         return "-"
     return link[link.find("[") + 1: link.rfind("]")] or "-"
 
