@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import itertools
 import os
 import shutil
 import statistics
@@ -55,6 +56,13 @@ POSTGRES_URL_VARIABLE = "PYMC_RESUME_POSTGRES_URL"
 
 HOLDS, VIOLATED, NONE_SERVED, CANNOT_RUN = "holds", "violated", "none-served", "cannot-run"
 LOCAL = "local"  # a racer on the machine itself, the store over loopback (or a file)
+INVOKE, AINVOKE = "invoke", "ainvoke"
+APIS = (INVOKE, AINVOKE)
+# Adapters whose graphs can also run async, and the adapter class that runs them so.
+ASYNC_VARIANTS = {
+    "pymc_resume.bridge.langgraph_adapter:LangGraphAdapter":
+        "pymc_resume.bridge.langgraph_async_adapter:LangGraphAsyncAdapter",
+}
 
 
 class RaceInputError(BadInput):
@@ -76,6 +84,8 @@ class Cell:
     options: dict  # the adapter constructor's keyword arguments
     hosts: int = 1  # network hosts the racers are spread over
     network: bool = False  # racers on island hosts, the store over the island's network
+    api: str = "invoke"  # how the racers run the graph: invoke, or ainvoke (an async graph)
+    variant: str | None = None  # the adapter class that runs `api`, when not the race's own
 
 
 @attrs.frozen
@@ -145,7 +155,7 @@ class CellResult:
         cell, trials = self.cell, self.trials
         return {
             "store": cell.store, "config": cell.config, "k": cell.k, "gate": cell.gate,
-            "hosts": cell.hosts, "network": cell.network,
+            "hosts": cell.hosts, "network": cell.network, "api": cell.api,
             "options": cell.options, "trials": len(trials), "verdict": self.verdict, "error": self.error,
             "fires": [t.fires for t in trials], "consumptions": [t.consumptions for t in trials],
             "applied": [t.applied for t in trials],
@@ -186,14 +196,15 @@ class RaceReport:
 
 def plan_cells(adapter: str, ks: list[int], stores: list[str] | None = None,
                durabilities: list[str] | None = None, gates: list[bool] | None = None,
-               hosts: list[int] | None = None) -> list[Cell]:
-    """Cells for `adapter`: stores x durability modes x gate x hosts x k. An option left None
+               hosts: list[int] | None = None, apis: list[str] | None = None) -> list[Cell]:
+    """Cells for `adapter`: stores x API x durability modes x gate x hosts x k. An option left None
     takes the adapter's own default (every durability mode its module declares, for the base
     class); an option the adapter does not take is a `RaceInputError`.
 
     `hosts` (None: every racer on the machine, the store over loopback) puts the PostgreSQL
     cells on a network island, once per host count; a SQLite store is a file on one host, so
-    its cells run on one host only, whatever `hosts` says."""
+    its cells run on one host only, whatever `hosts` says. `apis` (default: invoke) adds the
+    racers' async graphs (ainvoke) for an adapter that has them (`ASYNC_VARIANTS`)."""
     adapter_class = resolve(adapter)
     parameters = inspect.signature(adapter_class).parameters
     if not ks or any(k < 2 for k in ks):
@@ -202,8 +213,9 @@ def plan_cells(adapter: str, ks: list[int], stores: list[str] | None = None,
     durabilities = _choices(adapter, parameters, "durability", durabilities, _modes(adapter_class, parameters))
     gates = _choices(adapter, parameters, "gate", gates, [bool(_default(parameters, "gate"))])
     host_counts = _host_counts(adapter, stores, hosts)
+    variants = _variants(adapter, adapter_class, apis)
     cells = []
-    for store in stores:
+    for store, (api, variant) in itertools.product(stores, variants.items()):
         networked = hosts is not None and store == "postgres"
         for durability in durabilities:
             for gate in gates:
@@ -213,10 +225,29 @@ def plan_cells(adapter: str, ks: list[int], stores: list[str] | None = None,
                                    (("store", store), ("durability", durability), ("gate", gate))
                                    if name in parameters}
                         cells.append(Cell(store or "default", _config_name(adapter, store, durability), k,
-                                          bool(gate), options, count, networked))
+                                          bool(gate), options, count, networked, api, variant))
     for options in {tuple(sorted(c.options.items())) for c in cells}:
         _check_options(adapter_class, adapter, dict(options))
     return cells
+
+
+def _variants(adapter: str, adapter_class, apis: list[str] | None) -> dict[str, str | None]:
+    """The adapter class spec (None: the race's own) that runs each asked API."""
+    apis = list(dict.fromkeys(apis or [INVOKE]))
+    unknown = [a for a in apis if a not in APIS]
+    if unknown:
+        raise RaceInputError(f"--api: unknown {', '.join(unknown)} (one of {', '.join(APIS)})")
+    variants = {}
+    for api in apis:
+        if api == INVOKE:
+            variants[api] = None
+            continue
+        spec = ASYNC_VARIANTS.get(f"{adapter_class.__module__}:{adapter_class.__qualname__}")
+        if spec is None:
+            raise RaceInputError(f"adapter {adapter!r} has no async graphs to race (--api ainvoke): "
+                                 f"only {', '.join(sorted(ASYNC_VARIANTS))}")
+        variants[api] = spec
+    return variants
 
 
 def _host_counts(adapter: str, stores: list, hosts: list[int] | None) -> list[int]:
@@ -335,7 +366,8 @@ def run_race(adapter: str, cells: list[Cell], trials: int, *, timeout: float = 1
                 continue
             # The adapters (and their child processes) read the server's URL from the environment.
             os.environ[POSTGRES_URL_VARIABLE] = island.url if cell.network else url
-            _run_cell(adapter_class, result, trials, timeout, island if cell.network else None, where, progress)
+            runner = resolve(cell.variant) if cell.variant else adapter_class
+            _run_cell(runner, result, trials, timeout, island if cell.network else None, where, progress)
     os.environ[POSTGRES_URL_VARIABLE] = url
     return RaceReport(adapter, version, results, time.monotonic() - started)
 
@@ -428,7 +460,7 @@ def _racer(index: int, value: int, outcome, events, gated: int, workflow: Workfl
 
 def _label(cell: Cell) -> str:
     where = f" hosts={cell.hosts}" if cell.network else ""
-    return f"{cell.config}{where} k={cell.k} {'gated' if cell.gate else 'ungated'}"
+    return f"{cell.config} {cell.api}{where} k={cell.k} {'gated' if cell.gate else 'ungated'}"
 
 
 def _say(progress, line: str) -> None:
@@ -443,7 +475,7 @@ def race_rows(report: RaceReport) -> list[list[str]]:
     rows = []
     for result in report.cells:
         cell = result.cell
-        where = [cell.store, cell.config, _hosts_column(cell), _gate_column(cell), str(cell.k)]
+        where = [cell.store, cell.config, cell.api, _hosts_column(cell), _gate_column(cell), str(cell.k)]
         if result.error is not None:
             rows.append([*where, "-", "-", "-", "-", "-", CANNOT_RUN, f"cannot run: {result.error}"])
             continue
@@ -470,28 +502,28 @@ def _gate_column(cell: Cell) -> str:
     return "on" if cell.gate else "off"
 
 
-RACE_HEADERS = ["store", "config", "hosts", "gate", "k", "fires", "applied", "consumptions", "served",
+RACE_HEADERS = ["store", "config", "api", "hosts", "gate", "k", "fires", "applied", "consumptions", "served",
                 "saturation", "verdict", "time"]
 
 
 def saturation_by_hosts(report: RaceReport) -> list[list[str]]:
-    """Per store, host count and gate: the cells that ran, the mean saturation over their trials
+    """Per store, API, host count and gate: the cells that ran, the mean saturation over their trials
     with the lowest and highest cell mean, and how many cells had exactly one consumption in
     every trial."""
     groups: dict[tuple, list[CellResult]] = {}
     for result in report.cells:
         if result.error is None and result.trials:
             cell = result.cell
-            groups.setdefault((cell.store, _hosts_column(cell), _gate_column(cell)), []).append(result)
+            groups.setdefault((cell.store, cell.api, _hosts_column(cell), _gate_column(cell)), []).append(result)
     rows = []
-    for (store, hosts, gate), results in groups.items():
+    for (store, api, hosts, gate), results in groups.items():
         saturations = [s for r in results for s in r.saturations]
         means = [r.saturation_mean for r in results]
         once = sum(all(t.consumptions == 1 for t in r.trials) for r in results)
         ks = ",".join(str(k) for k in sorted({r.cell.k for r in results}))
-        rows.append([store, hosts, gate, ks, str(len(results)), f"{statistics.fmean(saturations):.2f}",
+        rows.append([store, api, hosts, gate, ks, str(len(results)), f"{statistics.fmean(saturations):.2f}",
                      f"{min(means):.2f}-{max(means):.2f}", f"{once}/{len(results)}"])
     return rows
 
 
-SATURATION_HEADERS = ["store", "hosts", "gate", "k", "cells", "saturation", "cell range", "one consumption"]
+SATURATION_HEADERS = ["store", "api", "hosts", "gate", "k", "cells", "saturation", "cell range", "one consumption"]

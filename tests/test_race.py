@@ -2,11 +2,13 @@
 
 The reference adapter is the control (one racer served, saturation 0); LangGraph without the
 gate consumes the interrupt once per racer; with the gate exactly once. A claimant killed with
-a real SIGKILL after its claim is recovered with the value it claimed. The command's exit codes
-and one-line errors are checked as a user runs it.
+a real SIGKILL after its claim is recovered with the value it claimed. Across two network hosts
+(namespaces and a PostgreSQL server the race creates, root only) the same holds. The command's
+exit codes and one-line errors are checked as a user runs it.
 """
 
 import json
+import os
 import subprocess
 import sys
 
@@ -140,6 +142,39 @@ def test_postgres_cells_race_ungated_and_gated():
     assert ungated.error is None and gated.error is None
     assert max(t.fires for t in ungated.trials) == 2, [t.fires for t in ungated.trials]
     assert gated.verdict == HOLDS and [t.consumptions for t in gated.trials] == [1, 1]
+
+
+@pytest.mark.slow
+@pytest.mark.langgraph
+@pytest.mark.postgres
+def test_two_hosts_on_postgres_consume_several_times_ungated_and_once_gated():
+    postgres_or_skip()
+    from pymc_resume.hosts import NETNS_DIR, PREFIX, running_as_root
+
+    if not running_as_root():
+        pytest.skip("network hosts need root (ip netns, veth pairs)")
+    cells = plan_cells("langgraph", [4], stores=["postgres"], durabilities=["sync"], gates=[False, True],
+                       hosts=[2])
+    assert [(c.hosts, c.network, c.gate) for c in cells] == [(2, True, False), (2, True, True)]
+    report = run_race("langgraph", cells, trials=2)
+    ungated, gated = report.cells
+    assert ungated.error is None and gated.error is None, (ungated.error, gated.error)
+    assert max(t.consumptions for t in ungated.trials) > 1, [t.consumptions for t in ungated.trials]
+    assert gated.verdict == HOLDS and [t.consumptions for t in gated.trials] == [1, 1]
+    for trial in ungated.trials + gated.trials:  # racers alternate over the two hosts' addresses
+        assert [r.host for r in trial.racers] == ["10.213.0.11", "10.213.0.12"] * 2
+    by_hosts = report.as_json()["by_hosts"]
+    assert [(row["hosts"], row["gate"], row["one consumption"]) for row in by_hosts] == [
+        ("2", "off", "0/1"), ("2", "on", "1/1")]
+    mine = [p.name for p in NETNS_DIR.glob(f"{PREFIX}{os.getpid()}-*")] if NETNS_DIR.is_dir() else []
+    assert mine == []  # the island is gone
+
+
+def test_hosts_need_a_network_store():
+    with pytest.raises(RaceInputError, match="needs a network store"):
+        plan_cells("reference", [2], hosts=[2])
+    with pytest.raises(RaceInputError, match="at least 1"):
+        plan_cells("reference", [2], hosts=[0])
 
 
 # -- the command -------------------------------------------------------------------------------

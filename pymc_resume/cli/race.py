@@ -40,6 +40,9 @@ def _list(text: str | None, what: str, convert=str) -> list | None:
                    "`--gate=off`: ungated only  [default: the adapter's own setting, off for langgraph].")
 @click.option("--durability", default=None, metavar="MODE[,MODE...]",
               help="Durability modes (sync, async, exit)  [default: every mode the adapter has].")
+@click.option("--api", "apis", default=None, metavar="invoke|ainvoke[,...]",
+              help="How the racers run the graph: `invoke`, `ainvoke` (an async graph on the store's "
+                   "async saver, gated through `aresume`), or both  [default: invoke].")
 @click.option("--hosts", "hosts", default=None, metavar="N[,N...]",
               help="Spread the racers of the PostgreSQL cells over N network hosts (network namespaces "
                    "this run creates, root only), the store a throwaway PostgreSQL server on the "
@@ -52,7 +55,7 @@ def _list(text: str | None, what: str, convert=str) -> list | None:
               help="Stop a trial that takes longer (a hang): its cell cannot run.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Write the result as JSON to this path (atomically).")
-def race_command(adapter, store, ks, trials, gate, durability, hosts, postgres_url, timeout, json_path):
+def race_command(adapter, store, ks, trials, gate, durability, apis, hosts, postgres_url, timeout, json_path):
     """Race k processes resuming one parked interrupt of ADAPTER (`langgraph`, `reference`, or
     module:Class); exit 1 when any cell consumed it more than once."""
     from pymc_resume.bridge.registry import AdapterSpecError
@@ -61,7 +64,8 @@ def race_command(adapter, store, ks, trials, gate, durability, hosts, postgres_u
     k_values = _list(ks, "--k", int)
     try:
         cells = plan_cells(adapter, k_values, _list(store, "--store"), _list(durability, "--durability"),
-                           GATE_CHOICES[gate] if gate else None, _list(hosts, "--hosts", int))
+                           GATE_CHOICES[gate] if gate else None, _list(hosts, "--hosts", int),
+                           _list(apis, "--api"))
     except (AdapterSpecError, RaceInputError) as error:
         fail(str(error))
     progress = lambda line: click.echo(f"race: {line}", err=True)  # noqa: E731
