@@ -303,6 +303,9 @@ class Partition:
         # codec's keys mean nothing elsewhere, so only this partition's own are encoded.
         encode = self.encode if self.wire else None
         encode_own = self.encode if self.encode and not self.wire else None
+        # The plain codec's encoding of a tuple state, inlined: a method call per successor
+        # cost as much as the encoding itself. (Bound per step: a restore refills the table.)
+        plain_ids = self.codec.values.ids.__getitem__ if self.key_hash is not None else None
         key_hash, state_hash = self.key_hash, self.state_hash
         canonical = self.canonical
         decode, check = self.decode, self._check
@@ -327,7 +330,12 @@ class Partition:
                     self._check_outside(successor, level + 1, gid, generated - before - 1)
                     continue
                 world = canonical(successor) if canonical else successor
-                if encode_own:
+                if plain_ids is not None and type(world) is tuple:
+                    try:
+                        key = tuple(map(plain_ids, world))  # as PlainCodec.encode
+                    except KeyError:  # a field value never seen: interned by the codec
+                        key = encode(world)
+                elif encode_own:
                     key = encode_own(world) if self.owner(world) == own else world
                 else:
                     key = encode(world) if encode else world
