@@ -428,3 +428,98 @@ def test_a_holder_taken_for_dead_is_fenced_when_it_wakes(island, two_hosts, tmp_
     assert store.executions() == ["start yes", "start yes", "done yes", "done yes"]
     claim = gate.last_claim(store.config)
     assert (claim.status, claim.attempts) == ("done", 2)
+
+
+# -- async graphs and subgraphs ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_async_resumes_serve_exactly_one_racer_and_recover_after_a_crash(kind, tmp_path):
+    import asyncio
+
+    if kind == "postgres":
+        _postgres_or_skip()
+    store = Store(kind, tmp_path)
+    parked(store)
+
+    async def with_async_gate(work):
+        if kind == "sqlite":
+            import aiosqlite
+            from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+            async with aiosqlite.connect(str(store.path)) as conn:
+                saver = AsyncSqliteSaver(conn)
+                gate = ConsumeOnceGate.for_sqlite(store.path)
+                try:
+                    return await work(store.graph(saver), gate)  # plain-function nodes, an async saver
+                finally:
+                    gate.close()
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+        async with AsyncPostgresSaver.from_conn_string(store.url) as saver:
+            gate = ConsumeOnceGate.for_checkpointer(saver)
+            try:
+                return await work(store.graph(saver), gate)  # plain-function nodes, an async saver
+            finally:
+                gate.close()
+
+    def racer(value):
+        def task(barrier):
+            async def work(graph, gate):
+                seen = await gate.aparked(graph, store.config)
+                barrier.wait()
+                try:
+                    await gate.aresume(graph, store.config, value, seen=seen)
+                except InterruptAlreadyClaimed as refused:
+                    return {"refused": refused.claim.value}
+                return {"served": value}
+            return asyncio.run(with_async_gate(work))
+        return task
+
+    try:
+        store.kill.touch()  # the winner is SIGKILLed inside the node, after its claim
+        results = run_in_children([racer(f"v{i}") for i in range(3)], synchronized=True)
+        killed = [r for r in results if r.status != RETURNED]
+        refused = [r.value["refused"] for r in results if r.status == RETURNED]
+        assert len(killed) == 1 and len(refused) == 2 and len(set(refused)) == 1, results
+        winner = refused[0]
+        assert store.executions() == [f"start {winner}"]
+
+        async def recover(graph, gate):
+            await gate.arecover(graph, store.config)
+            return (await graph.aget_state(store.config)).values["answer"]
+        assert asyncio.run(with_async_gate(recover)) == winner  # the claimed value, not a new one
+        assert store.executions() == [f"start {winner}", f"start {winner}", f"done {winner}"]
+    finally:
+        store.cleanup()
+
+
+def test_an_interrupt_inside_a_subgraph_is_refused_not_run_ungated(tmp_path):
+    from pymc_resume.gate import NotCovered
+
+    store = Store("sqlite", tmp_path)
+    inner = StateGraph(Approval)
+    inner.add_node("ask", lambda state: {"answer": interrupt("approve inside?")})
+    inner.add_edge(START, "ask")
+    inner.add_edge("ask", END)
+    outer = StateGraph(Approval)
+    outer.add_node("review", inner.compile())
+    outer.add_edge(START, "review")
+    outer.add_edge("review", END)
+    graph = outer.compile(checkpointer=store.saver())
+    assert "__interrupt__" in graph.invoke({"prepared": False, "answer": ""}, store.config)
+    gate = ConsumeOnceGate.for_checkpointer(graph.checkpointer)
+    with pytest.raises(NotCovered, match="subgraph review"):
+        gate.parked(graph, store.config)
+    with pytest.raises(NotCovered, match="nothing ran"):
+        gate.resume(graph, store.config, "yes")
+    assert gate.last_claim(store.config) is None  # nothing claimed
+    assert graph.get_state(store.config).next == ("review",)  # still parked
+
+
+def test_async_savers_without_a_shared_connection_are_named_in_the_error():
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    saver = AsyncSqliteSaver.__new__(AsyncSqliteSaver)
+    with pytest.raises(TypeError, match="for_sqlite"):
+        ConsumeOnceGate.for_checkpointer(saver)
