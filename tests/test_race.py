@@ -70,7 +70,10 @@ def test_reference_cells_hold_and_plan_only_what_the_adapter_takes():
 def test_langgraph_cells_are_store_by_durability_by_gate_by_k():
     langgraph_or_skip()
     cells = plan_cells("langgraph", [2, 4], gates=[False, True])
-    assert len(cells) == 3 * 2 * 2
+    assert len(cells) == 3 * 2 * 2 and {c.api for c in cells} == {"invoke"}
+    both = plan_cells("langgraph", [2], durabilities=["sync"], apis=["invoke", "ainvoke"])
+    assert [(c.api, c.variant) for c in both] == [
+        ("invoke", None), ("ainvoke", "pymc_resume.bridge.langgraph_async_adapter:LangGraphAsyncAdapter")]
     assert {c.config for c in cells} == {"sqlite/sync", "sqlite/async", "sqlite/exit"}
     assert cells[0].options == {"store": "sqlite", "durability": "sync", "gate": False}
     gated = plan_cells("pymc_resume.bridge.langgraph_adapter:LangGraphGated", [2], durabilities=["exit"])
@@ -170,6 +173,70 @@ def test_two_hosts_on_postgres_consume_several_times_ungated_and_once_gated():
     assert mine == []  # the island is gone
 
 
+def island_or_skip():
+    from pymc_resume.hosts import running_as_root
+
+    if not running_as_root():
+        pytest.skip("network hosts need root (ip netns, veth pairs)")
+
+
+def my_namespaces(pid: int) -> list[str]:
+    from pymc_resume.hosts import NETNS_DIR, PREFIX
+
+    return [p.name for p in NETNS_DIR.glob(f"{PREFIX}{pid}-*")] if NETNS_DIR.is_dir() else []
+
+
+def my_island_folders(pid: int) -> list:
+    import tempfile
+    from pathlib import Path
+
+    return list(Path(tempfile.gettempdir()).glob(f"pymc-resume-island-{pid}-*"))
+
+
+def test_an_island_that_cannot_start_its_server_removes_its_namespaces(monkeypatch):
+    island_or_skip()
+    from pymc_resume.errors import EnvironmentProblem
+    from pymc_resume.hosts import POSTGRES_BIN_VARIABLE, Island
+
+    monkeypatch.setenv(POSTGRES_BIN_VARIABLE, "/nonexistent/postgresql/bin")
+    with pytest.raises(EnvironmentProblem, match="no PostgreSQL binaries"):
+        with Island(2):
+            pass
+    assert my_namespaces(os.getpid()) == [] and my_island_folders(os.getpid()) == []
+
+
+@pytest.mark.slow
+@pytest.mark.langgraph
+@pytest.mark.postgres
+def test_a_race_terminated_on_its_hosts_leaves_nothing_behind(tmp_path):
+    """SIGTERM while racers run on the island: exit 143, and no namespace, server or folder."""
+    langgraph_or_skip()
+    island_or_skip()
+    import signal
+    import time
+
+    command = [sys.executable, "-m", "pymc_resume", "race", "langgraph", "--store", "postgres", "--hosts", "2",
+               "--k", "8", "--trials", "50", "--durability", "sync"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        lines = []
+        deadline = time.monotonic() + 120
+        while not any("trial 1/50" in line for line in lines):  # the island is up and racing
+            assert time.monotonic() < deadline and process.poll() is None, lines
+            lines.append(process.stderr.readline())
+        assert my_namespaces(process.pid) and my_island_folders(process.pid)
+        process.send_signal(signal.SIGTERM)
+        # 143 is the command line's code for SIGTERM; click turns the KeyboardInterrupt it is
+        # raised as inside a command into Abort, which exits 130 (interrupted): either is a stop.
+        assert process.wait(60) in (130, 143)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stderr.close()
+    assert my_namespaces(process.pid) == [] and my_island_folders(process.pid) == []
+
+
 def test_hosts_need_a_network_store():
     with pytest.raises(RaceInputError, match="needs a network store"):
         plan_cells("reference", [2], hosts=[2])
@@ -208,7 +275,8 @@ def test_race_langgraph_exits_1_ungated_and_0_gated(tmp_path):
 def test_bad_input_exits_2_with_one_line(tmp_path):
     for args in (["nosuch"], ["reference", "--k", "1"], ["reference", "--k", "two"],
                  ["reference", "--store", "postgres"], ["reference", "--gate"], ["reference", "--trials", "0"],
-                 ["reference", "--gate=sometimes"]):
+                 ["reference", "--gate=sometimes"], ["reference", "--hosts", "2"], ["reference", "--hosts", "0"],
+                 ["reference", "--api", "ainvoke"], ["reference", "--api", "await"]):
         run = cli(*args, cwd=tmp_path)
         assert run.returncode == 2, (args, run.stdout, run.stderr)
         assert run.stderr.startswith("pymc-resume: error:") and len(run.stderr.strip().splitlines()) == 1, args
