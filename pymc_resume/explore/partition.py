@@ -306,6 +306,7 @@ class Partition:
         # The plain codec's encoding of a tuple state, inlined: a method call per successor
         # cost as much as the encoding itself. (Bound per step: a restore refills the table.)
         plain_ids = self.codec.values.ids.__getitem__ if self.key_hash is not None else None
+        part_hash = self.codec.value_hashes().__getitem__ if self.key_hash is not None else None
         key_hash, state_hash = self.key_hash, self.state_hash
         canonical = self.canonical
         decode, check = self.decode, self._check
@@ -349,6 +350,11 @@ class Partition:
                 if sighted is None:
                     if count == 1:
                         owner = 0
+                    elif part_hash is not None and type(world) is tuple:
+                        try:  # inlined PlainCodec.owner_hash of a plain tuple: as owner_of
+                            owner = hash(tuple(map(part_hash, key))) % PRIME % count
+                        except IndexError:  # a value interned since the step began
+                            owner = key_hash(key) % PRIME % count
                     elif key_hash is not None:
                         owner = key_hash(key) % PRIME % count  # as owner_of, from the tables
                     else:

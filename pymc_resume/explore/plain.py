@@ -135,11 +135,16 @@ class PlainCodec(InternerTables):
             return tuple(map(values.__getitem__, key))
         return (-1 - shapes[-1 - key[0]], *map(values.__getitem__, key[1:]))
 
-    def owner_hash(self, key: Key) -> int:
-        """`stable_hash` of the state `key` encodes, from the interned values' hashes."""
+    def value_hashes(self) -> list[int]:
+        """`stable_hash` of each interned value, by id (one list, extended in place)."""
         hashes, values = self._hashes, self.values.values
         if len(hashes) < len(values):
             hashes.extend(map(stable_hash, values[len(hashes):]))
+        return hashes
+
+    def owner_hash(self, key: Key) -> int:
+        """`stable_hash` of the state `key` encodes, from the interned values' hashes."""
+        hashes = self.value_hashes()
         if not key or key[0] >= 0:
             return combine(map(hashes.__getitem__, key))
         shape = self._shape(key[0])
