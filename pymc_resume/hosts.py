@@ -160,8 +160,7 @@ def _ip(*args: str) -> None:
     except FileNotFoundError:
         raise EnvironmentProblem("hosts: the `ip` command (iproute2) is not installed") from None
     except subprocess.CalledProcessError as error:
-        raise EnvironmentProblem(f"hosts: `ip {' '.join(args)}` failed: "
-                                 f"{(error.stderr or '').strip().splitlines()[-1:] or error}") from None
+        raise EnvironmentProblem(f"hosts: `ip {' '.join(args)}` failed: {_last_line(error.stderr)}") from None
 
 
 def _alive(pid: int) -> bool:
@@ -205,7 +204,7 @@ def sweep() -> list[str]:
         if match and not _alive(int(match.group(1))):
             _remove_namespace(name)
             removed.append(name)
-    for folder in Path(tempfile.gettempdir()).glob(f"pymc-resume-island-*"):
+    for folder in Path(tempfile.gettempdir()).glob("pymc-resume-island-*"):
         match = re.match(r"pymc-resume-island-(\d+)-", folder.name)
         if match and not _alive(int(match.group(1))):
             shutil.rmtree(folder, ignore_errors=True)
@@ -254,6 +253,7 @@ class Island:
         self.close()
 
     def entered(self, namespace: str):
+        """`entered(namespace)`, for one of this island's namespaces."""
         return entered(namespace)
 
     def _namespace(self, name: str) -> None:
@@ -373,4 +373,5 @@ def _last_line(text: str) -> str:
 
 
 def running_as_root() -> bool:
-    return os.geteuid() == 0 and sys.platform.startswith("linux")
+    """Whether this process can build an island (root on Linux)."""
+    return sys.platform.startswith("linux") and os.geteuid() == 0
