@@ -201,3 +201,13 @@ def test_equal_states_hash_alike_whatever_their_type():
     assert stable_hash(Point(1, 2)) == stable_hash((1, 2))
     assert stable_hash(frozenset({"a", "b"})) == stable_hash(frozenset({"b", "a"}))
     assert stable_hash(True) == stable_hash(1)
+
+
+def test_initial_states_outside_the_constraint_are_checked_not_explored():
+    class StartsOutside(Bounded):
+        def initial_states(self):
+            return [(0, 0), (9, 0)]
+
+    result = explore(StartsOutside(3, invariant=lambda state: state[0] < 9))
+    assert result.distinct_states == 16 and result.states_generated == 34
+    assert [step.state for step in result.violations["Small"].trace] == [(9, 0)]
