@@ -359,6 +359,7 @@ def stop(process) -> None:
 
 
 @pytest.mark.postgres
+@pytest.mark.xdist_group("island")  # one island per test run, not one per worker
 def test_a_claimant_killed_on_one_host_is_recovered_from_another_with_the_claimed_value(island, two_hosts, tmp_path):
     store, graph, gate = two_hosts
     store.kill.touch()  # the claimant SIGKILLs itself inside the node, after its claim
@@ -384,6 +385,7 @@ def test_a_claimant_killed_on_one_host_is_recovered_from_another_with_the_claime
 
 
 @pytest.mark.postgres
+@pytest.mark.xdist_group("island")
 def test_a_live_claimant_on_another_host_keeps_its_claim(island, two_hosts, tmp_path):
     store, graph, gate = two_hosts
     store.holding.touch()  # the claimant runs the node and holds, alive, renewing its lease
@@ -407,6 +409,7 @@ def test_a_live_claimant_on_another_host_keeps_its_claim(island, two_hosts, tmp_
 
 
 @pytest.mark.postgres
+@pytest.mark.xdist_group("island")
 def test_a_holder_taken_for_dead_is_fenced_when_it_wakes(island, two_hosts, tmp_path):
     store, graph, gate = two_hosts
     store.holding.touch()
