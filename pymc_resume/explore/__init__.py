@@ -8,12 +8,14 @@ every reachable state breadth-first and reports each violated property with a sh
 from pymc_resume.explore.protocol import AlwaysReachable, Invariant, Model
 from pymc_resume.explore.result import ExplorationResult, Step, Violation
 from pymc_resume.explore.search import explore
+from pymc_resume.explore.validate import ModelError
 
 __all__ = [
     "AlwaysReachable",
     "ExplorationResult",
     "Invariant",
     "Model",
+    "ModelError",
     "Step",
     "Violation",
     "explore",
