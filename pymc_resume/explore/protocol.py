@@ -33,19 +33,26 @@ class AlwaysReachable:
 class Model(Protocol):
     """A transition system the explorer can enumerate.
 
-    States must be hashable and immutable (tuples or frozen attrs classes). `successors`
-    yields `(action, next_state)` pairs; the action is a short human-readable label that
-    appears in traces.
-    """
+    States must be hashable and immutable (tuples, named tuples, frozensets, frozen attrs or
+    dataclass instances, ints, strings). `successors` yields `(action, next_state)` pairs; the
+    action is a short human-readable label that appears in traces.
 
-    invariants: Sequence[Invariant]
-    reachability: Sequence[AlwaysReachable]
-    deadlock_is_error: bool
+    Everything else is optional (`validate.validated` supplies the defaults, TLC's where TLC has
+    one):
+
+    - `invariants: Sequence[Invariant]` (none) and `reachability: Sequence[AlwaysReachable]`
+      (none);
+    - `deadlock_is_error: bool` (True: a state without successors is a violation);
+    - `constraint(state) -> bool` and `action_constraint(state, action, next_state) -> bool`
+      (TLC's CONSTRAINT and ACTION_CONSTRAINT: a successor outside them is generated and
+      checked against the invariants, but neither stored nor expanded);
+    - `state_fields: Sequence[str]`, names for a tuple state's positions in traces;
+    - `all_hold(state) -> bool`, True only where every invariant holds (a fast path the
+      explorer tries first; where it is False each invariant is asked);
+    - `codec()`, a compact encoding (`codec.py`; without one the explorer derives one for plain
+      states, `plain.py`), and `partition_key(state)`, for locality between workers.
+    """
 
     def initial_states(self) -> Iterable[State]: ...
 
     def successors(self, state: State) -> Iterable[tuple[str, State]]: ...
-
-    # Optional: `all_hold(state) -> bool`, True only where every invariant holds (a fast path
-    # the explorer tries first; a model may memoize it). Where it is False, or absent, the
-    # explorer asks each invariant.
