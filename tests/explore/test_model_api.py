@@ -211,3 +211,36 @@ def test_initial_states_outside_the_constraint_are_checked_not_explored():
     result = explore(StartsOutside(3, invariant=lambda state: state[0] < 9))
     assert result.distinct_states == 16 and result.states_generated == 34
     assert [step.state for step in result.violations["Small"].trace] == [(9, 0)]
+
+
+@attrs.frozen
+class Clock:
+    """A state of class instances (with a named tuple and a string inside)."""
+
+    hands: Point
+    label: str
+
+
+class Clocks:
+    def initial_states(self):
+        return [Clock(Point(0, 0), "start")]
+
+    def successors(self, state):
+        x, y = state.hands
+        if x < 40:
+            yield "tick", Clock(Point(x + 1, y), f"t{x + 1}")
+        if y < 40:
+            yield "tock", Clock(Point(x, y + 1), state.label)
+
+
+def test_a_two_worker_run_of_class_states_resumes_to_the_same_counts(tmp_path):
+    from pymc_resume.explore import snapshot
+    from pymc_resume.explore.search import Checkpointing
+
+    whole = explore(Clocks(), workers=2)
+    checkpoint = Checkpointing(str(tmp_path), every=0.0, run={"what": "clocks"})
+    first = explore(Clocks(), workers=2, max_states=500, checkpoint=checkpoint)
+    assert not first.complete
+    resumed = explore(Clocks(), workers=2, resume=snapshot.load(tmp_path), checkpoint=checkpoint)
+    counts = lambda r: (r.distinct_states, r.states_generated, r.depth)  # noqa: E731
+    assert counts(resumed) == counts(whole) and whole.complete
