@@ -283,3 +283,22 @@ def test_sigkill_after_five_seconds_at_default_recovers_identically(tmp_path, de
     whole = default_exploration
     assert [recovered[k] for k in COUNTS] == [whole.distinct_states, whole.states_generated, whole.depth]
     assert verdicts(recovered) == expected_verdicts("default", whole)
+
+
+def test_swapped_keys_that_pass_every_check_still_end_in_one_line(tmp_path):
+    """Keys swapped by hand are well-formed and in range, so the folder loads; the trace
+    replay of the mutant's violation then does not fit the model: exit 2, one line."""
+    folder = tmp_path / "ck"
+    run_check(load_bounds("small"), "stuck-claim", max_states=3000, checkpoint_dir=str(folder),
+              checkpoint_every=0)
+    level = folder / (folder / "current").read_text().strip()
+
+    def swap(record):
+        keys = record["keys"]
+        for i in range(1, 60, 2):
+            keys[i], keys[i + 1] = keys[i + 1], keys[i]
+
+    rewrite(level / "partition-0.state", swap)
+    line = assert_refused_in_one_line(["check", "--quiet", "--recover", "ck", "--max-states",
+                                       "100000000"], tmp_path)
+    assert "does not fit the model" in line

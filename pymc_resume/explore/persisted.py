@@ -102,18 +102,16 @@ class _Writer:
         # Numbers are given after the children are written, as the reader builds them.
         self.written: dict[int, int] = {}
         self.classes: dict[type, int] = {}
-        self.writers = {
-            type(None): self._none, bool: self._bool, int: self._int, float: self._float,
-            str: self._str, bytes: self._bytes, bytearray: self._bytearray, tuple: self._tuple,
-            list: self._list, dict: self._dict, frozenset: self._frozenset, array: self._array,
-        }
 
     def value(self, value: object) -> None:
-        writer = self.writers.get(type(value))
+        # The table of writers is the class's (see below the class): bound methods kept on the
+        # instance would make a reference cycle, never freed while a search runs with the
+        # cyclic garbage collector off.
+        writer = _WRITERS.get(type(value))
         if writer is None:
             self._instance(value)
         else:
-            writer(value)
+            writer(self, value)
 
     def _none(self, value) -> None:
         self.parts.append(NONE)
@@ -228,6 +226,14 @@ class _Writer:
         self._remember(value)
 
 
+_WRITERS = {
+    type(None): _Writer._none, bool: _Writer._bool, int: _Writer._int, float: _Writer._float,
+    str: _Writer._str, bytes: _Writer._bytes, bytearray: _Writer._bytearray,
+    tuple: _Writer._tuple, list: _Writer._list, dict: _Writer._dict,
+    frozenset: _Writer._frozenset, array: _Writer._array,
+}
+
+
 def dumps(value: object) -> bytes:
     """`value` as a file's bytes: header, then the tagged body."""
     writer = _Writer()
@@ -273,14 +279,6 @@ class _Reader:
         self.position = 0
         self.built: list = []  # tuples and instances, for back-references
         self.classes: list[tuple[type, str, tuple[str, ...]]] = []
-        self.readers = {
-            NONE[0]: lambda: None, TRUE[0]: lambda: True, FALSE[0]: lambda: False,
-            INT[0]: self._int, BIG_INT[0]: self._big_int, FLOAT[0]: self._float,
-            STR[0]: self._str, BYTES[0]: self._bytes, BYTEARRAY[0]: self._bytearray,
-            TUPLE[0]: self._tuple, LIST[0]: self._list, DICT[0]: self._dict,
-            FROZENSET[0]: self._frozenset, ARRAY[0]: self._array, INT_LIST[0]: self._int_list,
-            INSTANCE[0]: self._instance, BACK_REFERENCE[0]: self._back_reference,
-        }
 
     def take(self, size: int) -> memoryview:
         start = self.position
@@ -301,10 +299,19 @@ class _Reader:
 
     def value(self) -> object:
         tag = self.take(1)[0]
-        reader = self.readers.get(tag)
+        reader = _READERS.get(tag)  # the class's table, as for `_Writer`
         if reader is None:
             raise _Damaged(f"has an unknown tag {bytes([tag])!r} at byte {self.position - 1}")
-        return reader()
+        return reader(self)
+
+    def _none(self) -> None:
+        return None
+
+    def _true(self) -> bool:
+        return True
+
+    def _false(self) -> bool:
+        return False
 
     def _int(self) -> int:
         return _I64.unpack(self.take(8))[0]
@@ -417,6 +424,16 @@ class _Reader:
             raise _Damaged(f"has a {cls.__qualname__} its class refuses: {error}") from None
         self.built.append(built)
         return built
+
+
+_READERS = {
+    NONE[0]: _Reader._none, TRUE[0]: _Reader._true, FALSE[0]: _Reader._false,
+    INT[0]: _Reader._int, BIG_INT[0]: _Reader._big_int, FLOAT[0]: _Reader._float,
+    STR[0]: _Reader._str, BYTES[0]: _Reader._bytes, BYTEARRAY[0]: _Reader._bytearray,
+    TUPLE[0]: _Reader._tuple, LIST[0]: _Reader._list, DICT[0]: _Reader._dict,
+    FROZENSET[0]: _Reader._frozenset, ARRAY[0]: _Reader._array, INT_LIST[0]: _Reader._int_list,
+    INSTANCE[0]: _Reader._instance, BACK_REFERENCE[0]: _Reader._back_reference,
+}
 
 
 def loads(data: bytes, where: str) -> object:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Hashable
 
 import attrs
 
-from pymc_resume.errors import BadInput
+from pymc_resume.errors import BadInput, PymcResumeError
 from pymc_resume.explore import snapshot
 from pymc_resume.explore.inprocess import InProcess
 from pymc_resume.explore.limits import Limits
@@ -69,6 +69,17 @@ def explore(
     try:
         return _explore(model, workers, limits, started, canonical, progress, checkpoint, resume,
                         stop_at_first)
+    except PymcResumeError:
+        raise
+    except (LookupError, ValueError, TypeError, AttributeError, StopIteration) as error:
+        if resume is None:
+            raise
+        # A checkpoint can pass every check and still not be this run's (keys swapped by hand):
+        # then a level or a trace replay does not fit the model.
+        raise snapshot.SnapshotError(
+            f"the recovered run failed ({type(error).__name__}: {error}): the checkpoint does "
+            "not fit the model (was its folder altered?)"
+        ) from None
     finally:
         if collecting:
             gc.enable()
