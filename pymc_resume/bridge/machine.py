@@ -144,8 +144,11 @@ def machine_class(make_session: Callable[[], Session], processes: int = 2, max_f
         @rule(data=st.data())
         def fork(self, data):
             t = self._thread(data, self._forkable())
-            checkpoint, edits = pick(data, self.session.fork_choices(t), "checkpoint")
             intent = data.draw(st.sampled_from(["replay", "edit"]), label="intent")
+            choices = self.session.fork_choices(t)
+            if intent == "edit":  # among the checkpoints an edit fork can start from, if any
+                choices = [choice for choice in choices if choice[1]] or choices
+            checkpoint, edits = pick(data, choices, "checkpoint")
             value = pick(data, edits or [None], "new input")  # drawn either way: draws line up
             if intent == "replay" or value is None:
                 intent, value = "replay", None
