@@ -113,7 +113,7 @@ class ConsumeOnceGate:
             if last is not None:
                 why += f" (last claim: value {last.value!r}, {last.status})"
             raise InterruptAlreadyConsumed(f"thread {thread_id!r} refuses the resume: {why}", thread_id, last)
-        refuse_subgraph_interrupts(graph, config, head, thread_id)
+        refuse_subgraph_interrupts(graph, config, thread_id, head)
         return Parked(thread_id, ns, head.checkpoint["id"], parked_at)
 
     async def aparked(self, graph, config) -> Parked:
@@ -158,7 +158,7 @@ class ConsumeOnceGate:
     def _claim_parked(self, graph, config, value, seen: Parked | None, interrupt_id: str | None):
         self.setup()
         if seen is not None:
-            refuse_subgraph_interrupts(graph, config, head_of(graph, config), seen.thread_id)
+            refuse_subgraph_interrupts(graph, config, seen.thread_id)
         target = seen or self.parked(graph, config)
         wanted = pick(target, interrupt_id)
         claim = self._claim(target, wanted, value)

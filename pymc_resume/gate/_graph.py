@@ -74,12 +74,16 @@ def nothing_to_run(graph, config, head) -> bool:
         return False
 
 
-def refuse_subgraph_interrupts(graph, config, head, thread_id: str) -> None:
+def refuse_subgraph_interrupts(graph, config, thread_id: str, head=None) -> None:
     """An interrupt raised inside a subgraph is resumed through the parent's task, from state
     the subgraph keeps in checkpoints of its own namespace: the gate's claim and fence do not
-    cover that, so such a resume is refused rather than run ungated."""
+    cover that, so such a resume is refused rather than run ungated. (`head`: the thread's
+    head when the caller has read it; read here only for a graph that has subgraphs.)"""
     subgraphs = {name.split("|")[0] for name, _ in graph.get_subgraphs()}
     if not subgraphs:
+        return
+    head = head if head is not None else head_of(graph, config)
+    if head is None:
         return
     raising = {task_id for task_id, channel, _ in head.pending_writes or () if channel == INTERRUPT}
     try:
