@@ -17,10 +17,16 @@ from pymc_resume.model.contract import CLAUSES, VIOLATED
 from pymc_resume.report import table
 
 
+DEFAULT_EXAMPLES = 100
+# --max-seconds without --examples: the time budget is the limit (Hypothesis needs a number).
+AS_MANY_AS_TIME_ALLOWS = 10**9
+
+
 @main.command("fuzz")
 @click.argument("adapter")
-@click.option("--examples", type=click.IntRange(min=1), default=100, show_default=True,
-              help="Examples (rule sequences) Hypothesis generates.")
+@click.option("--examples", type=click.IntRange(min=1), default=None,
+              help="Examples (rule sequences) Hypothesis generates  [default: 100; with --max-seconds, "
+                   "as many as the time allows].")
 @click.option("--steps", type=click.IntRange(min=1), default=12, show_default=True,
               help="Most client steps per example.")
 @click.option("--seed", type=int, default=None, help="Seed Hypothesis for a reproducible run.")
@@ -60,6 +66,8 @@ def fuzz_command(adapter, examples, steps, seed, fault, bounds_name, repro_dir, 
     writable_folder(repro_dir, "--repro-dir")
     writable_file(json_path, "--json")
     options = {"fault": fault} if fault is not None else {}
+    if examples is None:
+        examples = DEFAULT_EXAMPLES if max_seconds is None else AS_MANY_AS_TIME_ALLOWS
     publish = None if json_path is None else (lambda so_far: write_json(json_path, so_far.as_json()))
     report = run_fuzz(
         adapter, options, bounds, examples=examples, steps=steps, seed=seed, repro_dir=repro_dir,
