@@ -11,6 +11,7 @@ import click
 from pymc_resume.check import recovered_run, run_check
 from pymc_resume.cli import main
 from pymc_resume.cli.errors import fail
+from pymc_resume.cli.options import Seconds
 from pymc_resume.cli.paths import writable_file, writable_folder
 from pymc_resume.explore.progress import ProgressPrinter
 from pymc_resume.files import write_json
@@ -37,7 +38,7 @@ from pymc_resume.report import check_text
 @click.option("--checkpoint-dir", type=click.Path(file_okay=False), default=None,
               help="Save the explorer's own state here between levels, atomically (the first "
                    "snapshot after the first level).")
-@click.option("--checkpoint-every", type=click.FloatRange(min=0), default=None,
+@click.option("--checkpoint-every", type=Seconds(low=0.0), default=None,
               metavar="SECONDS", help="At most this long between snapshots; the wait grows "
                                       "from 1 s up to it  [default: 60].")
 @click.option("--recover", "recover_dir", type=click.Path(file_okay=False), default=None,

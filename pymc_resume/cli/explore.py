@@ -9,6 +9,7 @@ import click
 
 from pymc_resume.cli import main
 from pymc_resume.cli.errors import fail
+from pymc_resume.cli.options import Seconds
 from pymc_resume.cli.paths import writable_file, writable_folder
 from pymc_resume.errors import BadInput, PymcResumeError
 from pymc_resume.explore import snapshot
@@ -24,7 +25,7 @@ from pymc_resume.files import write_json
               help="Worker processes, each owning a hash partition  [default: 1].")
 @click.option("--max-states", type=click.IntRange(min=1), default=None,
               help="Stop after this many distinct states (unproved properties are 'skipped').")
-@click.option("--max-seconds", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--max-seconds", type=Seconds(low=0.001), default=None,
               help="Stop after this many seconds.")
 @click.option("--max-memory", type=click.IntRange(min=64), default=None, metavar="MIB",
               help="Stop cleanly, with the counts so far, before resident memory exceeds this.")
@@ -35,7 +36,7 @@ from pymc_resume.files import write_json
                    "else yes, as TLC].")
 @click.option("--checkpoint-dir", type=click.Path(file_okay=False), default=None,
               help="Save the explorer's own state here between levels, atomically.")
-@click.option("--checkpoint-every", type=click.FloatRange(min=0), default=60.0, show_default=True,
+@click.option("--checkpoint-every", type=Seconds(low=0.0), default=60.0, show_default=True,
               metavar="SECONDS", help="How often to save into --checkpoint-dir.")
 @click.option("--recover", "recover_dir", type=click.Path(file_okay=False), default=None,
               help="Continue the run checkpointed in this folder (and keep checkpointing there); "

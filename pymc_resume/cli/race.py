@@ -9,6 +9,7 @@ import click
 
 from pymc_resume.cli import main
 from pymc_resume.cli.errors import fail
+from pymc_resume.cli.options import Seconds
 from pymc_resume.files import write_json
 from pymc_resume.report import table
 
@@ -51,7 +52,7 @@ def _list(text: str | None, what: str, convert=str) -> list | None:
 @click.option("--postgres-url", default=None, metavar="URL",
               help="The PostgreSQL server  [default: $PYMC_RESUME_POSTGRES_URL or "
                    "postgresql://postgres@127.0.0.1:5432/test].")
-@click.option("--timeout", type=click.FloatRange(min=1), default=120.0, show_default=True, metavar="SECONDS",
+@click.option("--timeout", type=Seconds(low=1.0), default=120.0, show_default=True, metavar="SECONDS",
               help="Stop a trial that takes longer (a hang): its cell cannot run.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Write the result as JSON to this path (atomically).")
