@@ -144,6 +144,11 @@ def test_work_directories_of_a_dead_owner_are_swept_and_live_ones_kept():
             dead.rmdir()
 
 
+def _found(repros: Path, out: Path) -> bool:
+    """Whether a run has written its first finding: a repro, then the JSON that reports it."""
+    return repros.is_dir() and bool(list(repros.glob("*.json"))) and out.exists()
+
+
 def test_a_fuzz_run_killed_right_after_its_first_finding_has_its_repro_and_json_on_disk(tmp_path):
     marker = uuid.uuid4().hex
     env = {**os.environ, "PYMC_RESUME_TEST_MARKER": marker}
@@ -154,7 +159,7 @@ def test_a_fuzz_run_killed_right_after_its_first_finding_has_its_repro_and_json_
         cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
-        while not (repros.is_dir() and list(repros.glob("*.json"))) and time.monotonic() < deadline:
+        while not _found(repros, out) and time.monotonic() < deadline:
             time.sleep(0.05)
     finally:
         process.kill()
@@ -203,3 +208,26 @@ def test_max_seconds_on_a_correct_adapter_exits_0_with_every_id_holding(tmp_path
     assert run.returncode == 0, run.stdout + run.stderr
     assert seconds < 3 + 20
     assert data["stopped"] and all(c["verdict"] == "holds" for c in data["clauses"].values())
+
+
+def test_sigterm_ends_a_fuzz_run_its_findings_kept_and_nothing_left(tmp_path):
+    marker = uuid.uuid4().hex
+    env = {**os.environ, "PYMC_RESUME_TEST_MARKER": marker}
+    repros, out = tmp_path / "repros", tmp_path / "out.json"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pymc_resume", "fuzz", "reference", "--fault", "record-second-resume",
+         "--seed", "1", "--examples", "1000", "--repro-dir", str(repros), "--json", str(out)],
+        cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not _found(repros, out) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    # 143 by the CLI's policy; click turns an interrupt raised inside a command into its own
+    # Abort, which the CLI reports as 130.
+    assert process.returncode in (130, 143), stderr
+    assert list(repros.glob("*.json")) and json.loads(out.read_text())["clauses"]
+    assert _workdirs_of(process.pid) == [] and _marked(marker) == []
