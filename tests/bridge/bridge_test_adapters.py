@@ -94,3 +94,10 @@ class FailingOpenAdapter(ReferenceAdapter):
     def open(self, setup):
         (setup.workdir / "half-open.db").write_text("x")
         raise RuntimeError("cannot open the store")
+
+
+class DyingAdapter(ReferenceAdapter):
+    """Its process ends in the middle of a resume (`os._exit`), as a crashing native library would."""
+
+    def resume(self, thread, value, crash, op, **keywords):
+        os._exit(3)

@@ -108,6 +108,7 @@ def run_marked(args, cwd, timeout=120):
     ("AlarmBlockingAdapter", "(resume t0 with"),
     ("ExitingAdapter", "SystemExit"),
     ("FailingOpenAdapter", "open the adapter: RuntimeError: cannot open the store"),
+    ("DyingAdapter", "failed: the adapter's process exited with status 3"),
 ])
 def test_a_misbehaving_adapter_is_one_line_exit_2_within_the_deadline_leaving_nothing(tmp_path, adapter, step):
     spec = f"bridge_test_adapters:{adapter}"
