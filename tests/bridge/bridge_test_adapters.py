@@ -101,3 +101,18 @@ class DyingAdapter(ReferenceAdapter):
 
     def resume(self, thread, value, crash, op, **keywords):
         os._exit(3)
+
+
+class LeasedAdapter(ReferenceAdapter):
+    """Declares a lease option and the shortest one it allows (`shortest_lease`): the bridge
+    shrinks liveness failures with it. The reference runtime's leases do not expire, so the
+    option changes nothing but what the repro records."""
+
+    shortest_lease = {"lease_seconds": 0.1}
+
+    def __init__(self, fault=None, lease_seconds=5.0):
+        super().__init__(fault)
+        self.lease_seconds = lease_seconds
+
+    def options(self):
+        return {**super().options(), "lease_seconds": self.lease_seconds}

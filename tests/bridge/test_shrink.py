@@ -54,3 +54,20 @@ def test_a_repro_whose_steps_kill_or_run_processes_together_allows_replays():
     together = {"action": "resume-together", "thread": 0, "values": [1, 1], "window": "after-load"}
     assert not may_race([START, UPDATE])
     assert may_race([killed, UPDATE]) and may_race([START, together])
+
+
+def test_a_liveness_failure_is_shrunk_and_recorded_with_the_shortest_lease(tmp_path):
+    from pymc_resume.bridge.fuzz import Target, clause_repro
+    from pymc_resume.bridge.registry import factory
+    from pymc_resume.bridge.repro import load_repro, replay_steps
+    from pymc_resume.model.bounds import load_bounds
+
+    bounds, spec = load_bounds("default"), "bridge_test_adapters:LeasedAdapter"
+    builder = factory(spec, {"fault": "stuck-claim"})
+    assert builder.info.shortest_lease == {"lease_seconds": 0.1}
+    stuck = [START, UPDATE, {"action": "resume", "thread": 0, "value": 1,
+                             "crash": {"stage": 3, "when": "before-execute"}}]
+    violation = replay_steps(builder, bounds, stuck, only="liveness")
+    result = clause_repro("liveness", [violation], Target(spec, builder.info, bounds, 1, tmp_path))
+    assert result.verdict == "violated" and result.repro_steps == 2  # the update is not needed
+    assert load_repro(result.repro)["adapter_options"]["lease_seconds"] == 0.1
