@@ -150,7 +150,8 @@ class ProfileRun:
         self.say(f"{self.family} {configuration.name}: {len(battery)} targeted scenarios")
         # No shrink budget here: the battery's scenarios are short already, and are not shrunk.
         recorder = Recorder(self.budget, shrink=False, on_violation=self.findings.seen)
-        self.battery = run_battery(builder, bounds, battery, self.step_timeout, recorder)
+        self.battery = BatteryResult(recorder)  # filled in as it runs: what is published on the way
+        run_battery(builder, bounds, battery, self.step_timeout, self.battery)
         found = [cid for cid in CLAUSE_IDS if cid in recorder.first_by_clause]
         for clause_id in found:
             self.findings.confirm(clause_id, recorder, self.budget, self.shrink)
@@ -176,7 +177,7 @@ class ProfileRun:
 
     def profile(self, finished: bool) -> Profile:
         battery, fuzzed, info = self.battery, self.fuzzed, self.target.info
-        clauses = {cid: self._verdict(cid) for cid in CLAUSE_IDS}
+        clauses = {cid: self._verdict(cid, finished) for cid in CLAUSE_IDS}
         error = (battery.error if battery is not None else None) or (fuzzed.error if fuzzed is not None else None)
         stopped = None
         if (battery is not None and battery.stopped) or (fuzzed is not None and fuzzed.stopped):
@@ -186,7 +187,7 @@ class ProfileRun:
                        battery.ran if battery is not None else 0, fuzzed.examples if fuzzed is not None else 0,
                        time.perf_counter() - self.started, error, stopped, finished)
 
-    def _verdict(self, clause_id: str) -> ClauseResult:
+    def _verdict(self, clause_id: str, finished: bool) -> ClauseResult:
         battery, fuzzed, info = self.battery, self.fuzzed, self.target.info
         not_applicable = not_expressible(unsupported_operations(info))
         unjudged = unobservable(info.capabilities)
@@ -200,6 +201,9 @@ class ProfileRun:
             return ClauseResult(HOLDS, reason="no scenario has failed it so far (the run is still going)")
         if clause_id in battery.recorder.first_by_clause:
             return being_confirmed(battery.recorder, clause_id)
+        if not finished and fuzzed is None:
+            return ClauseResult(HOLDS, reason=f"held in the {battery.ran} targeted scenarios run so far "
+                                              "(the run is still going)")
         if fuzzed is None or not fuzzed.clauses:
             if battery.error is not None:
                 return ClauseResult(SKIPPED, reason=f"the adapter failed: {battery.error}")
@@ -223,10 +227,11 @@ class ProfileRun:
 
 
 def run_battery(build: AdapterBuilder, bounds: Bounds, battery: list[Scenario], step_timeout,
-                recorder: Recorder | None = None) -> BatteryResult:
-    """Run every scenario the adapter can express; violations go to the result's recorder,
-    which also says when the time budget is spent (checked between steps)."""
-    result = BatteryResult(recorder or Recorder())
+                result: BatteryResult | None = None) -> BatteryResult:
+    """Run every scenario the adapter can express, into `result` (a fresh one by default);
+    violations go to its recorder, which also says when the time budget is spent (checked
+    between steps)."""
+    result = result if result is not None else BatteryResult(Recorder())
     try:
         for scenario in battery:
             if _run_until_no_new_clause(build, bounds, scenario, step_timeout, result):

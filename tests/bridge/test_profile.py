@@ -101,3 +101,27 @@ def test_profile_bad_input_is_one_line_exit_2(tmp_path, args, message):
     run = cli("profile", *args, cwd=tmp_path)
     assert run.returncode == 2
     assert message in run.stderr and len(run.stderr.strip().splitlines()) == 1
+
+
+def test_profile_max_seconds_stops_between_scenarios_and_reports_what_it_judged(tmp_path):
+    run = cli("profile", "reference", "--examples", "1000", "--max-seconds", "1", "--json", "p.json",
+              cwd=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    [profile] = json.loads((tmp_path / "p.json").read_text())["profiles"]
+    assert profile["finished"] and "--max-seconds" in profile["stopped"]
+    assert "stopped early" in run.stdout
+    assert all(c["verdict"] in ("holds", "skipped") for c in profile["clauses"].values())
+
+
+def test_profile_writes_a_violations_repro_and_json_before_it_ends(tmp_path):
+    seen = []
+
+    def publish(profile):
+        seen.append((profile.finished, {cid: r.verdict for cid, r in profile.clauses.items()}))
+
+    configuration = Configuration("record", "reference", {"fault": "record-second-resume"})
+    run_profile("reference", configuration, SMALL, examples=0, repro_dir=tmp_path, publish=publish)
+    early = [verdicts for finished, verdicts in seen if not finished]
+    assert any(v["consume-once-value"] == "unconfirmed" for v in early)  # as soon as it was seen
+    assert any(v["consume-once-value"] == "violated" for v in early)  # confirmed, before the end
+    assert seen[-1][0] and seen[-1][1]["consume-once-value"] == "violated"
