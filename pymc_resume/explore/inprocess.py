@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 
-from pymc_resume.explore.limits import Limits
+from pymc_resume.explore.limits import Limits, results_reserve
 from pymc_resume.explore import snapshot
 from pymc_resume.explore.memory import peak_bytes
 from pymc_resume.explore.partition import Partition
@@ -40,7 +40,7 @@ class InProcess:
         p = self.partition
         if self.on_tick:
             self.on_tick(len(p), p.generated, self.pending())
-        self.stopped_because = self.limits.exceeded(len(p), self.started, peak_bytes())
+        self.stopped_because = self.limits.exceeded(len(p), self.started, self.memory())
         return self.stopped_because is not None
 
     def step(self, level: int) -> int:
@@ -75,8 +75,12 @@ class InProcess:
             raise snapshot.SnapshotError(f"{saved.files[0]}: fewer states generated than stored")
 
     def memory(self) -> int:
-        """The run's peak resident memory so far (this one process)."""
-        return peak_bytes()
+        """The run's peak resident memory so far (this one process), and what deciding
+        reachability after the search will add (`limits.results_reserve`)."""
+        p = self.partition
+        if not p.goals:
+            return peak_bytes()
+        return peak_bytes() + results_reserve(len(p.edge_sources), len(p))
 
     def worker_peak_rss(self) -> tuple[int, ...]:
         return ()  # no worker processes

@@ -1,10 +1,29 @@
-"""When an exploration must stop early: a state, time or memory budget."""
+"""When an exploration must stop early: a state, time or memory budget.
+
+The memory budget is the whole run's: every process (coordinator and workers) at its peak, as
+the JSON result's `peak_rss_mib` total adds them up. Deciding reachability (liveness) after the
+search needs more: the coordinator gathers every edge and builds predecessor lists, and each
+worker packs its edges to send them. So while a model has reachability properties, the search
+also counts that future cost (`results_reserve`), and stops early enough for the run to end
+within the budget.
+"""
 
 from __future__ import annotations
 
 import time
 
 import attrs
+
+
+# Bytes the post-search reachability costs per edge and per state, measured on the reference
+# semantics at `default` (the coordinator's arrays and lists, the workers' packed edges).
+RESERVE_PER_EDGE = 32
+RESERVE_PER_STATE = 24
+
+
+def results_reserve(edges: int, states: int) -> int:
+    """Memory that deciding reachability will need after a search of this size."""
+    return RESERVE_PER_EDGE * edges + RESERVE_PER_STATE * states
 
 
 @attrs.frozen
@@ -21,7 +40,9 @@ class Limits:
         if self.max_seconds is not None and time.monotonic() - started > self.max_seconds:
             return f"time limit of {self.max_seconds:g}s reached"
         if self.max_memory is not None and memory > self.max_memory:
-            return self.memory_message(f"the run's processes reached {memory / 2**20:,.0f} MiB")
+            return self.memory_message(
+                f"the run reached {memory / 2**20:,.0f} MiB (its processes at their peaks, and "
+                "what deciding liveness still needs)")
         return None
 
     def memory_message(self, what: str) -> str:

@@ -283,7 +283,8 @@ class _Check:
 
     def ints(self, values, name: str, low: int, high: int) -> None:
         """Every value an int in [low, high)."""
-        if values and (not set(map(type, values)) <= {int} or min(values) < low or max(values) >= high):
+        typed = type(values) is array or set(map(type, values)) <= {int}  # an array holds ints
+        if values and (not typed or min(values) < low or max(values) >= high):
             self.fail(f"{name} must be integers from {low} to {high - 1}")
 
     def array(self, value, typecode: str, name: str):

@@ -21,7 +21,7 @@ import multiprocess
 
 from pymc_resume.errors import EnvironmentProblem
 from pymc_resume.explore import snapshot
-from pymc_resume.explore.limits import Limits
+from pymc_resume.explore.limits import Limits, results_reserve
 from pymc_resume.explore.memory import die_with_parent, run_peak_bytes
 from pymc_resume.explore.batches import pack, unpack
 from pymc_resume.explore.partition import Partition, empty_batch, owner_of, state_hasher
@@ -85,7 +85,10 @@ def _serve(conn, inherited, model: ValidModel, index: int, count: int, canonical
     def tick() -> bool:
         if os.getppid() != coordinator:
             raise _CoordinatorGone
-        reason = limits.exceeded(0, started, run_peak_bytes(pids))
+        memory = run_peak_bytes(pids)
+        if partition.goals:  # the reachability still to decide, as if every partition were ours
+            memory += results_reserve(len(partition.edge_sources) * count, len(partition) * count)
+        reason = limits.exceeded(0, started, memory)
         stop_reason[0] = reason
         return reason is not None
 
@@ -161,6 +164,7 @@ class WorkerPool:
                  stop_at_first: bool = False) -> None:
         self.count = count
         self.state_hash = state_hasher(model)
+        self.goals = bool(model.reachability)
         self.limits = limits
         self.started = started
         context = multiprocess.get_context("fork" if hasattr(os, "fork") else "spawn")
@@ -290,8 +294,12 @@ class WorkerPool:
         self._pending = sum(message[2] for message, _ in replies)
 
     def memory(self) -> int:
-        """The run's peak resident memory so far: every process's peak, summed."""
-        return run_peak_bytes([os.getpid(), *self.pids])
+        """The run's peak resident memory so far (every process's peak, summed), and what
+        deciding reachability after the search will add (`limits.results_reserve`)."""
+        memory = run_peak_bytes([os.getpid(), *self.pids])
+        if self.goals:
+            memory += results_reserve(self._generated, self._size)
+        return memory
 
     def graph_pieces(self) -> list[GraphPiece]:
         return [piece for _first_bad, piece, _peak in self._results()]

@@ -1,0 +1,29 @@
+"""`--max-memory` is the whole run's budget: every process counted, liveness's needs included."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pymc_resume.explore.limits import Limits, results_reserve
+
+
+def test_the_memory_message_says_what_was_counted():
+    reason = Limits(max_memory=100 * 2**20).exceeded(0, 0.0, 101 * 2**20)
+    assert reason.startswith("memory budget of 100 MiB: the run reached 101 MiB")
+    assert results_reserve(0, 0) == 0 < results_reserve(1, 1)
+
+
+@pytest.mark.slow
+def test_a_two_worker_run_stops_within_its_budget_counting_every_process(tmp_path):
+    """At `default` the whole run peaks near 240 MiB (coordinator and two workers, liveness
+    decided); with 200 it stops, and the peaks it reports add up to no more than 200."""
+    out = tmp_path / "out.json"
+    done = subprocess.run([sys.executable, "-m", "pymc_resume", "check", "--quiet", "--bounds",
+                           "default", "--workers", "2", "--max-memory", "200", "--json", str(out)],
+                          capture_output=True, text=True)
+    result = json.loads(out.read_text())
+    assert done.returncode == 2 and "memory budget of 200 MiB" in done.stderr
+    assert not result["complete"] and len(result["peak_rss_mib"]["workers"]) == 2
+    assert result["peak_rss_mib"]["total"] <= 200
