@@ -249,7 +249,7 @@ def dumps(value: object) -> bytes:
 # --- reading -------------------------------------------------------------------------------
 
 
-class _Damaged(Exception):
+class _Damaged(ValueError):
     """Raised inside the reader; `loads` turns it into a SnapshotError naming the file."""
 
 

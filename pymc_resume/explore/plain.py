@@ -26,10 +26,10 @@ whole instead.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Hashable
 
 from pymc_resume.explore.codec import Interner, InternerTables
+from pymc_resume.explore.persisted import resolve_class
 from pymc_resume.explore.stable_hash import class_seed, combine, field_names, stable_hash
 
 # A shape, as stored in the shapes table (plain data, so that any checkpoint format keeps it):
@@ -41,10 +41,10 @@ Key = tuple[int, ...]
 
 
 def _class_named(module: str, qualname: str) -> type:
-    found = importlib.import_module(module)
-    for part in qualname.split("."):
-        found = getattr(found, part)
-    return found
+    """The class a shape names. A restored checkpoint's shapes table is input, so the class is
+    looked up only among modules already imported (the model's are), never imported, and must
+    be a plain data class: a crafted table naming `os.system` is a ValueError, not a call."""
+    return resolve_class(module, qualname)
 
 
 class _Shape:

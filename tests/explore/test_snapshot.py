@@ -136,3 +136,13 @@ def test_the_first_snapshot_follows_the_first_level_then_waits_grow_to_the_inter
     every = Checkpointing("unused", every=60.0)
     assert [every.wait_after(taken) for taken in range(9)] == [0, 1, 2, 4, 8, 16, 32, 60, 60]
     assert Checkpointing("unused", every=0.0).wait_after(5) == 0
+
+
+@pytest.mark.parametrize("module, qualname", [("posix", "system"), ("subprocess", "Popen"),
+                                              ("antigravity", "x")])
+def test_the_plain_codec_resolves_a_restored_shape_without_importing_or_calling(module, qualname):
+    from pymc_resume.explore import plain
+
+    with pytest.raises(ValueError):
+        plain._class_named(module, qualname)
+    assert plain._class_named("pymc_resume.model.state", "Budget") is Budget
