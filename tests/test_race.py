@@ -108,6 +108,18 @@ def test_gated_langgraph_serves_exactly_one_racer():
 
 
 @pytest.mark.langgraph
+def test_async_graph_racers_are_served_once_through_the_gate():
+    """`--api ainvoke`: racers run `ainvoke` on AsyncSqliteSaver, gated through `aresume`."""
+    langgraph_or_skip()
+    from pymc_resume.bridge.langgraph_async_adapter import LangGraphAsyncAdapter
+
+    trial = race_once(lambda: LangGraphAsyncAdapter("sync", "sqlite", gate=True), 3)
+    assert (trial.fires, trial.consumptions, trial.recorded) == (1, 1, 1)
+    refused = [r for r in trial.racers if r.status == REFUSED]
+    assert len(refused) == 2 and all("InterruptAlreadyClaimed" in r.detail for r in refused)
+
+
+@pytest.mark.langgraph
 @pytest.mark.parametrize("when", ["before-execute", "after-execute"])
 def test_a_claimant_killed_after_its_claim_is_recovered_with_the_claimed_value(when):
     langgraph_or_skip()

@@ -27,6 +27,14 @@ class LangGraphAsyncAdapter(LangGraphAdapter):
 
     name = "langgraph-async"
 
+    def open(self, setup) -> None:
+        # Imported here, once: the forked children then start with the async saver loaded.
+        if self.store == "sqlite":
+            import langgraph.checkpoint.sqlite.aio  # noqa: F401
+        else:
+            import langgraph.checkpoint.postgres.aio  # noqa: F401
+        super().open(setup)
+
     def _connect(self, setup: bool = False):
         """The sync saver the base adapter reads with; in a child process (`setup` False) also
         the async saver and gate its run uses, opened now, before the race window, as a server
