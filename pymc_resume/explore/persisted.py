@@ -28,6 +28,7 @@ import struct
 import sys
 from array import array
 from itertools import repeat
+from operator import itemgetter
 from types import ModuleType
 
 import attrs
@@ -287,8 +288,12 @@ class _Reader:
         self.position = start + size
         return self.body[start : start + size]
 
+    # The fixed-size reads below unpack in place; reading past the end raises struct.error,
+    # which `loads` reports as a file that ends early.
     def u64(self) -> int:
-        return _U64.unpack(self.take(8))[0]
+        position = self.position
+        self.position = position + 8
+        return _U64.unpack_from(self.body, position)[0]
 
     def count(self, item_size: int = 1) -> int:
         """A length that must fit in what is left (each item takes at least `item_size`)."""
@@ -298,10 +303,14 @@ class _Reader:
         return count
 
     def value(self) -> object:
-        tag = self.take(1)[0]
+        position = self.position
+        if position >= self.end:
+            raise _Damaged(f"ends early (at byte {self.end})")
+        tag = self.body[position]
+        self.position = position + 1
         reader = _READERS.get(tag)  # the class's table, as for `_Writer`
         if reader is None:
-            raise _Damaged(f"has an unknown tag {bytes([tag])!r} at byte {self.position - 1}")
+            raise _Damaged(f"has an unknown tag {bytes([tag])!r} at byte {position}")
         return reader(self)
 
     def _none(self) -> None:
@@ -314,13 +323,17 @@ class _Reader:
         return False
 
     def _int(self) -> int:
-        return _I64.unpack(self.take(8))[0]
+        position = self.position
+        self.position = position + 8
+        return _I64.unpack_from(self.body, position)[0]
 
     def _big_int(self) -> int:
         return int.from_bytes(self.take(self.count()), "little", signed=True)
 
     def _float(self) -> float:
-        return _F64.unpack(self.take(8))[0]
+        position = self.position
+        self.position = position + 8
+        return _F64.unpack_from(self.body, position)[0]
 
     def _str(self) -> str:
         data = self.take(self.count())
@@ -385,7 +398,7 @@ class _Reader:
             if _BIG_ENDIAN:
                 block.byteswap()
             return block.tolist()
-        chunks = (chunk for (chunk,) in struct.iter_unpack(f"{width}s", data))
+        chunks = map(itemgetter(0), struct.iter_unpack(f"{width}s", data))
         return list(map(int.from_bytes, chunks, repeat("little")))
 
     def _back_reference(self) -> object:
@@ -457,6 +470,8 @@ def loads(data: bytes, where: str) -> object:
             raise _Damaged(f"has {reader.end - reader.position:,} bytes after its value")
     except _Damaged as error:
         raise SnapshotError(f"{where}: {error}") from None
+    except struct.error:
+        raise SnapshotError(f"{where}: ends early (at byte {reader.end})") from None
     except RecursionError:
         raise SnapshotError(f"{where}: values nested too deeply") from None
     except TypeError as error:  # an unhashable dict key or set member

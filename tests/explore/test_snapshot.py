@@ -146,3 +146,29 @@ def test_the_plain_codec_resolves_a_restored_shape_without_importing_or_calling(
     with pytest.raises(ValueError):
         plain._class_named(module, qualname)
     assert plain._class_named("pymc_resume.model.state", "Budget") is Budget
+
+
+def test_random_damage_behind_a_correct_checksum_is_a_snapshot_error_or_a_plain_value():
+    """The checksum is not a secret: a file rewritten with damage and a fresh checksum reaches
+    the reader, which must answer with a value or a SnapshotError, nothing else."""
+    import hashlib
+    import random
+
+    value = {"keys": [2**90 + i for i in range(20)], "parents": array("q", range(-1, 30)),
+             "tables": [[Budget(1, 2, 0, 1), (1, (2, 3)), "é", 1.5, None, True, frozenset({3})]]}
+    body = bytearray(persisted.dumps(value)[persisted.HEADER.size:])
+    chooser = random.Random(12)
+    for _ in range(400):
+        damaged = bytearray(body)
+        for _ in range(chooser.randint(1, 4)):
+            position = chooser.randrange(len(damaged))
+            if chooser.random() < 0.2:
+                del damaged[position:]
+                break
+            damaged[position] = chooser.randrange(256)
+        data = persisted.HEADER.pack(persisted.MAGIC, persisted.VERSION, len(damaged),
+                                     hashlib.sha256(damaged).digest()) + bytes(damaged)
+        try:
+            persisted.loads(data, "fuzzed")
+        except snapshot.SnapshotError:
+            pass
