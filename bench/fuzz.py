@@ -8,17 +8,20 @@ mutant names) and every seed, the script runs
 
     pymc-resume fuzz reference --fault F --seed S --max-seconds M --json OUT
 
-in a fresh process (one at a time: the machine may be shared) and reads OUT. Reported per run:
+in a fresh process (one at a time: the machine may be shared), reads OUT as `fuzz` rewrites it
+at every finding, and stops the run (SIGTERM) once the fault's target clause has its repro:
+the time the fuzzer would spend looking for other clauses is not part of this benchmark.
+Reported per run:
 
   found               whether the fault's target clause (`Mutant.target`) was violated
   examples            examples generated until the target was first violated
   seconds             seconds until then (`first_failure`)
   repro_steps         client steps in the target's repro after shrinking
-  shrink_seconds      the run's seconds after the first failure: confirming, minimizing and
-                      writing the repros (every minimizing replay is a full run of real
-                      processes), plus any further rounds for other clauses
+  shrink_seconds      seconds from the first failure until its repro was written: shrinking,
+                      confirming and writing it (every replay is a full run of real processes)
   violated            every id the run found violated
-  exit_code           1 when anything was violated, 0 when nothing was
+  exit_code           the run's: 130 when stopped once the target had its repro, else 1 when
+                      anything was violated and 0 when nothing was
 
 and per fault, over its seeds: found in how many, the median seconds and examples to first
 failure and the median repro length. The script exits 1 if some fault was not found in some
@@ -30,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import signal
 import subprocess
 import sys
 import tempfile
@@ -47,27 +51,48 @@ def run_one(fault: str, seed: int, max_seconds: float, workdir: Path) -> dict:
     command = [sys.executable, "-m", "pymc_resume", "fuzz", "reference", "--fault", fault,
                "--seed", str(seed), "--max-seconds", str(max_seconds), "--json", str(out),
                "--repro-dir", str(workdir / f"repros-{fault}-{seed}")]
-    started = time.perf_counter()
-    run = subprocess.run(command, capture_output=True, text=True, cwd=workdir)
-    wall = time.perf_counter() - started
     target = MUTANTS[fault].target
+    started = time.perf_counter()
+    run = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=workdir)
+    report, repro_at = None, None
+    while run.poll() is None:
+        time.sleep(0.5)
+        report = _read(out)
+        cell = (report or {}).get("clauses", {}).get(target, {})
+        if cell.get("verdict") == "violated" and cell.get("repro_steps"):
+            repro_at = time.perf_counter() - started
+            run.send_signal(signal.SIGTERM)  # the target has its repro: stop looking further
+            break
+    stderr = run.communicate()[1]
+    wall = time.perf_counter() - started
+    report = _read(out) or report
     row = {"fault": fault, "seed": seed, "target": target, "exit_code": run.returncode,
            "wall_seconds": round(wall, 1)}
-    if not out.exists():
-        return {**row, "found": False, "error": run.stderr.strip().splitlines()[-1:] or ["no output"]}
-    report = json.loads(out.read_text())
+    if report is None:
+        return {**row, "found": False, "error": stderr.strip().splitlines()[-1:] or ["no output"]}
     clauses = report["clauses"]
     violated = [cid for cid, cell in clauses.items() if cell["verdict"] == "violated"]
     cell = clauses.get(target, {})
     first = cell.get("first_failure")
     found = cell.get("verdict") == "violated"
-    row.update(found=found, violated=violated, total_seconds=report.get("seconds"))
+    row.update(found=found, violated=violated)
     if found and first is not None:
+        # Seconds in the run's own clock; the repro's time in ours, less the start-up.
+        startup = wall - report.get("seconds", wall) if repro_at is None else 0.0
+        written = repro_at if repro_at is not None else report.get("seconds", wall) + startup
         row.update(examples=first["examples"], seconds=first["seconds"],
                    repro_steps=cell.get("repro_steps"),
-                   shrink_seconds=round(report["seconds"] - first["seconds"], 1),
+                   shrink_seconds=round(max(0.0, written - first["seconds"]), 1),
                    repro=cell.get("trace"))
     return row
+
+
+def _read(path: Path) -> dict | None:
+    """The run's JSON as last published (atomically), or None before the first write."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def summary(rows: list[dict]) -> dict:

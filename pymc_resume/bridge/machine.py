@@ -99,13 +99,21 @@ def machine_class(make_session: Callable[[], Session], processes: int = 2, max_f
             client = data.draw(clients(), label="client")
             return {} if client is None else {"client": client}
 
+        def _served(self, data) -> dict:
+            """Who serves a step that runs nodes, and where it crashes: a fresh process at a
+            drawn crash point, or the warm client, which is never killed (its memory is what
+            it is for; a killed warm client is only a fresh one). Both are drawn either way,
+            so that the draws line up."""
+            crash, client = self._crash(data), self._client(data)
+            return {"crash": None if client else crash, **client}
+
         # -- rules: the model's client actions ----------------------------------------
 
         @precondition(lambda self: bool(self.session.threads_where("new")))
         @rule(data=st.data())
         def start(self, data):
             t = self._thread(data, self.session.threads_where("new"))
-            self.session.apply({"action": "start", "thread": t, "crash": self._crash(data), **self._client(data)})
+            self.session.apply({"action": "start", "thread": t, **self._served(data)})
 
         def _resumable(self) -> list[int]:
             """Started threads, and failed ones: a resume to a failed thread must be refused
@@ -117,8 +125,7 @@ def machine_class(make_session: Callable[[], Session], processes: int = 2, max_f
         def resume(self, data):
             t = self._thread(data, self._resumable())
             value = data.draw(st.sampled_from(self._values()), label="value")
-            self.session.apply({"action": "resume", "thread": t, "value": value, "crash": self._crash(data),
-                                **self._client(data)})
+            self.session.apply({"action": "resume", "thread": t, "value": value, **self._served(data)})
 
         @precondition(lambda self: processes > 1 and self.session.can("resume-together")
                       and bool(self.session.started()))
@@ -138,16 +145,21 @@ def machine_class(make_session: Callable[[], Session], processes: int = 2, max_f
         @rule(data=st.data())
         def recover(self, data):
             t = self._thread(data, self.session.threads_where("dead"))
-            self.session.apply({"action": "recover", "thread": t, "crash": self._crash(data), **self._client(data)})
+            self.session.apply({"action": "recover", "thread": t, **self._served(data)})
 
         @precondition(lambda self: self.session.can("fork") and bool(self._forkable()))
         @rule(data=st.data())
         def fork(self, data):
             t = self._thread(data, self._forkable())
             intent = data.draw(st.sampled_from(["replay", "edit"]), label="intent")
-            choices = self.session.fork_choices(t)
+            # Half the replay forks start from the head (where a warm client still holds the
+            # thread's state); drawn either way, so that the draws line up.
+            from_head = data.draw(st.booleans(), label="from the head")
+            choices = self.session.fork_choices(t)  # the head first
             if intent == "edit":  # among the checkpoints an edit fork can start from, if any
                 choices = [choice for choice in choices if choice[1]] or choices
+            elif from_head:
+                choices = choices[:1]
             checkpoint, edits = pick(data, choices, "checkpoint")
             value = pick(data, edits or [None], "new input")  # drawn either way: draws line up
             if intent == "replay" or value is None:

@@ -24,8 +24,9 @@ the new one (the stage never runs again).
 
 A `Runtime` object may serve one operation in a fresh process, or many in a long-lived client
 process (a *warm* client, see `bridge/reference_adapter.py`); `parked_at` is the only memory
-it keeps across operations: the head it left each thread at, as a warm client's in-memory
-state. The correct runtime never reads it for anything durable.
+it keeps across operations: the head it left each thread at, the threads whose state object
+a warm client holds. The correct runtime never reads it; the fault warm-fork-shares-state
+makes a warm client's fork from the head of such a thread reuse the head's state object.
 
 `faults` switches on the model's mutants (see faults.py); each `if ... in self.faults` below
 is the one place a fault acts.
@@ -73,6 +74,9 @@ class Runtime:
         # thread -> the head (checkpoint seq) this object's run loop left it at: what a warm
         # client process still holds in memory.
         self.parked_at: dict[int, int] = {}
+        # Fault warm-fork-shares-state: thread -> the state row of its head that this client
+        # shares with a fork it made from there (its in-memory object, see `fork`).
+        self.shared_head: dict[int, int] = {}
 
     @classmethod
     def create(cls, store_path: str | Path, workflow: RuntimeWorkflow, **kwargs) -> Runtime:
@@ -181,15 +185,17 @@ class Runtime:
                 (new, thread, checkpoint, intent, value if intent == "edit" else None,
                  chain[checkpoint].seq),
             )
-            shares_head = (  # fault warm-fork-shares-state: this client holds the head in memory
+            shares_head = (  # fault warm-fork-shares-state: this client ran the thread
                 m.WARM_FORK_SHARES_STATE in self.faults and checkpoint == len(chain) - 1
-                and self.parked_at.get(thread) == chain[checkpoint].seq
+                and thread in self.parked_at
             )
             for index, entry in enumerate(chain[: checkpoint + 1]):
                 state = entry.state_id
                 shared = m.FORK_BY_REFERENCE in self.faults or (shares_head and index == checkpoint)
                 if not shared:
                     state = self.store.insert_state(db, entry.app)  # fork by copy
+                elif shares_head:
+                    self.shared_head[thread] = state
                 db.execute("INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?)",
                            (new, entry.seq, entry.pc, entry.stage, state))
             inherited = position if intent == "edit" else committed
@@ -282,6 +288,8 @@ class Runtime:
                 db.execute("UPDATE threads SET mid_node = 0 WHERE id = ?", (thread,))
                 if self.faults & {m.FORK_BY_REFERENCE, m.WARM_FORK_SHARES_STATE}:
                     self._write_through_to_parent(db, thread, new_app)
+                if thread in self.shared_head:  # this client runs on the object it shares
+                    self.store.overwrite_state(db, self.shared_head.pop(thread), new_app)
                 done = pc + 1 == self.shape.end
                 parks = not done and self._parks_at(db, thread, pc + 1, recovering)
                 if done or parks:
