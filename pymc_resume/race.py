@@ -410,26 +410,24 @@ def race_once(make_adapter: Callable[[], object], k: int, *, island=None,
     started = time.monotonic()
     workflow = Workflow.of(RACE_NODES)
     gated = workflow.consuming[-1]
-    workdir = Path(tempfile.mkdtemp(prefix="pymc-resume-race-", dir=default_workroot()))
     on_island = island is not None and hosts
     with contextlib.ExitStack() as stack:
+        workdir = Path(tempfile.mkdtemp(prefix="pymc-resume-race-", dir=default_workroot()))
+        stack.callback(shutil.rmtree, workdir, ignore_errors=True)  # last out, on every path
         if on_island:
             stack.enter_context(island.entered(island.store))
         adapter = make_adapter()
         try:
             sink = Sink.create(workdir / "sink.db")
             adapter.open(FuzzSetup(workflow, 2, workdir, FuzzNodes(workflow, sink)))
-            try:
-                _park(adapter, gated)
-                values = [APPROVE] * k
-                with placing(hosts) if on_island else contextlib.nullcontext():
-                    outcomes = adapter.resume_together(0, values, WINDOW, "race")
-                head = adapter.observe().threads[0].chain[-1]
-                events = sink.events()
-            finally:
-                adapter.close()
+            _park(adapter, gated)
+            values = [APPROVE] * k
+            with placing(hosts) if on_island else contextlib.nullcontext():
+                outcomes = adapter.resume_together(0, values, WINDOW, "race")
+            head = adapter.observe().threads[0].chain[-1]
+            events = sink.events()
         finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+            adapter.close()
     where = [island.host_of(hosts[i % len(hosts)]) if on_island else LOCAL for i in range(k)]
     racers = tuple(_racer(i, v, o, events, gated, workflow, where[i])
                    for i, (v, o) in enumerate(zip(values, outcomes)))
