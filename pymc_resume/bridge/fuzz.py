@@ -32,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import attrs
+from hypothesis import Verbosity, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.errors import Flaky, FlakyStrategyDefinition
@@ -347,7 +348,10 @@ class FuzzRun:
         if self.target.seed is not None:
             hypothesis_seed(self.target.seed)(machine)
         try:
-            run_state_machine_as_test(machine, settings=fuzz_settings(remaining, steps, database, self.shrink))
+            # Quiet: Hypothesis would print its own account of a flaky example on stdout,
+            # among the run's report; the Recorder has what the report needs.
+            quiet = settings(fuzz_settings(remaining, steps, database, self.shrink), verbosity=Verbosity.quiet)
+            run_state_machine_as_test(machine, settings=quiet)
         except Violation:
             pass  # recorded
         except (Flaky, FlakyStrategyDefinition):
