@@ -59,7 +59,7 @@ def check_command(bounds_name, mutant, list_mutants, max_states, no_symmetry, wo
     max_memory = max_memory * 2**20 if max_memory else None
     resume = None
     if recover_dir is not None:
-        if bounds_name or mutant or no_symmetry or workers:
+        if bounds_name is not None or mutant or no_symmetry or workers:
             fail("--recover: the run's bounds, mutant, symmetry and workers come from the "
                  "checkpoint; do not pass them again")
         if checkpoint_dir is not None:
@@ -81,7 +81,7 @@ def check_command(bounds_name, mutant, list_mutants, max_states, no_symmetry, wo
         if mutant is not None and mutant not in MUTANTS:
             fail(f"--mutant: unknown mutant {mutant!r} (known: {', '.join(MUTANTS)})")
         try:
-            bounds = load_bounds(bounds_name or "default")
+            bounds = load_bounds("default" if bounds_name is None else bounds_name)
         except BoundsError as error:
             fail(f"--bounds: {error}")
         writable_folder(checkpoint_dir, "--checkpoint-dir")
