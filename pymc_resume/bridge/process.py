@@ -16,6 +16,7 @@ at the gate at the race window.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import select
@@ -27,6 +28,7 @@ import attrs
 
 from pymc_resume.bridge.adapter import CRASHED, OK, CrashPoint, Outcome
 
+PR_SET_PDEATHSIG = 1
 KILLED = "killed"
 RETURNED = "returned"
 FAILED = "failed"
@@ -92,9 +94,25 @@ class ClientControl(ControlledPoints):
             os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _child(task: Callable[[Gate], object], gate: Gate, report_fd: int) -> None:
+def die_with_parent(parent: int) -> None:
+    """Have the kernel SIGKILL this (just forked) process when its parent dies (Linux
+    `PR_SET_PDEATHSIG`; elsewhere nothing), and exit now if the parent `parent` is gone already.
+
+    An operation's child must not outlive the adapter's host process: when the bridge kills the
+    host's group it dies anyway, but when the bridge itself is SIGKILLed only the host is told
+    (see `bridge/host.py`), and an operation stuck at a barrier or in a hung node would run on."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:
+        os._exit(0)
+
+
+def _child(task: Callable[[Gate], object], gate: Gate, report_fd: int, parent: int) -> None:
     """Runs in the forked child; never returns."""
     try:
+        die_with_parent(parent)
         try:
             message = {"value": task(gate)}
         except BaseException as error:  # noqa: BLE001 - reported to the parent
@@ -132,11 +150,12 @@ def run_in_children(
         for task in tasks:
             report_read, report_write = os.pipe()
             go_read, go_write = os.pipe()
+            parent = os.getpid()
             pid = os.fork()
             if pid == 0:
                 os.close(report_read)
                 os.close(go_write)
-                _child(task, Gate(report_write, go_read, synchronized), report_write)
+                _child(task, Gate(report_write, go_read, synchronized), report_write, parent)
             os.close(report_write)
             os.close(go_read)
             children.append((pid, report_read, go_write))
