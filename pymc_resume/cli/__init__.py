@@ -20,12 +20,23 @@ from pymc_resume.errors import PymcResumeError
 INTERRUPTED, TERMINATED = 130, 143
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the command is, so that its cleanup (`finally`) runs as for Ctrl-C."""
+class Terminated(BaseException):
+    """SIGTERM, raised where the command is, so that its cleanup (`finally`) runs as for Ctrl-C.
+    Not a KeyboardInterrupt: click would turn that into an Abort (exit 130)."""
 
 
-def _terminate(signum, frame) -> None:
-    raise Terminated()
+def _terminate_in(pid: int):
+    """A SIGTERM handler for the command's process `pid`. Forked children (explorer workers,
+    adapter hosts, client processes) inherit it: there SIGTERM does what it does by default."""
+
+    def terminate(signum, frame) -> None:
+        if os.getpid() != pid:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        raise Terminated()
+
+    return terminate
 
 
 class Group(click.Group):
@@ -34,7 +45,7 @@ class Group(click.Group):
     PYMC_RESUME_DEBUG=1 for its traceback)."""
 
     def main(self, *args, **kwargs):
-        previous = signal.signal(signal.SIGTERM, _terminate)
+        previous = signal.signal(signal.SIGTERM, _terminate_in(os.getpid()))
         try:
             code = super().main(*args, standalone_mode=False, **kwargs)
         except click.ClickException as error:

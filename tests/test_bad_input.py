@@ -1,0 +1,392 @@
+"""Bad input, as an attacker or a careless user gives it: generated bounds files, option values,
+repro files, adapter specs, output paths and checkpoint folders against the command line.
+
+Every case is built to be unusable, so every one must end the same way: exit 2, one line on
+stderr naming what is wrong, no traceback, no "internal error" (a bug of ours), nothing printed
+as a result, and nothing left behind (no file beside the inputs, no child process). The cases run
+in-process through click's runner, a few milliseconds each, so the quick set affords hundreds;
+the slow set (`-m slow`) runs more of each. The cases that need a real process (a FIFO, a
+deadline) are in `test_untrusted_input.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import string
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pymc_resume.cli import main
+from pymc_resume.model.bounds import load_bounds
+from pymc_resume.model.contract import CLAUSE_IDS
+
+QUICK = settings(max_examples=60, deadline=None, derandomize=True,
+                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+THOROUGH = settings(QUICK, max_examples=250)
+
+SMALL = load_bounds("small").as_json()
+VALID_BOUNDS_TOML = """nodes = ["step", "gated"]
+values = 1
+processes = 1
+resumes = 1
+crashes = 0
+forks = 0
+invalid_updates = 0
+"""
+
+
+def _children() -> set[int]:
+    """This process's live child processes (from /proc)."""
+    me, found = os.getpid(), set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == me and fields[0] != "Z":
+                found.add(int(entry))
+    return found
+
+
+CASE_DEADLINE = 15  # seconds: input that cannot run must not make a command work (or hang) that long
+
+
+class TookTooLong(BaseException):
+    """A case ran past its deadline: it hangs, or did work on input that cannot run."""
+
+
+def run_refused(args: list[str], folder: Path) -> None:
+    """Run the CLI on `args` in `folder`; assert it refused them cleanly (see the module doc)."""
+    before = set(folder.rglob("*"))
+    children = _children()
+    cwd = os.getcwd()
+    os.chdir(folder)
+    def too_long(signum, frame):
+        raise TookTooLong(f"{args}: still running after {CASE_DEADLINE}s")
+
+    previous = signal.signal(signal.SIGALRM, too_long)
+    signal.alarm(CASE_DEADLINE)
+    try:
+        result = CliRunner().invoke(main, args, catch_exceptions=True)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+        os.chdir(cwd)
+    assert not isinstance(result.exception, TookTooLong), f"{args}: {result.exception}"
+    assert result.exception is None or isinstance(result.exception, SystemExit), (
+        f"{args}: raised {result.exception!r}")
+    lines = result.stderr.strip().splitlines()
+    assert result.exit_code == 2, (args, result.exit_code, result.stdout[-500:], result.stderr[-500:])
+    assert len(lines) == 1 and lines[0].startswith("pymc-resume: error: "), (args, result.stderr)
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr, (args, result.stderr)
+    assert result.stdout == "", (args, result.stdout[-500:])
+    assert set(folder.rglob("*")) == before, (args, set(folder.rglob("*")) - before)
+    assert _children() <= children, args
+
+
+# -- 1. bound files ---------------------------------------------------------------------------
+
+BOUND_KEYS = ("nodes", "values", "processes", "resumes", "crashes", "forks", "invalid_updates")
+WRONG_VALUES = st.sampled_from(['"two"', "-1", "99", "1.5", "true", "[]", "{}", '""', "9999999999999999999"])
+
+
+@st.composite
+def bad_bound_files(draw) -> bytes:
+    """A bound file with one thing wrong: a key missing or unknown, a value of the wrong type or
+    out of range, an unknown node kind, text that is not TOML or not UTF-8."""
+    lines = dict(line.split(" = ", 1) for line in VALID_BOUNDS_TOML.strip().splitlines())
+    mistake = draw(st.sampled_from(["missing", "unknown", "value", "node", "not-toml", "not-utf8", "nodes"]))
+    if mistake == "missing":
+        del lines[draw(st.sampled_from(BOUND_KEYS))]
+    elif mistake == "unknown":
+        lines[draw(st.from_regex(r"[a-z_]{1,12}", fullmatch=True).filter(lambda k: k not in BOUND_KEYS
+                                                                          and k != "description"))] = "1"
+    elif mistake == "value":
+        lines[draw(st.sampled_from(BOUND_KEYS[1:]))] = draw(WRONG_VALUES)
+    elif mistake == "node":
+        lines["nodes"] = json.dumps(["step", draw(st.text(string.ascii_letters + "-", max_size=12)
+                                                   .filter(lambda n: n not in ("step", "effect", "interrupt",
+                                                                               "gated", "effect-then-interrupt")))])
+    elif mistake == "nodes":
+        lines["nodes"] = draw(st.sampled_from(["[]", '"step"', "1", json.dumps(["step"] * 9)]))
+    text = "\n".join(f"{k} = {v}" for k, v in lines.items()) + "\n"
+    if mistake == "not-toml":
+        text = draw(st.sampled_from(["nodes = [", "= 1", "[[[", "values == 1"])) + "\n" + text
+    data = text.encode()
+    if mistake == "not-utf8":
+        data = draw(st.binary(min_size=1, max_size=8).filter(lambda b: not _utf8(b))) + data
+    return data
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _bad_bounds(tmp_path: Path, data: bytes, command: list[str]) -> None:
+    folder = _fresh(tmp_path)
+    (folder / "b.toml").write_bytes(data)
+    run_refused([*command, "--bounds", "b.toml"], folder)
+
+
+@QUICK
+@given(data=bad_bound_files(), command=st.sampled_from([["check", "--quiet"], ["fuzz", "reference"],
+                                                         ["profile", "reference"]]))
+def test_bad_bound_files_are_refused(tmp_path, data, command):
+    _bad_bounds(tmp_path, data, command)
+
+
+# -- 2. option values -------------------------------------------------------------------------
+
+NOT_NUMBERS = st.sampled_from(["", "x", "nan", "inf", "-inf", "1e999", "0x10", "1,2", " ", "--", "3 4"])
+NEGATIVE_OR_ZERO = st.sampled_from(["0", "-1", "-5", "-0.5"])
+
+BAD_OPTIONS = st.one_of(
+    st.tuples(st.just(["check", "--quiet", "--workers"]), st.one_of(NOT_NUMBERS, NEGATIVE_OR_ZERO)),
+    st.tuples(st.just(["check", "--quiet", "--max-states"]), st.one_of(NOT_NUMBERS, NEGATIVE_OR_ZERO)),
+    st.tuples(st.just(["check", "--quiet", "--max-memory"]), st.one_of(NOT_NUMBERS, NEGATIVE_OR_ZERO)),
+    st.tuples(st.just(["check", "--quiet", "--checkpoint-every"]), st.sampled_from(["nan", "inf", "-1", "x"])),
+    st.tuples(st.just(["check", "--quiet", "--mutant"]), st.text(string.ascii_letters, min_size=1, max_size=10)),
+    st.tuples(st.just(["check", "--quiet", "--bounds"]), st.sampled_from(["nosuch", "", "small.toml", "/"])),
+    st.tuples(st.just(["fuzz", "reference", "--examples"]), st.one_of(NOT_NUMBERS, NEGATIVE_OR_ZERO)),
+    st.tuples(st.just(["fuzz", "reference", "--steps"]), st.one_of(NOT_NUMBERS, NEGATIVE_OR_ZERO)),
+    st.tuples(st.just(["fuzz", "reference", "--step-timeout"]), st.one_of(NOT_NUMBERS, NEGATIVE_OR_ZERO)),
+    st.tuples(st.just(["fuzz", "reference", "--seed"]), st.sampled_from(["x", "1.5", "nan", ""])),
+    st.tuples(st.just(["fuzz", "reference", "--fault"]), st.text(string.ascii_letters, min_size=1, max_size=10)),
+    st.tuples(st.just(["profile", "reference", "--examples"]), st.one_of(NOT_NUMBERS, st.just("-1"))),
+    st.tuples(st.just(["profile", "reference", "--config"]), st.text(string.ascii_letters, min_size=1, max_size=10)),
+    st.tuples(st.just(["profile", "reference", "--step-timeout"]), st.one_of(NOT_NUMBERS, NEGATIVE_OR_ZERO)),
+    st.tuples(st.just(["race", "reference", "--k"]), st.sampled_from(["", "1", "0", "-2", "x", "2,x", ",", "2.5"])),
+    st.tuples(st.just(["race", "reference", "--trials"]), st.one_of(NOT_NUMBERS, NEGATIVE_OR_ZERO)),
+    st.tuples(st.just(["race", "reference", "--timeout"]), st.one_of(NOT_NUMBERS, NEGATIVE_OR_ZERO)),
+    st.tuples(st.just(["matrix", "--workers"]), st.one_of(NOT_NUMBERS, NEGATIVE_OR_ZERO)),
+    st.tuples(st.just(["matrix", "--bounds"]), st.sampled_from(["nosuch", ""])),
+)
+
+
+@QUICK
+@given(case=BAD_OPTIONS)
+def test_bad_option_values_are_refused(tmp_path, case):
+    command, value = case
+    run_refused([*command, value], _fresh(tmp_path))
+
+
+# -- 3. repro files ---------------------------------------------------------------------------
+
+START = {"action": "start", "thread": 0, "crash": None}
+VALID_REPRO = {
+    "format": "pymc-resume-repro/1", "adapter": "reference", "adapter_options": {"fault": "persist-unvalidated"},
+    "bounds": SMALL, "clause": "checkpoint-validity",
+    "steps": [START, {"action": "update", "thread": 0, "value": -1}],
+}
+BAD_STEPS = st.sampled_from([
+    [], None, "start", [None], [{}], [{"action": "start"}], [{"action": "start", "thread": -1, "crash": None}],
+    [{"action": "start", "thread": 1, "crash": None}], [{"action": "resume", "thread": 0, "value": 1, "crash": None}],
+    [START, {"action": "resume", "thread": 0, "value": 99, "crash": None}],
+    [START, {"action": "resume", "thread": 0, "value": True, "crash": None}],
+    [START, {"action": "explode", "thread": 0}], [START, {"action": "fork", "thread": 0, "checkpoint": -1,
+                                                           "intent": "replay", "value": None}],
+    [START, {"action": "fork", "thread": 0, "checkpoint": 0, "intent": "sideways", "value": None}],
+    [START, {"action": "resume-together", "thread": 0, "values": [1] * 50, "window": None}],
+    [START, {"action": "resume-together", "thread": 0, "values": [1, 1], "window": "whenever"}],
+    [{"action": "start", "thread": 0, "crash": {"stage": 99, "when": "after-commit"}}],
+    [{"action": "start", "thread": 0, "crash": {"stage": 0, "when": "never"}}],
+    [{"action": "start", "thread": 0, "crash": None, "code": "os.system('x')"}],
+    [START] * 1000,
+])
+BAD_FIELDS = st.one_of(
+    st.tuples(st.just("format"), st.sampled_from([None, 1, "pymc-resume-repro/99", "", []])),
+    st.tuples(st.just("adapter"), st.sampled_from(["os:system", "shutil:rmtree", "subprocess:Popen", "builtins:eval",
+                                                    "", None, 5, ".x:Y", "nosuch", "/etc/passwd:X"])),
+    st.tuples(st.just("adapter_options"), st.sampled_from([[], "fault", {"fault": ["x"]}, {"fault": {"a": 1}},
+                                                            {"fault": "nosuch"}, {"command": "touch x"},
+                                                            {"fault": 1e400}, {"1bad": 1}])),
+    st.tuples(st.just("bounds"), st.sampled_from([None, [], {}, {**SMALL, "nodes": []}, {**SMALL, "values": 0},
+                                                   {**SMALL, "forks": 99}, {**SMALL, "nodes": ["rm -rf"]}])),
+    st.tuples(st.just("clause"), st.one_of(st.text(max_size=20).filter(lambda c: c not in CLAUSE_IDS),
+                                           st.sampled_from([None, 1, ["liveness"]]))),
+    st.tuples(st.just("steps"), BAD_STEPS),
+    st.tuples(st.just("replay_attempts"), st.sampled_from([0, -1, 21, 10**6, "10", 1.5, True])),
+    st.tuples(st.just("seed"), st.sampled_from(["1", 1.5, [1]])),
+    st.tuples(st.just("violated_at"), st.sampled_from([-1, "later", 10**9, 1.5])),
+    st.tuples(st.text(string.ascii_lowercase, min_size=1, max_size=10).filter(
+        lambda k: k not in VALID_REPRO and k not in ("adapter_version", "pymc_resume_version", "seed", "clauses",
+                                                      "violated_at", "outcomes", "observed", "confirmed_by_replay",
+                                                      "replay_attempts", "adapter_options")),
+              st.just("surprise")),
+)
+
+
+@st.composite
+def bad_repro_files(draw) -> bytes:
+    kind = draw(st.sampled_from(["field", "field", "field", "bytes", "json"]))
+    if kind == "bytes":
+        return draw(st.binary(max_size=64).filter(lambda b: not _json(b)))
+    if kind == "json":
+        return json.dumps(draw(st.sampled_from([[], 1, "repro", None, {"format": "pymc-resume-repro/1"}]))).encode()
+    key, value = draw(BAD_FIELDS)
+    return json.dumps({**VALID_REPRO, key: value}).encode()
+
+
+def _json(data: bytes) -> bool:
+    try:
+        json.loads(data)
+    except ValueError:
+        return False
+    return True
+
+
+@QUICK
+@given(data=bad_repro_files())
+def test_bad_repro_files_are_refused(tmp_path, data):
+    folder = _fresh(tmp_path)
+    (folder / "repro.json").write_bytes(data)
+    run_refused(["replay", "repro.json"], folder)
+
+
+def test_the_valid_repro_the_cases_start_from_does_replay(tmp_path):
+    """The base of the generated repros is valid: each case fails for its one mistake."""
+    (tmp_path / "repro.json").write_text(json.dumps(VALID_REPRO))
+    result = CliRunner().invoke(main, ["replay", str(tmp_path / "repro.json")])
+    assert result.exit_code == 1 and result.stdout.startswith("reproduces"), result.output
+
+
+# -- 4. adapter specs -------------------------------------------------------------------------
+
+ADAPTER_FILES = {
+    "raises.py": "raise RuntimeError('broken at import')\n",
+    "exits.py": "raise SystemExit(0)\n",
+    "syntax.py": "def (:\n",
+    "noclass.py": "Adapter = 42\n",
+    "partial.py": "class Adapter:\n    name = 'partial'\n    def open(self, setup): pass\n",
+}
+
+
+@st.composite
+def bad_adapter_specs(draw) -> str:
+    # Module names no installed package has (never import a real module by chance).
+    nosuch = draw(st.from_regex(r"pymc_nosuch_[a-z]{1,8}(\.[a-z]{1,5})?", fullmatch=True))
+    return draw(st.sampled_from([
+        "", ":", "::", ".x:Y", "..x:Y", f"{nosuch}:Adapter", f"{nosuch}", f"{nosuch}.py:Adapter",
+        "pymc_resume:Nope", "pymc_resume.bridge.session:Session", "os:system", "os.path:join", "1abc:X",
+        "a b:C", "x:", ":Y", "x:1Y", *(f"{name}:Adapter" for name in ADAPTER_FILES), "missing/dir/a.py:A",
+    ]))
+
+
+@QUICK
+@given(spec=bad_adapter_specs(), command=st.sampled_from(["fuzz", "profile", "race"]))
+def test_bad_adapter_specs_are_refused(tmp_path, spec, command):
+    folder = _fresh(tmp_path)
+    for name, text in ADAPTER_FILES.items():
+        (folder / name).write_text(text)
+    run_refused([command, spec], folder)
+
+
+# -- 5. output paths --------------------------------------------------------------------------
+
+@st.composite
+def bad_output_paths(draw, folder: Path) -> str:
+    return draw(st.sampled_from([
+        str(folder),  # a folder, not a file
+        str(folder / "file.txt" / "out.json"),  # under a file
+        "/proc/pymc-resume-out.json",  # not writable
+        "/dev/null/out.json",
+        str(folder / ("x" * 300) / "out.json"),  # a name too long
+    ]))
+
+
+@QUICK
+@given(data=st.data(), command=st.sampled_from([
+    ["check", "--quiet", "--bounds", "b.toml"], ["fuzz", "reference", "--bounds", "b.toml", "--examples", "1"],
+    ["matrix", "--bounds", "b.toml", "--workers", "1"], ["profile", "reference", "--bounds", "b.toml",
+                                                          "--examples", "0"]]))
+def test_unwritable_outputs_are_refused_before_any_work(tmp_path, data, command):
+    folder = _fresh(tmp_path)
+    (folder / "b.toml").write_text(VALID_BOUNDS_TOML)
+    (folder / "file.txt").write_text("a file")
+    option = data.draw(st.sampled_from(["--json"] + (["--markdown"] if command[0] == "profile" else [])))
+    run_refused([*command, option, data.draw(bad_output_paths(folder))], folder)
+
+
+# -- 6. checkpoint folders --------------------------------------------------------------------
+
+@st.composite
+def bad_checkpoint_folders(draw) -> dict[str, bytes]:
+    """Files for a checkpoint folder: a pointer to a missing or damaged snapshot, random files."""
+    level = draw(st.sampled_from(["level-000003", "level-x", "../../etc", "", "level-000001"]))
+    files = {"current": draw(st.sampled_from([level.encode() + b"\n", b"", b"\xff\xfe", b"current\n"]))}
+    if draw(st.booleans()) and level.startswith("level-"):
+        names = draw(st.lists(st.sampled_from(["manifest.json", "partition-0.pickle", "inbound-0.pickle",
+                                               "partition-0.data", "manifest"]), max_size=4, unique=True))
+        for name in names:
+            files[f"{level}/{name}"] = draw(st.one_of(
+                st.binary(max_size=64),
+                st.sampled_from([b"{}", b"[]", json.dumps({"format": 2, "partitions": 1}).encode(),
+                                 b"cos\nsystem\n(S'touch MARKER'\ntR.", b"\x80\x04K\x01."]),
+            ))
+    return files
+
+
+@QUICK
+@given(files=bad_checkpoint_folders())
+def test_bad_checkpoint_folders_are_refused(tmp_path, files):
+    folder = _fresh(tmp_path)
+    for name, data in files.items():
+        path = folder / "ck" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.parent.resolve().is_relative_to(folder):
+            path.write_bytes(data)
+    run_refused(["check", "--quiet", "--recover", "ck"], folder)
+    assert not (folder / "MARKER").exists()
+
+
+# -- the slow set: the same generators, many more cases ---------------------------------------
+
+@pytest.mark.slow
+@THOROUGH
+@given(data=st.data())
+def test_many_more_bad_inputs_are_refused(tmp_path, data):
+    category = data.draw(st.sampled_from(["bounds", "options", "repro", "adapter", "checkpoint"]))
+    folder = _fresh(tmp_path)
+    if category == "bounds":
+        (folder / "b.toml").write_bytes(data.draw(bad_bound_files()))
+        run_refused(["check", "--quiet", "--bounds", "b.toml"], folder)
+    elif category == "options":
+        command, value = data.draw(BAD_OPTIONS)
+        run_refused([*command, value], folder)
+    elif category == "repro":
+        (folder / "repro.json").write_bytes(data.draw(bad_repro_files()))
+        run_refused(["replay", "repro.json"], folder)
+    elif category == "adapter":
+        for name, text in ADAPTER_FILES.items():
+            (folder / name).write_text(text)
+        run_refused(["fuzz", data.draw(bad_adapter_specs())], folder)
+    else:
+        for name, content in data.draw(bad_checkpoint_folders()).items():
+            path = folder / "ck" / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.parent.resolve().is_relative_to(folder):
+                path.write_bytes(content)
+        run_refused(["check", "--quiet", "--recover", "ck"], folder)
+        assert not (folder / "MARKER").exists()
+
+
+_COUNTER = [0]
+
+
+def _fresh(tmp_path: Path) -> Path:
+    """A fresh folder per generated case (Hypothesis reuses the function's tmp_path)."""
+    _COUNTER[0] += 1
+    folder = tmp_path / f"case-{_COUNTER[0]}"
+    folder.mkdir()
+    return folder

@@ -1,0 +1,125 @@
+"""Files from strangers never run code: repro files and checkpoint folders crafted to call
+`os.system` or to unpickle a payload are refused in one line (exit 2), and the marker file the
+payload would create does not exist. Run as a user runs it, in a real `pymc-resume` process,
+with a deadline, together with the inputs that used to hang or crash the process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pymc_resume.model.bounds import load_bounds
+
+START = {"action": "start", "thread": 0, "crash": None}
+DEADLINE = 60.0
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pymc_resume", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=DEADLINE, stdin=subprocess.DEVNULL)
+
+
+def assert_refused(run: subprocess.CompletedProcess) -> None:
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 2, (run.returncode, run.stdout[-400:], run.stderr[-400:])
+    assert len(lines) == 1 and lines[0].startswith("pymc-resume: error: "), run.stderr
+    assert "Traceback" not in run.stderr and "internal error" not in run.stderr
+
+
+class Payload:
+    """Unpickling it runs `os.system(command)`."""
+
+    def __init__(self, command: str) -> None:
+        self.command = command
+
+    def __reduce__(self):
+        return os.system, (self.command,)
+
+
+def repro(**changes) -> dict:
+    return {"format": "pymc-resume-repro/1", "adapter": "reference", "adapter_options": {},
+            "bounds": load_bounds("small").as_json(), "clause": "checkpoint-validity",
+            "steps": [START, {"action": "update", "thread": 0, "value": -1}], **changes}
+
+
+@pytest.mark.parametrize("adapter, options", [
+    ("os:system", {"command": "touch MARKER"}),
+    ("subprocess:call", {"args": "touch MARKER", "shell": True}),
+    ("shutil:rmtree", {"path": "victim"}),
+    ("builtins:exec", {"source": "open('MARKER', 'w')"}),
+    ("pymc_resume.bridge.repro:write_repro", {"directory": "MARKER", "document": "x"}),
+])
+@pytest.mark.parametrize("extra", [[], ["--fault", "none"]])
+def test_a_repro_naming_any_callable_runs_nothing(tmp_path, adapter, options, extra):
+    (tmp_path / "victim").mkdir()
+    (tmp_path / "repro.json").write_text(json.dumps(repro(adapter=adapter, adapter_options=options)))
+    run = cli("replay", "repro.json", *extra, cwd=tmp_path)
+    assert_refused(run)
+    assert "--allow-adapter" in run.stderr
+    assert not (tmp_path / "MARKER").exists() and (tmp_path / "victim").is_dir()
+
+
+def test_an_allowed_adapter_that_is_no_adapter_class_still_runs_nothing(tmp_path):
+    (tmp_path / "repro.json").write_text(json.dumps(repro(adapter="os:system",
+                                                          adapter_options={"command": "touch MARKER"})))
+    run = cli("replay", "repro.json", "--allow-adapter", "os:system", cwd=tmp_path)
+    assert_refused(run)
+    assert "not a class" in run.stderr and not (tmp_path / "MARKER").exists()
+
+
+def test_a_crafted_checkpoint_folder_runs_nothing(tmp_path):
+    """A real checkpoint folder whose files are replaced, one at a time, by a pickle that would
+    run `touch MARKER`: every recovery refuses it in one line, and nothing runs."""
+    made = cli("check", "--bounds", "small", "--quiet", "--workers", "1", "--checkpoint-dir", "ck",
+               "--checkpoint-every", "0", "--max-states", "3000", cwd=tmp_path)
+    assert made.returncode == 2, made.stderr  # stopped by the state limit: nothing proved
+    files = [path for path in (tmp_path / "ck").rglob("*") if path.is_file()]
+    assert files
+    payload = pickle.dumps(Payload("touch MARKER"), protocol=2)
+    for target in files:
+        original = target.read_bytes()
+        target.write_bytes(payload)
+        try:
+            run = cli("check", "--recover", "ck", "--quiet", cwd=tmp_path)
+            if target.name != "current":  # a pointer to a missing snapshot is refused too
+                assert_refused(run)
+            assert not (tmp_path / "MARKER").exists(), target
+        finally:
+            target.write_bytes(original)
+
+
+def test_a_fifo_is_refused_instead_of_read(tmp_path):
+    os.mkfifo(tmp_path / "repro.json")
+    assert_refused(cli("replay", "repro.json", cwd=tmp_path))
+    os.mkfifo(tmp_path / "bounds.toml")
+    assert_refused(cli("check", "--bounds", "bounds.toml", cwd=tmp_path))
+
+
+@pytest.mark.parametrize("args", [
+    ["replay", "repro.json", "--step-timeout", "nan"],
+    ["replay", "repro.json", "--step-timeout", "inf"],
+    ["fuzz", "reference", "--step-timeout", "nan"],
+    ["fuzz", ".x:Y"],
+    ["fuzz", "raises.py:Adapter"],
+    ["fuzz", "exits.py:Adapter"],
+    ["check", "--bounds", "latin1.toml"],
+    ["replay", "latin1.json"],
+    ["check", "--bounds", "small", "--json", "/proc/out.json"],
+    ["fuzz", "reference", "--examples", "1", "--json", "/proc/out.json"],
+])
+def test_inputs_that_used_to_crash_the_process_give_one_line(tmp_path, args):
+    (tmp_path / "repro.json").write_text(json.dumps(repro()))
+    (tmp_path / "raises.py").write_text("raise RuntimeError('broken at import')\n")
+    (tmp_path / "exits.py").write_text("raise SystemExit(0)\n")
+    (tmp_path / "latin1.toml").write_bytes("description = 'caf\xe9'\n".encode("latin-1"))
+    (tmp_path / "latin1.json").write_bytes(b'{"format": "caf\xe9"}')
+    run = cli(*args, cwd=tmp_path)
+    assert_refused(run)
+    assert run.stdout == ""
