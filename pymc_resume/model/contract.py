@@ -1,7 +1,7 @@
-"""The resume contract's ids and one-line definitions: the one place they are written down.
+"""The resume contract's ids and one-line definitions: the one place in code they are written.
 
-The full wording is in the project's CONTRACT.md; code, CLI, JSON, docs and tests all take
-the ids from here. Order is the contract's: seven clauses, then two obligations.
+The full wording, in the project's own words, is docs/contract.md; code, CLI, JSON, docs and
+tests all take the ids from here. Order is the contract's: seven clauses, then two obligations.
 """
 
 from __future__ import annotations
