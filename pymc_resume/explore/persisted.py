@@ -51,6 +51,7 @@ NONE, TRUE, FALSE = b"N", b"T", b"F"
 INT, BIG_INT, FLOAT, STR, BYTES, BYTEARRAY = b"i", b"I", b"f", b"s", b"b", b"y"
 TUPLE, LIST, DICT, FROZENSET, ARRAY, INT_LIST = b"t", b"l", b"d", b"z", b"a", b"n"
 INSTANCE, BACK_REFERENCE = b"c", b"r"
+_INT_TAG = INT[0]
 
 # Kinds of plain classes.
 NAMED_TUPLE, ENUM, ATTRS, DATACLASS = "named tuple", "enum", "attrs", "dataclass"
@@ -151,9 +152,14 @@ class _Writer:
         return True
 
     def _items(self, tag: bytes, items) -> None:
-        self.parts.append(tag + _U64.pack(len(items)))
+        parts = self.parts
+        parts.append(tag + _U64.pack(len(items)))
+        pack = _I64.pack
         for item in items:
-            self.value(item)
+            if type(item) is int and -(2**63) <= item < 2**63:  # most items: inlined `_int`
+                parts.append(INT + pack(item))
+            else:
+                self.value(item)
 
     def _tuple(self, value) -> None:
         if not self._referenced(value):
@@ -349,7 +355,16 @@ class _Reader:
         return bytearray(self.take(self.count()))
 
     def _items(self) -> list:
-        return [self.value() for _ in range(self.count())]
+        items = []
+        body, unpack, value = self.body, _I64.unpack_from, self.value
+        for _ in range(self.count()):
+            position = self.position
+            if position < self.end and body[position] == _INT_TAG:  # most items: inlined `_int`
+                items.append(unpack(body, position + 1)[0])
+                self.position = position + 9
+            else:
+                items.append(value())
+        return items
 
     def _tuple(self) -> tuple:
         built = tuple(self._items())
