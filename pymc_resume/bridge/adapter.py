@@ -114,7 +114,9 @@ class FuzzSetup:
     workflow: Workflow  # node kinds in order (the model's shape)
     values: int  # valid resume values are 1..values; 1 approves a gated node
     workdir: Path  # a fresh directory for the framework's store
-    run_node: object  # the node code: run_node(stage, state, value, context) -> state
+    # The node code: run_node(stage, state, value, context) -> state, with a
+    # `bridge.nodes.NodeContext` (a `bridge.nodes.NodeCode`).
+    run_node: object
 
 
 def unsupported_operations(adapter) -> dict[str, str]:

@@ -7,15 +7,53 @@ writes its value and fires when the value approves (1); an effect-then-interrupt
 its first stage and takes its value in the second. Every execution is logged to the sink first.
 
 `context` is whatever the framework hands node code, read by attribute: `thread`, `stage`,
-`node`, and where the framework has them `op`, `role` and `idempotency_key`.
+`node`, and where the framework has them `op`, `role` and `idempotency_key`. An adapter builds
+it as a `NodeContext`, whose fields say what each one is for (any object with those attributes
+still works: the sink reads them with `getattr`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import attrs
 
 from pymc_resume.bridge.sink import Sink
 from pymc_resume.model.workflow import APPROVE, DONE, NodeKind, StageKind, Workflow
+
+
+ROLES = ("run", "delivery", "recovery")
+
+
+@attrs.frozen
+class NodeContext:
+    """What an adapter tells the bridge's node code about one execution of a stage.
+
+    The sink logs every execution with these fields and keys every effect fire by
+    `idempotency_key`, so each one decides what a clause sees:
+
+    - `thread`, `stage`, `node`: the bridge's thread number, the model's stage index and the
+      workflow node that stage belongs to (an effect-then-interrupt node has two stages);
+    - `op`: the id of the client operation the bridge asked for (`start`, `resume`, ... get
+      one each; concurrent deliveries get `op.0`, `op.1`, ...); None when unknown;
+    - `role`: "run" (start), "delivery" (resume) or "recovery" (recover): the
+      `executions` capability; `consume-once-consumption` counts the deliveries that executed
+      a consuming stage, so a wrong role hides or invents a second consumption;
+    - `idempotency_key`: the stable identity the framework itself hands node code (a task id,
+      a snapshot id) that survives a re-execution after a crash; None when it hands none, and
+      then every fire is an application (`effect-exactly-once` judges the framework's keys).
+    """
+
+    thread: int
+    stage: int
+    node: int
+    op: str | None = None
+    role: str | None = attrs.field(default=None, validator=attrs.validators.optional(attrs.validators.in_(ROLES)))
+    idempotency_key: str | None = None
+
+
+# The node code an adapter wraps in the framework's nodes: (stage, state, value, context) -> state.
+NodeCode = Callable[[int, tuple[int, ...], "int | None", NodeContext], tuple[int, ...]]
 
 
 @attrs.frozen
