@@ -93,11 +93,44 @@ FAMILIES: dict[str, Family] = {
 
 def family_of(spec: str) -> Family:
     """The family a `profile ADAPTER` argument names: a family, a built-in name (its one
-    configuration) or `module:Class` (a user's adapter, run as it is)."""
+    configuration), an installed adapter's entry-point name, or `module:Class` (a user's
+    adapter, run as it is)."""
     if spec in FAMILIES:
         return FAMILIES[spec]
+    installed = installed_adapters()
+    if spec in installed and spec not in BUILT_IN:
+        return installed_family(spec, installed[spec])
     resolve(spec)  # raises AdapterSpecError with the reason
     return Family(spec, (Configuration("default", spec),))
+
+
+def installed_family(name: str, target: str) -> Family:
+    """The family an installed package offers under entry-point `name`: the `Family` object
+    `target` names (a framework with several configurations), or, for an adapter class, a
+    family with that one adapter as its "default" configuration."""
+    module_name, colon, attribute = target.rpartition(":")
+    if not colon or not module_name:
+        raise AdapterSpecError(f"installed adapter {name!r}: entry point {target!r} is not module:Object")
+    offered = getattr(_import(module_name, name), attribute, None)
+    if isinstance(offered, Family):
+        return offered
+    resolve(name)  # an adapter class, checked as any other (raises with the reason)
+    return Family(name, (Configuration("default", name),))
+
+
+def all_families() -> tuple[list[Family], list[dict]]:
+    """What `profile --all` runs: the built-in families, then every installed one (entry
+    points of `ENTRY_POINT_GROUP`, a built-in name taking precedence); and, as `profile`'s
+    skipped entries, the installed ones that cannot be loaded, each with the reason."""
+    families, skipped = list(FAMILIES.values()), []
+    for name, target in sorted(installed_adapters().items()):
+        if name in FAMILIES or name in BUILT_IN:
+            continue
+        try:
+            families.append(installed_family(name, target))
+        except (AdapterSpecError, AdapterError) as error:
+            skipped.append({"adapter": name, "reason": str(error), "install": None})
+    return families, skipped
 
 
 class AdapterSpecError(BadInput):

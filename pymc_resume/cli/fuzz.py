@@ -8,7 +8,7 @@ import click
 
 from pymc_resume.cli import main
 from pymc_resume.cli.errors import fail
-from pymc_resume.cli.options import Seconds
+from pymc_resume.cli.options import Seconds, adapter_option_flag, adapter_options
 from pymc_resume.cli.paths import writable_file, writable_folder
 from pymc_resume.errors import AdapterError
 from pymc_resume.files import write_json
@@ -51,8 +51,9 @@ AS_MANY_AS_TIME_ALLOWS = 10**9
                    "(every minimizing replay is a full run of real processes).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Write the result as JSON to this path (atomically, and again at every finding).")
+@adapter_option_flag
 def fuzz_command(adapter, examples, steps, seed, fault, bounds_name, repro_dir, step_timeout, max_seconds,
-                 shrink_seconds, no_shrink, json_path):
+                 shrink_seconds, no_shrink, json_path, adapter_option_pairs):
     """Fuzz ADAPTER (`reference`, or module:Class) with the model's client actions."""
     from pymc_resume.bridge.budget import Budget
     from pymc_resume.bridge.fuzz import run_fuzz
@@ -65,7 +66,7 @@ def fuzz_command(adapter, examples, steps, seed, fault, bounds_name, repro_dir, 
     repro_dir = repro_dir or "pymc-resume-repros"
     writable_folder(repro_dir, "--repro-dir")
     writable_file(json_path, "--json")
-    options = {"fault": fault} if fault is not None else {}
+    options = adapter_options(adapter_option_pairs, {"fault": fault} if fault is not None else {})
     if examples is None:
         examples = DEFAULT_EXAMPLES if max_seconds is None else AS_MANY_AS_TIME_ALLOWS
     publish = None if json_path is None else (lambda so_far: write_json(json_path, so_far.as_json()))

@@ -9,7 +9,7 @@ import click
 
 from pymc_resume.cli import main
 from pymc_resume.cli.errors import fail
-from pymc_resume.cli.options import Seconds
+from pymc_resume.cli.options import Seconds, adapter_option_flag, adapter_options
 from pymc_resume.cli.paths import writable_file, writable_folder
 from pymc_resume.errors import AdapterError
 from pymc_resume.files import write_atomically, write_json
@@ -23,7 +23,9 @@ CELL = {HOLDS: "holds", VIOLATED: "violated", NOT_APPLICABLE: "n/a", SKIPPED: "s
 
 @main.command("profile")
 @click.argument("adapter", required=False)
-@click.option("--all", "every", is_flag=True, help="Profile every built-in framework (those installed).")
+@click.option("--all", "every", is_flag=True,
+              help="Profile every built-in framework (those installed) and every adapter that installed "
+                   "packages offer (entry points `pymc_resume.adapters`).")
 @click.option("--config", "only_configs", multiple=True, metavar="NAME",
               help="Only these configurations of the framework (e.g. sqlite/sync); repeatable.")
 @click.option("--examples", type=click.IntRange(min=0), default=25, show_default=True,
@@ -49,13 +51,15 @@ CELL = {HOLDS: "holds", VIOLATED: "violated", NOT_APPLICABLE: "n/a", SKIPPED: "s
               help="Write the profiles as JSON to this path (atomically, and again at every finding).")
 @click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), default=None,
               help="Write the table as Markdown to this path (atomically).")
+@adapter_option_flag
 def profile_command(adapter, every, only_configs, examples, steps, seed, bounds_name, repro_dir,
-                    step_timeout, max_seconds, shrink_seconds, no_shrink, json_path, markdown_path):
+                    step_timeout, max_seconds, shrink_seconds, no_shrink, json_path, markdown_path,
+                    adapter_option_pairs):
     """The conformance profile of ADAPTER (a framework such as `langgraph`, a built-in adapter
     name, or module:Class), or of every framework with --all."""
     from pymc_resume.bridge.budget import Budget
     from pymc_resume.bridge.profile import run_profile
-    from pymc_resume.bridge.registry import FAMILIES, AdapterSpecError, family_of
+    from pymc_resume.bridge.registry import AdapterSpecError, all_families, family_of
 
     if every == (adapter is not None):
         fail("give either ADAPTER or --all")
@@ -64,10 +68,10 @@ def profile_command(adapter, every, only_configs, examples, steps, seed, bounds_
     except BoundsError as error:
         fail(f"--bounds: {error}")
     try:
-        families = list(FAMILIES.values()) if every else [family_of(adapter)]
-    except AdapterSpecError as error:
+        families, skipped = all_families() if every else ([family_of(adapter)], [])
+    except (AdapterSpecError, AdapterError) as error:
         fail(str(error))
-    runs, skipped = [], []
+    runs = []
     for family in families:
         if not family.installed():
             if not every:
@@ -79,7 +83,7 @@ def profile_command(adapter, every, only_configs, examples, steps, seed, bounds_
         if not configurations:
             known = ", ".join(c.name for c in family.configurations)
             fail(f"--config: {family.name} has no configuration {', '.join(only_configs)} (known: {known})")
-        runs += [(family, configuration) for configuration in configurations]
+        runs += [(family, with_options(configuration, adapter_option_pairs)) for configuration in configurations]
     writable_folder(repro_dir, "--repro-dir")
     writable_file(json_path, "--json")
     writable_file(markdown_path, "--markdown")
@@ -118,6 +122,23 @@ def profile_command(adapter, every, only_configs, examples, steps, seed, bounds_
                            f"{first.error}")
     if any(p.violated for p in profiles):
         sys.exit(1)
+
+
+def with_options(configuration, pairs):
+    """`configuration` with the `--adapter-option` pairs over its own options, checked against
+    its adapter's constructor now (one line, exit 2, before any configuration runs)."""
+    import attrs
+
+    from pymc_resume.bridge.registry import AdapterSpecError, check_options, resolve
+
+    if not pairs:
+        return configuration
+    options = adapter_options(pairs, configuration.options)
+    try:
+        check_options(configuration.adapter, resolve(configuration.adapter), options)
+    except AdapterSpecError as error:
+        fail(f"--adapter-option: {error}")
+    return attrs.evolve(configuration, options=options)
 
 
 def _document(bounds, seed, examples, profiles, skipped) -> dict:
