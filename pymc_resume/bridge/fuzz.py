@@ -56,6 +56,10 @@ from pymc_resume.model.contract import CLAUSE_IDS, HOLDS, NOT_APPLICABLE, SKIPPE
 # the step-level pass after it (`bridge/shrink.py`) deletes whole steps and does more per replay.
 HYPOTHESIS_SHRINK_SHARE = 0.5
 
+# Between the seeds of successive batches of a run (`FuzzRun.search`), so that seeds 1, 2, 3
+# of a user's runs do not share their batches.
+SEED_STRIDE = 1_000_003
+
 # The contract's verdict for what a live run saw and no replay of its repro showed again.
 UNCONFIRMED = "unconfirmed"
 
@@ -239,13 +243,17 @@ def run_fuzz(
     known: frozenset[str] = frozenset(),
     budget: Budget | None = None,
     publish: Callable[[FuzzReport], None] | None = None,
+    batch: int | None = None,
 ) -> FuzzReport:
     """Fuzz `adapter` (a built-in name or module:Class) and write a repro per violated clause.
 
     `all_clauses=False` stops at the first violation (one round). Clauses in `known` (found
     violated elsewhere) are judged but do not stop an example. `budget` limits the run's time
     (see `bridge/budget.py`); `publish` gets the report so far whenever a finding changes it,
-    and the final one.
+    and the final one. `batch` splits the examples into Hypothesis runs of at most that many
+    (see `FuzzRun.search`): how a run bounded by time rather than by examples is searched, since
+    Hypothesis shapes its examples by the number it is asked for (the first tenth of them, up
+    to 50, are near-minimal ones).
 
     Raises `registry.AdapterSpecError` when the adapter cannot be built, `AdapterError` when
     building it hangs or kills its process.
@@ -254,7 +262,7 @@ def run_fuzz(
     builder = factory(adapter, options, timeout=step_timeout)
     target = Target(adapter, builder.info, bounds, seed, Path(repro_dir), step_timeout)
     run = FuzzRun(target, builder, budget or Budget(), shrink, publish, known)
-    run.search(examples, steps, use_database, all_clauses)
+    run.search(examples, steps, use_database, all_clauses, batch)
     return run.finish(all_clauses)
 
 
@@ -322,20 +330,30 @@ class FuzzRun:
         self.recorder = Recorder(budget, shrink, on_violation=self.findings.seen)
         self.error: str | None = None
         self.stopped: str | None = None
+        self.batches = 0  # Hypothesis runs of a batch that found nothing, so far
 
     # -- the search ------------------------------------------------------------------------
 
-    def search(self, examples: int, steps: int, use_database: bool, all_clauses: bool) -> None:
+    def search(self, examples: int, steps: int, use_database: bool, all_clauses: bool,
+               batch: int | None = None) -> None:
+        """Rounds of Hypothesis runs until the examples (or the time budget) are spent. A
+        round that finds a new clause is followed by one ignoring it (same seed: it goes on
+        past the failure); with `batch`, a run of at most that many examples that found
+        nothing is followed by another, with the next seed."""
         database = self._database() if use_database else None
         remaining = examples
         while remaining > 0 and self.error is None and self.stopped is None:
             self.recorder.start_round()
-            self._round(remaining, steps, database)
+            self._round(remaining if batch is None else min(remaining, batch), steps, database)
             new = [cid for cid in CLAUSE_IDS if cid in self.recorder.round_clauses - self.found]
             for clause_id in new:
                 self.findings.confirm(clause_id, self.recorder, self.budget, self.shrink)
             if self.stopped is None and self.budget.spent():
                 self.stopped = self.budget.stopped_reason()
+            if self.recorder.round_failure is None and batch is not None:
+                remaining -= self.recorder.examples - self.recorder.round_start
+                self.batches += 1
+                continue
             if not new or not all_clauses or self.recorder.round_failure is None:
                 break
             self.found |= set(new)
@@ -346,7 +364,8 @@ class FuzzRun:
         machine = machine_class(self._session_factory(frozenset(self.found)),
                                 processes=self.target.bounds.processes)
         if self.target.seed is not None:
-            hypothesis_seed(self.target.seed)(machine)
+            # Each batch that found nothing moves the seed on, so that the next one draws anew.
+            hypothesis_seed(self.target.seed + SEED_STRIDE * self.batches)(machine)
         try:
             # Quiet: Hypothesis would print its own account of a flaky example on stdout,
             # among the run's report; the Recorder has what the report needs.

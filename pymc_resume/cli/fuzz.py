@@ -18,7 +18,8 @@ from pymc_resume.report import table
 
 
 DEFAULT_EXAMPLES = 100
-# --max-seconds without --examples: the time budget is the limit (Hypothesis needs a number).
+# --max-seconds without --examples: the time budget is the limit, searched in batches of
+# DEFAULT_EXAMPLES (see `fuzz.run_fuzz`'s `batch`).
 AS_MANY_AS_TIME_ALLOWS = 10**9
 
 
@@ -67,13 +68,15 @@ def fuzz_command(adapter, examples, steps, seed, fault, bounds_name, repro_dir, 
     writable_folder(repro_dir, "--repro-dir")
     writable_file(json_path, "--json")
     options = adapter_options(adapter_option_pairs, {"fault": fault} if fault is not None else {})
-    if examples is None:
-        examples = DEFAULT_EXAMPLES if max_seconds is None else AS_MANY_AS_TIME_ALLOWS
+    batch = None
+    if examples is None:  # with --max-seconds: batches of the default size, as long as time allows
+        examples, batch = (DEFAULT_EXAMPLES, None) if max_seconds is None else (AS_MANY_AS_TIME_ALLOWS,
+                                                                                  DEFAULT_EXAMPLES)
     publish = None if json_path is None else (lambda so_far: write_json(json_path, so_far.as_json()))
     report = run_fuzz(
         adapter, options, bounds, examples=examples, steps=steps, seed=seed, repro_dir=repro_dir,
         use_database=use_database, step_timeout=step_timeout, shrink=not no_shrink,
-        budget=Budget(max_seconds, shrink_seconds), publish=publish,
+        budget=Budget(max_seconds, shrink_seconds), publish=publish, batch=batch,
     )
     if report.error is not None:
         raise AdapterError(f"adapter {adapter!r}: {report.error}")
