@@ -20,9 +20,9 @@ from pymc_resume.errors import PymcResumeError
 INTERRUPTED, TERMINATED = 130, 143
 
 
-class Terminated(BaseException):
-    """SIGTERM, raised where the command is, so that its cleanup (`finally`) runs as for Ctrl-C.
-    Not a KeyboardInterrupt: click would turn that into an Abort (exit 130)."""
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the command is, so that its cleanup runs as for Ctrl-C (every
+    layer that stops cleanly on an interrupt stops cleanly on it). Click wraps it in an Abort."""
 
 
 def _terminate_in(pid: int):
@@ -52,10 +52,10 @@ class Group(click.Group):
             fail(" ".join(error.format_message().split()))
         except PymcResumeError as error:  # bad input, a failed adapter, a missing service
             fail(" ".join(str(error).split()))
-        except Terminated:
-            click.echo("pymc-resume: terminated", err=True)
-            sys.exit(TERMINATED)
-        except (click.exceptions.Abort, KeyboardInterrupt):
+        except (click.exceptions.Abort, KeyboardInterrupt) as error:
+            if isinstance(error, Terminated) or isinstance(error.__cause__, Terminated):
+                click.echo("pymc-resume: terminated", err=True)
+                sys.exit(TERMINATED)
             click.echo("pymc-resume: interrupted", err=True)
             sys.exit(INTERRUPTED)
         except Exception as error:  # noqa: BLE001 - a bug of ours: still one line, still exit 2
