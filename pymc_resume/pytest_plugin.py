@@ -1,0 +1,176 @@
+"""The resume contract in a framework author's own test suite: a pytest plugin.
+
+Installed with pymc-resume (the `pytest11` entry point `pymc_resume`), it gives every suite:
+
+- the fixture `resume_contract`: `resume_contract(adapter, **options)` fuzzes the adapter
+  against the contract (`pymc-resume fuzz`'s engine) and fails the test, one paragraph per
+  violated id with its reason, its minimal steps and the repro file that `pymc-resume replay`
+  reproduces; it returns the run's `FuzzReport` when every id holds;
+- the marker `@pytest.mark.resume_contract("module:Class", **options)`, or
+  `resume_contract(adapter=Class, ...)` (a class as the marker's only positional argument would
+  be taken by pytest as the thing the marker decorates): the same check, run as the marked
+  test's first act;
+- command-line options for the budget, seed and repro directory of every check in the run:
+  `--resume-examples N` (default 25), `--resume-steps N` (12), `--resume-seed S` (0: runs are
+  reproducible; `random` for a fresh seed), `--resume-bounds NAME|PATH` (`default`),
+  `--resume-repro-dir DIR` (`pymc-resume-repros`), `--resume-step-timeout SECONDS` (30),
+  `--resume-max-seconds SECONDS` (each check; default no limit), `--resume-no-shrink`.
+  A check's keywords (`examples=`, `seed=`, `bounds=`, ...) override them for that check.
+
+`adapter` is what `pymc-resume fuzz` takes (a built-in name, `module:Class`,
+`path/to/file.py:Class`, an installed adapter's name) or an adapter class; `options` are its
+constructor's keyword arguments, checked against it. Shrinking and repros need the adapter by
+name, so a class is named by its module and qualified name (a class defined in a test module
+works: pytest imported it).
+
+Nothing here is imported until a check runs, so the plugin costs a suite that does not use it
+nothing.
+"""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+
+MARKER = "resume_contract"
+DEFAULTS = {"examples": 25, "steps": 12, "seed": 0, "bounds": "default", "repro_dir": "pymc-resume-repros",
+            "step_timeout": 30.0, "max_seconds": None, "shrink": True}
+CHECK_KEYWORDS = frozenset(DEFAULTS)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("pymc-resume", "the resume contract (pymc-resume)")
+    group.addoption("--resume-examples", type=int, default=None, metavar="N",
+                    help="Fuzzed examples per resume_contract check (default 25).")
+    group.addoption("--resume-steps", type=int, default=None, metavar="N",
+                    help="Most client steps per example (default 12).")
+    group.addoption("--resume-seed", default=None, metavar="SEED",
+                    help="Hypothesis seed of every check (default 0), or 'random'.")
+    group.addoption("--resume-bounds", default=None, metavar="NAME|PATH",
+                    help="Bounds whose workflow, values and processes to use (default 'default').")
+    group.addoption("--resume-repro-dir", default=None, metavar="DIR",
+                    help="Where repros of violations are written (default ./pymc-resume-repros).")
+    group.addoption("--resume-step-timeout", type=float, default=None, metavar="SECONDS",
+                    help="Stop an adapter that takes longer to build, open or run a step (default 30).")
+    group.addoption("--resume-max-seconds", type=float, default=None, metavar="SECONDS",
+                    help="Stop each check after this long and judge what it saw (default no limit).")
+    group.addoption("--resume-no-shrink", action="store_true", default=False,
+                    help="Keep each violation's failing steps as found, without minimizing them.")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{MARKER}(adapter=..., **options): fuzz the adapter against the resume contract first "
+                   "(pymc-resume's pytest plugin)")
+
+
+@attrs.frozen
+class Settings:
+    """One check's budget, seed and outputs: the command line's, then the check's keywords."""
+
+    examples: int
+    steps: int
+    seed: int | None
+    bounds: str
+    repro_dir: str
+    step_timeout: float
+    max_seconds: float | None
+    shrink: bool
+
+    @classmethod
+    def of(cls, config: pytest.Config, overrides: dict) -> Settings:
+        given = {
+            "examples": config.getoption("--resume-examples"),
+            "steps": config.getoption("--resume-steps"),
+            "seed": _seed(config.getoption("--resume-seed")),
+            "bounds": config.getoption("--resume-bounds"),
+            "repro_dir": config.getoption("--resume-repro-dir"),
+            "step_timeout": config.getoption("--resume-step-timeout"),
+            "max_seconds": config.getoption("--resume-max-seconds"),
+            "shrink": False if config.getoption("--resume-no-shrink") else None,
+        }
+        values = {key: DEFAULTS[key] if value is None else value for key, value in given.items()}
+        return cls(**{**values, **overrides})
+
+
+def _seed(text: str | None) -> int | None | str:
+    if text is None:
+        return None  # the default applies
+    if text == "random":
+        return "random"
+    try:
+        return int(text)
+    except ValueError:
+        raise pytest.UsageError(f"--resume-seed: {text!r} is neither an integer nor 'random'") from None
+
+
+def adapter_spec(adapter) -> str:
+    """The spec `pymc-resume fuzz` takes for `adapter`: a spec already, or a class by its module
+    and qualified name."""
+    if isinstance(adapter, str):
+        return adapter
+    if isinstance(adapter, type):
+        if "<locals>" in adapter.__qualname__:
+            raise pytest.UsageError(f"resume_contract: {adapter.__qualname__} is defined inside a function; "
+                                    "define the adapter class at module level so replays can import it")
+        return f"{adapter.__module__}:{adapter.__qualname__}"
+    raise pytest.UsageError(f"resume_contract: expected an adapter class or spec, not {type(adapter).__name__} "
+                            "(for a factory with arguments, pass the class and its options as keywords)")
+
+
+def check(config: pytest.Config, adapter, **keywords):
+    """Fuzz `adapter` against the contract; fail the test on a violation or a broken adapter."""
+    from pymc_resume.bridge.budget import Budget
+    from pymc_resume.bridge.fuzz import run_fuzz
+    from pymc_resume.errors import PymcResumeError
+    from pymc_resume.model.bounds import BoundsError, load_bounds
+
+    overrides = {key: keywords.pop(key) for key in list(keywords) if key in CHECK_KEYWORDS}
+    settings = Settings.of(config, overrides)
+    spec = adapter_spec(adapter)
+    seed = None if settings.seed == "random" else settings.seed
+    try:
+        bounds = load_bounds(settings.bounds)
+        report = run_fuzz(spec, keywords, bounds, examples=settings.examples, steps=settings.steps, seed=seed,
+                          repro_dir=settings.repro_dir, step_timeout=settings.step_timeout,
+                          shrink=settings.shrink, budget=Budget(settings.max_seconds, None))
+    except (BoundsError, PymcResumeError) as error:
+        pytest.fail(f"resume contract: {error}", pytrace=False)
+    if report.error is not None:
+        pytest.fail(f"resume contract: adapter {spec!r}: {report.error}", pytrace=False)
+    if report.violated:
+        pytest.fail(violation_text(report), pytrace=False)
+    return report
+
+
+def violation_text(report) -> str:
+    """Each violated id: its reason, minimal steps and repro files."""
+    from pymc_resume.bridge.session import describe_step
+
+    lines = [f"resume contract: adapter {report.adapter!r} ({report.version}) violates "
+             f"{', '.join(report.violated)} (seed {report.seed}, bounds {report.bounds.name!r})"]
+    for clause_id in report.violated:
+        result = report.clauses[clause_id]
+        lines += ["", f"{clause_id}: {result.reason}"]
+        lines += [f"  {i}. {describe_step(step)}" for i, step in enumerate(result.steps or [])]
+        lines += [f"  repro: {result.repro}  (pymc-resume replay {result.repro})", f"  pytest: {result.pytest}"]
+    return "\n".join(lines)
+
+
+@pytest.fixture
+def resume_contract(request: pytest.FixtureRequest):
+    """`resume_contract(adapter, **options)`: fuzz the adapter against the resume contract."""
+    return lambda adapter, **keywords: check(request.config, adapter, **keywords)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> None:
+    """A test marked `resume_contract(spec, **options)` or `resume_contract(adapter=Class, ...)`
+    runs the check before its body."""
+    for marker in item.iter_markers(MARKER):
+        keywords = dict(marker.kwargs)
+        adapters = [*marker.args, *([keywords.pop("adapter")] if "adapter" in keywords else [])]
+        if len(adapters) != 1:
+            raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.{MARKER} takes one adapter (a spec, or "
+                                    "adapter=Class) and keywords")
+        check(item.config, adapters[0], **keywords)

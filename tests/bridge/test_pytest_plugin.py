@@ -1,0 +1,85 @@
+"""The pytest plugin (`pymc_resume.pytest_plugin`, entry point `pytest11`) in a framework
+author's suite, run by pytester in a fresh process: the fixture and the marker pass on a
+correct adapter, fail on a faulty one with the id, the steps and a repro in the repro directory
+the command line names, and the budget and seed options reach the check."""
+
+import json
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+# Small and quick: the reference runtime on the `small` bounds, a few examples, no shrinking.
+QUICK = ["-p", "no:cacheprovider", "--resume-bounds", "small", "--resume-examples", "3", "--resume-no-shrink"]
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess(*QUICK, *args)
+
+
+def test_the_fixture_passes_on_a_correct_adapter_and_returns_the_report(pytester):
+    pytester.makepyfile("""
+        def test_reference(resume_contract):
+            report = resume_contract("reference")
+            assert report.violated == [] and report.examples >= 1
+            assert report.seed == 0 and report.bounds.name == "small"
+    """)
+    run(pytester).assert_outcomes(passed=1)
+
+
+def test_a_violation_fails_with_the_id_its_steps_and_a_repro_in_the_repro_dir(pytester):
+    pytester.makepyfile("""
+        def test_no_claim(resume_contract):
+            resume_contract("reference", fault="no-claim", examples=40, seed=1)
+    """)
+    result = run(pytester, "--resume-repro-dir", "found")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*violates consume-once-consumption*", "*1. *", "*repro: found/*.json*"])
+    [repro] = (pytester.path / "found").glob("*consume_once_consumption.json")
+    assert json.loads(repro.read_text())["clause"] == "consume-once-consumption"
+
+
+def test_the_marker_checks_a_class_from_the_test_module_before_the_body(pytester):
+    pytester.makepyfile("""
+        import pytest
+        from pymc_resume.bridge.reference_adapter import ReferenceAdapter
+
+        class MyAdapter(ReferenceAdapter):
+            name = "mine"
+
+        ran = []
+
+        @pytest.mark.resume_contract(adapter=MyAdapter)
+        def test_mine():
+            ran.append(1)
+
+        @pytest.mark.resume_contract(adapter=MyAdapter, fault="no-claim", examples=40, seed=1)
+        def test_mine_with_a_fault():
+            raise AssertionError("the body must not run after a violation")
+
+        def test_the_body_ran():
+            assert ran == [1]
+    """)
+    result = run(pytester, "-p", "no:randomly")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*test_mine_with_a_fault*", "*violates consume-once-consumption*"])
+    assert "the body must not run" not in result.stdout.str()
+
+
+def test_bad_checks_say_what_is_wrong(pytester):
+    pytester.makepyfile("""
+        def test_unknown_option(resume_contract):
+            resume_contract("reference", colour="blue")
+
+        def test_a_lambda(resume_contract):
+            resume_contract(lambda: None)
+    """)
+    result = run(pytester)
+    result.stdout.fnmatch_lines(["*does not take option(s) colour*"])
+    result.stdout.fnmatch_lines(["*expected an adapter class or spec, not function*"])
+    assert result.ret != 0
+
+
+def test_the_options_are_in_pytest_help(pytester):
+    result = pytester.runpytest_subprocess("--help")
+    result.stdout.fnmatch_lines(["*--resume-examples*", "*--resume-seed*", "*--resume-repro-dir*"])
