@@ -21,7 +21,9 @@ Installed with pymc-resume (the `pytest11` entry point `pymc_resume`), it gives 
 `path/to/file.py:Class`, an installed adapter's name) or an adapter class; `options` are its
 constructor's keyword arguments, checked against it. Shrinking and repros need the adapter by
 name, so a class is named by its module and qualified name (a class defined in a test module
-works: pytest imported it).
+works: pytest imported it). `adapter` may also be any zero-argument factory (`lambda:
+MyAdapter(store=url)`): it is fuzzed as `contract_test_case` does, and a violation fails the
+test with Hypothesis's minimal steps but no repro file (a replay rebuilds an adapter by name).
 
 Nothing here is imported until a check runs, so the plugin costs a suite that does not use it
 nothing.
@@ -114,12 +116,14 @@ def adapter_spec(adapter) -> str:
             raise pytest.UsageError(f"resume_contract: {adapter.__qualname__} is defined inside a function; "
                                     "define the adapter class at module level so replays can import it")
         return f"{adapter.__module__}:{adapter.__qualname__}"
-    raise pytest.UsageError(f"resume_contract: expected an adapter class or spec, not {type(adapter).__name__} "
-                            "(for a factory with arguments, pass the class and its options as keywords)")
+    raise pytest.UsageError(f"resume_contract: expected an adapter class, spec or factory, "
+                            f"not {type(adapter).__name__}")
 
 
 def check(config: pytest.Config, adapter, **keywords):
     """Fuzz `adapter` against the contract; fail the test on a violation or a broken adapter."""
+    if callable(adapter) and not isinstance(adapter, (str, type)):
+        return check_factory(config, adapter, **keywords)
     from pymc_resume.bridge.budget import Budget
     from pymc_resume.bridge.fuzz import run_fuzz
     from pymc_resume.errors import PymcResumeError
@@ -141,6 +145,30 @@ def check(config: pytest.Config, adapter, **keywords):
     if report.violated:
         pytest.fail(violation_text(report), pytrace=False)
     return report
+
+
+def check_factory(config: pytest.Config, factory, **keywords) -> None:
+    """Fuzz the adapters a zero-argument `factory` builds (`contract_test_case`): a violation
+    fails the test with the clause and Hypothesis's minimal steps. No repro file: a replay
+    rebuilds its adapter by name, which a factory does not have."""
+    from pymc_resume.bridge.machine import contract_test_case
+    from pymc_resume.bridge.session import AdapterFailure, Violation
+
+    unknown = sorted(set(keywords) - CHECK_KEYWORDS)
+    if unknown:
+        raise pytest.UsageError(f"resume_contract: a factory takes no adapter options ({', '.join(unknown)}): "
+                                "build them into the factory")
+    settings = Settings.of(config, keywords)
+    seed = None if settings.seed == "random" else settings.seed
+    case = contract_test_case(factory, bounds=settings.bounds, examples=settings.examples, steps=settings.steps,
+                              seed=seed, step_timeout=settings.step_timeout)
+    try:
+        case("runTest").runTest()
+    except Violation as violation:
+        pytest.fail(f"resume contract: {violation}\n(no repro file for a factory: pass the adapter class and "
+                    f"its options to get one)", pytrace=False)
+    except AdapterFailure as failure:
+        pytest.fail(f"resume contract: the adapter failed: {failure}", pytrace=False)
 
 
 def violation_text(report) -> str:

@@ -66,17 +66,32 @@ def test_the_marker_checks_a_class_from_the_test_module_before_the_body(pytester
     assert "the body must not run" not in result.stdout.str()
 
 
+def test_a_factory_is_fuzzed_too_and_a_violation_names_its_clause(pytester):
+    pytester.makepyfile("""
+        from pymc_resume.bridge.reference_adapter import ReferenceAdapter
+
+        def test_correct(resume_contract):
+            resume_contract(lambda: ReferenceAdapter())
+
+        def test_faulty(resume_contract):
+            resume_contract(lambda: ReferenceAdapter(fault="no-claim"), examples=40, seed=1)
+    """)
+    result = run(pytester)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*consume-once-consumption violated*", "*no repro file for a factory*"])
+
+
 def test_bad_checks_say_what_is_wrong(pytester):
     pytester.makepyfile("""
         def test_unknown_option(resume_contract):
             resume_contract("reference", colour="blue")
 
-        def test_a_lambda(resume_contract):
-            resume_contract(lambda: None)
+        def test_not_an_adapter(resume_contract):
+            resume_contract(3)
     """)
     result = run(pytester)
     result.stdout.fnmatch_lines(["*does not take option(s) colour*"])
-    result.stdout.fnmatch_lines(["*expected an adapter class or spec, not function*"])
+    result.stdout.fnmatch_lines(["*expected an adapter class, spec or factory, not int*"])
     assert result.ret != 0
 
 
