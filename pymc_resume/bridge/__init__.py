@@ -9,8 +9,24 @@
 - `observe`, `clauses`: from observations to the model's clause predicates;
 - `machine`: the Hypothesis state machine, and `contract_test_case` for users' suites;
 - `fuzz`: `run_fuzz`, the `pymc-resume fuzz` engine;
-- `shrink`, `repro`: minimal repros, their JSON and pytest files, and replay.
+- `shrink`, `repro`: minimal repros, their JSON and pytest files, and replay;
+- `kit`: `ChildProcessAdapter`, the base class for a framework's adapter (docs/adapters.md).
 """
+
+# Names an adapter author uses, loaded on first use (importing the bridge stays cheap).
+_LAZY = {
+    "ChildProcessAdapter": "pymc_resume.bridge.kit",
+    "Refusal": "pymc_resume.bridge.kit",
+    "NodeContext": "pymc_resume.bridge.nodes",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def contract_test_case(adapter_factory, **kwargs):
@@ -20,4 +36,4 @@ def contract_test_case(adapter_factory, **kwargs):
     return build(adapter_factory, **kwargs)
 
 
-__all__ = ["contract_test_case"]
+__all__ = ["ChildProcessAdapter", "NodeContext", "Refusal", "contract_test_case"]
