@@ -127,8 +127,10 @@ def run_explore(
     valid = validated(model, check_deadlock)
     checkpoint = None
     if checkpoint_dir is not None:
+        # What a recovery redoes: the run, and the options it keeps unless given again.
         run = {"target": target, "workers": workers, "deadlock": valid.deadlock_is_error,
-               "stop_at_first": stop_at_first}
+               "stop_at_first": stop_at_first, "checkpoint_every": checkpoint_every,
+               "max_states": max_states, "max_seconds": max_seconds, "max_memory": max_memory}
         checkpoint = Checkpointing(checkpoint_dir, checkpoint_every, run)
     result = explore(valid, workers=workers, max_states=max_states, max_seconds=max_seconds,
                      max_memory=max_memory, stop_at_first=stop_at_first, progress=progress,

@@ -36,8 +36,9 @@ from pymc_resume.files import write_json
                    "else yes, as TLC].")
 @click.option("--checkpoint-dir", type=click.Path(file_okay=False), default=None,
               help="Save the explorer's own state here between levels, atomically.")
-@click.option("--checkpoint-every", type=Seconds(low=0.0), default=60.0, show_default=True,
-              metavar="SECONDS", help="How often to save into --checkpoint-dir.")
+@click.option("--checkpoint-every", type=Seconds(low=0.0), default=None, metavar="SECONDS",
+              help="The longest wait between saves into --checkpoint-dir (the first save follows "
+                   "the first level)  [default: 60, or the recovered run's].")
 @click.option("--recover", "recover_dir", type=click.Path(file_okay=False), default=None,
               help="Continue the run checkpointed in this folder (and keep checkpointing there); "
                    "target, workers and deadlock checking come from the checkpoint.")
@@ -70,8 +71,17 @@ def explore_command(target, workers, max_states, max_seconds, max_memory, stop_a
         target, workers = run["target"], run["workers"]
         deadlock, stop_at_first = run["deadlock"], run["stop_at_first"]
         checkpoint_dir = recover_dir
+        # The run's own interval and limits, unless given again (max_memory is kept in bytes).
+        kept = _kept_options(run, recover_dir)
+        checkpoint_every = kept["checkpoint_every"] if checkpoint_every is None else checkpoint_every
+        max_states = kept["max_states"] if max_states is None else max_states
+        max_seconds = kept["max_seconds"] if max_seconds is None else max_seconds
+        if max_memory is None and kept["max_memory"] is not None:
+            max_memory = kept["max_memory"] // 2**20
     elif target is None:
         fail("missing TARGET (module:factory or path/to/file.py:factory)")
+    if checkpoint_every is None:
+        checkpoint_every = 60.0
     target = absolute(target)
     model = load_model(target)
     try:
@@ -102,3 +112,16 @@ def explore_command(target, workers, max_states, max_seconds, max_memory, stop_a
         sys.exit(1)
     if not report.result.complete:
         fail(f"exploration incomplete, nothing proved: {report.result.stopped_because}")
+
+
+def _kept_options(run: dict, folder: str) -> dict:
+    """The interval and limits a checkpointed run was started with, checked (a checkpoint
+    written before they were recorded has none)."""
+    kept = {}
+    for name, kind in (("checkpoint_every", (int, float)), ("max_states", int),
+                       ("max_seconds", (int, float)), ("max_memory", int)):
+        value = run.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, kind) or value < 0):
+            fail(f"--recover: {folder}: the recorded {name} {value!r} is not a valid value")
+        kept[name] = value
+    return kept
