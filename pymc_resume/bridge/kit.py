@@ -32,9 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pymc_resume.bridge.adapter import (
-    CAPABILITIES, OK, REFUSED, CrashPoint, FuzzSetup, Outcome,
-)
+from pymc_resume.bridge.adapter import OK, REFUSED, CrashPoint, FuzzSetup, Outcome
 from pymc_resume.bridge.nodes import NodeContext
 from pymc_resume.bridge.process import ClientControl, Gate, run_in_children, settle
 
@@ -51,8 +49,8 @@ class Refusal(Exception):
 class ChildProcessAdapter:
     """Client operations in child processes, crash points, race windows, run-state memory.
 
-    Subclasses set `name`, `version` and `capabilities` (all four observing capabilities by
-    default: narrow them to what `observe()` really shows), `framework` (named in errors),
+    Subclasses set `name`, `version` and `capabilities` (`executions` by default: add what
+    `observe()` really shows), `framework` (named in errors),
     `refusals` (the exception types the framework raises to its client for a refused
     operation), and implement the client hooks, `fork`, `update` and `observe`. An adapter that
     overrides `open` calls `super().open(setup)` first.
@@ -60,9 +58,25 @@ class ChildProcessAdapter:
 
     name = "unnamed"
     version = "unknown"
-    capabilities = CAPABILITIES
+    # `executions` is true by construction (`execute` hands node code the operation and role);
+    # add what `observe()` really shows: recorded-inputs, leases, late-inputs.
+    capabilities = frozenset({"executions"})
     framework = "the framework"
     refusals: tuple[type[BaseException], ...] = ()
+    abstract = False  # True on an intermediate base class: its client hooks are not checked
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        """Refuse, when the class is defined, an adapter that lacks a client hook it needs (the
+        bridge would only find out at the first operation): misuse is reported where it is."""
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("abstract", False):
+            return
+        unsupported = getattr(cls, "unsupported", None) or {}
+        hooks = ["client_start", "client_recover"] + ([] if "resume" in unsupported else ["client_resume"])
+        missing = [hook for hook in hooks if getattr(cls, hook) is getattr(ChildProcessAdapter, hook)]
+        if missing:
+            raise TypeError(f"{cls.__name__} (a ChildProcessAdapter) does not define {', '.join(missing)}: "
+                            "what the framework's client does in the child process (see docs/adapters.md)")
 
     def __init__(self) -> None:
         self.setup: FuzzSetup | None = None

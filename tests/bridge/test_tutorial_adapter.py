@@ -83,15 +83,27 @@ def test_the_page_covers_what_an_author_must_know():
 
 def test_an_adapter_missing_a_protocol_method_is_one_line_exit_2_before_any_step(tmp_path):
     (tmp_path / "half.py").write_text(
-        "from pymc_resume.bridge.kit import ChildProcessAdapter\n\n"
-        "class Half(ChildProcessAdapter):\n"
-        "    name = 'half'\n"
-        "    def update(self, thread, note):\n"
+        "from pymc_resume.bridge.reference_adapter import ReferenceAdapter\n\n"
+        "class Half(ReferenceAdapter):\n"
+        "    fork = observe = None\n\n"
+        "    def start(self, *args):\n"
         "        raise AssertionError('no step may run')\n"
     )
-    for command in ("profile", "fuzz"):
-        run = cli(command, "half.py:Half", "--examples", "1", cwd=tmp_path)
-        assert run.returncode == 2
-        assert run.stderr.count("\n") == 1, run.stderr
-        assert re.search(r"does not implement the adapter protocol: missing observe, fork \(", run.stderr), run.stderr
-        assert not (tmp_path / "pymc-resume-repros").exists() or not any((tmp_path / "pymc-resume-repros").iterdir())
+    (tmp_path / "nohooks.py").write_text(
+        "from pymc_resume.bridge.kit import ChildProcessAdapter\n\n"
+        "class NoHooks(ChildProcessAdapter):\n"
+        "    def client_start(self, thread):\n"
+        "        raise AssertionError('no step may run')\n\n"
+        "    fork = update = observe = client_start\n"
+    )
+    expected = {
+        "half.py:Half": r"adapter 'half.py:Half' does not implement the adapter protocol: missing observe, fork \(",
+        "nohooks.py:NoHooks": r"NoHooks \(a ChildProcessAdapter\) does not define client_recover, client_resume:",
+    }
+    for spec, message in expected.items():
+        for command in ("profile", "fuzz"):
+            run = cli(command, spec, "--examples", "1", cwd=tmp_path)
+            assert run.returncode == 2
+            assert run.stderr.count("\n") == 1, run.stderr
+            assert re.search(message, run.stderr), run.stderr
+            assert "no step may run" not in run.stderr
