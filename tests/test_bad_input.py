@@ -26,8 +26,12 @@ from pymc_resume.cli import main
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.contract import CLAUSE_IDS
 
-QUICK = settings(max_examples=60, deadline=None, derandomize=True,
-                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+QUICK = settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 THOROUGH = settings(QUICK, max_examples=250)
 
 SMALL = load_bounds("small").as_json()
@@ -68,6 +72,7 @@ def run_refused(args: list[str], folder: Path) -> None:
     children = _children()
     cwd = os.getcwd()
     os.chdir(folder)
+
     def too_long(signum, frame):
         raise TookTooLong(f"{args}: still running after {CASE_DEADLINE}s")
 
@@ -81,7 +86,8 @@ def run_refused(args: list[str], folder: Path) -> None:
         os.chdir(cwd)
     assert not isinstance(result.exception, TookTooLong), f"{args}: {result.exception}"
     assert result.exception is None or isinstance(result.exception, SystemExit), (
-        f"{args}: raised {result.exception!r}")
+        f"{args}: raised {result.exception!r}"
+    )
     lines = result.stderr.strip().splitlines()
     assert result.exit_code == 2, (args, result.exit_code, result.stdout[-500:], result.stderr[-500:])
     assert len(lines) == 1 and lines[0].startswith("pymc-resume: error: "), (args, result.stderr)
@@ -106,14 +112,26 @@ def bad_bound_files(draw) -> bytes:
     if mistake == "missing":
         del lines[draw(st.sampled_from(BOUND_KEYS))]
     elif mistake == "unknown":
-        lines[draw(st.from_regex(r"[a-z_]{1,12}", fullmatch=True).filter(lambda k: k not in BOUND_KEYS
-                                                                          and k != "description"))] = "1"
+        lines[
+            draw(
+                st.from_regex(r"[a-z_]{1,12}", fullmatch=True).filter(
+                    lambda k: k not in BOUND_KEYS and k != "description"
+                )
+            )
+        ] = "1"
     elif mistake == "value":
         lines[draw(st.sampled_from(BOUND_KEYS[1:]))] = draw(WRONG_VALUES)
     elif mistake == "node":
-        lines["nodes"] = json.dumps(["step", draw(st.text(string.ascii_letters + "-", max_size=12)
-                                                   .filter(lambda n: n not in ("step", "effect", "interrupt",
-                                                                               "gated", "effect-then-interrupt")))])
+        lines["nodes"] = json.dumps(
+            [
+                "step",
+                draw(
+                    st.text(string.ascii_letters + "-", max_size=12).filter(
+                        lambda n: n not in ("step", "effect", "interrupt", "gated", "effect-then-interrupt")
+                    )
+                ),
+            ]
+        )
     elif mistake == "nodes":
         lines["nodes"] = draw(st.sampled_from(["[]", '"step"', "1", json.dumps(["step"] * 9)]))
     text = "\n".join(f"{k} = {v}" for k, v in lines.items()) + "\n"
@@ -140,8 +158,10 @@ def _bad_bounds(tmp_path: Path, data: bytes, command: list[str]) -> None:
 
 
 @QUICK
-@given(data=bad_bound_files(), command=st.sampled_from([["check", "--quiet"], ["fuzz", "reference"],
-                                                         ["profile", "reference"]]))
+@given(
+    data=bad_bound_files(),
+    command=st.sampled_from([["check", "--quiet"], ["fuzz", "reference"], ["profile", "reference"]]),
+)
 def test_bad_bound_files_are_refused(tmp_path, data, command):
     _bad_bounds(tmp_path, data, command)
 
@@ -155,18 +175,28 @@ BAD_OPTIONS = st.one_of(
     st.tuples(st.just(["check", "--quiet", "--workers"]), st.one_of(NOT_NUMBERS, NEGATIVE_OR_ZERO)),
     st.tuples(st.just(["check", "--quiet", "--max-states"]), st.one_of(NOT_NUMBERS, NEGATIVE_OR_ZERO)),
     st.tuples(st.just(["check", "--quiet", "--max-memory"]), st.one_of(NOT_NUMBERS, NEGATIVE_OR_ZERO)),
-    st.tuples(st.just(["check", "--quiet", "--checkpoint-every"]), st.sampled_from(["nan", "inf", "-1", "x"])),
-    st.tuples(st.just(["check", "--quiet", "--mutant"]), st.text(string.ascii_letters, min_size=1, max_size=10)),
+    st.tuples(
+        st.just(["check", "--quiet", "--checkpoint-every"]), st.sampled_from(["nan", "inf", "-1", "x"])
+    ),
+    st.tuples(
+        st.just(["check", "--quiet", "--mutant"]), st.text(string.ascii_letters, min_size=1, max_size=10)
+    ),
     st.tuples(st.just(["check", "--quiet", "--bounds"]), st.sampled_from(["nosuch", "", "small.toml", "/"])),
     st.tuples(st.just(["fuzz", "reference", "--examples"]), st.one_of(NOT_NUMBERS, NEGATIVE_OR_ZERO)),
     st.tuples(st.just(["fuzz", "reference", "--steps"]), st.one_of(NOT_NUMBERS, NEGATIVE_OR_ZERO)),
     st.tuples(st.just(["fuzz", "reference", "--step-timeout"]), st.one_of(NOT_NUMBERS, NEGATIVE_OR_ZERO)),
     st.tuples(st.just(["fuzz", "reference", "--seed"]), st.sampled_from(["x", "1.5", "nan", ""])),
-    st.tuples(st.just(["fuzz", "reference", "--fault"]), st.text(string.ascii_letters, min_size=1, max_size=10)),
+    st.tuples(
+        st.just(["fuzz", "reference", "--fault"]), st.text(string.ascii_letters, min_size=1, max_size=10)
+    ),
     st.tuples(st.just(["profile", "reference", "--examples"]), st.one_of(NOT_NUMBERS, st.just("-1"))),
-    st.tuples(st.just(["profile", "reference", "--config"]), st.text(string.ascii_letters, min_size=1, max_size=10)),
+    st.tuples(
+        st.just(["profile", "reference", "--config"]), st.text(string.ascii_letters, min_size=1, max_size=10)
+    ),
     st.tuples(st.just(["profile", "reference", "--step-timeout"]), st.one_of(NOT_NUMBERS, NEGATIVE_OR_ZERO)),
-    st.tuples(st.just(["race", "reference", "--k"]), st.sampled_from(["", "1", "0", "-2", "x", "2,x", ",", "2.5"])),
+    st.tuples(
+        st.just(["race", "reference", "--k"]), st.sampled_from(["", "1", "0", "-2", "x", "2,x", ",", "2.5"])
+    ),
     st.tuples(st.just(["race", "reference", "--trials"]), st.one_of(NOT_NUMBERS, NEGATIVE_OR_ZERO)),
     st.tuples(st.just(["race", "reference", "--timeout"]), st.one_of(NOT_NUMBERS, NEGATIVE_OR_ZERO)),
     st.tuples(st.just(["matrix", "--workers"]), st.one_of(NOT_NUMBERS, NEGATIVE_OR_ZERO)),
@@ -185,45 +215,117 @@ def test_bad_option_values_are_refused(tmp_path, case):
 
 START = {"action": "start", "thread": 0, "crash": None}
 VALID_REPRO = {
-    "format": "pymc-resume-repro/1", "adapter": "reference", "adapter_options": {"fault": "persist-unvalidated"},
-    "bounds": SMALL, "clause": "checkpoint-validity",
+    "format": "pymc-resume-repro/1",
+    "adapter": "reference",
+    "adapter_options": {"fault": "persist-unvalidated"},
+    "bounds": SMALL,
+    "clause": "checkpoint-validity",
     "steps": [START, {"action": "update", "thread": 0, "value": -1}],
 }
-BAD_STEPS = st.sampled_from([
-    [], None, "start", [None], [{}], [{"action": "start"}], [{"action": "start", "thread": -1, "crash": None}],
-    [{"action": "start", "thread": 1, "crash": None}], [{"action": "resume", "thread": 0, "value": 1, "crash": None}],
-    [START, {"action": "resume", "thread": 0, "value": 99, "crash": None}],
-    [START, {"action": "resume", "thread": 0, "value": True, "crash": None}],
-    [START, {"action": "explode", "thread": 0}], [START, {"action": "fork", "thread": 0, "checkpoint": -1,
-                                                           "intent": "replay", "value": None}],
-    [START, {"action": "fork", "thread": 0, "checkpoint": 0, "intent": "sideways", "value": None}],
-    [START, {"action": "resume-together", "thread": 0, "values": [1] * 50, "window": None}],
-    [START, {"action": "resume-together", "thread": 0, "values": [1, 1], "window": "whenever"}],
-    [{"action": "start", "thread": 0, "crash": {"stage": 99, "when": "after-commit"}}],
-    [{"action": "start", "thread": 0, "crash": {"stage": 0, "when": "never"}}],
-    [{"action": "start", "thread": 0, "crash": None, "code": "os.system('x')"}],
-    [START] * 1000,
-])
+BAD_STEPS = st.sampled_from(
+    [
+        [],
+        None,
+        "start",
+        [None],
+        [{}],
+        [{"action": "start"}],
+        [{"action": "start", "thread": -1, "crash": None}],
+        [{"action": "start", "thread": 1, "crash": None}],
+        [{"action": "resume", "thread": 0, "value": 1, "crash": None}],
+        [START, {"action": "resume", "thread": 0, "value": 99, "crash": None}],
+        [START, {"action": "resume", "thread": 0, "value": True, "crash": None}],
+        [START, {"action": "explode", "thread": 0}],
+        [START, {"action": "fork", "thread": 0, "checkpoint": -1, "intent": "replay", "value": None}],
+        [START, {"action": "fork", "thread": 0, "checkpoint": 0, "intent": "sideways", "value": None}],
+        [START, {"action": "resume-together", "thread": 0, "values": [1] * 50, "window": None}],
+        [START, {"action": "resume-together", "thread": 0, "values": [1, 1], "window": "whenever"}],
+        [{"action": "start", "thread": 0, "crash": {"stage": 99, "when": "after-commit"}}],
+        [{"action": "start", "thread": 0, "crash": {"stage": 0, "when": "never"}}],
+        [{"action": "start", "thread": 0, "crash": None, "code": "os.system('x')"}],
+        [START] * 1000,
+    ]
+)
 BAD_FIELDS = st.one_of(
     st.tuples(st.just("format"), st.sampled_from([None, 1, "pymc-resume-repro/99", "", []])),
-    st.tuples(st.just("adapter"), st.sampled_from(["os:system", "shutil:rmtree", "subprocess:Popen", "builtins:eval",
-                                                    "", None, 5, ".x:Y", "nosuch", "/etc/passwd:X"])),
-    st.tuples(st.just("adapter_options"), st.sampled_from([[], "fault", {"fault": ["x"]}, {"fault": {"a": 1}},
-                                                            {"fault": "nosuch"}, {"command": "touch x"},
-                                                            {"fault": 1e400}, {"1bad": 1}])),
-    st.tuples(st.just("bounds"), st.sampled_from([None, [], {}, {**SMALL, "nodes": []}, {**SMALL, "values": 0},
-                                                   {**SMALL, "forks": 99}, {**SMALL, "nodes": ["rm -rf"]}])),
-    st.tuples(st.just("clause"), st.one_of(st.text(max_size=20).filter(lambda c: c not in CLAUSE_IDS),
-                                           st.sampled_from([None, 1, ["liveness"]]))),
+    st.tuples(
+        st.just("adapter"),
+        st.sampled_from(
+            [
+                "os:system",
+                "shutil:rmtree",
+                "subprocess:Popen",
+                "builtins:eval",
+                "",
+                None,
+                5,
+                ".x:Y",
+                "nosuch",
+                "/etc/passwd:X",
+            ]
+        ),
+    ),
+    st.tuples(
+        st.just("adapter_options"),
+        st.sampled_from(
+            [
+                [],
+                "fault",
+                {"fault": ["x"]},
+                {"fault": {"a": 1}},
+                {"fault": "nosuch"},
+                {"command": "touch x"},
+                {"fault": 1e400},
+                {"1bad": 1},
+            ]
+        ),
+    ),
+    st.tuples(
+        st.just("bounds"),
+        st.sampled_from(
+            [
+                None,
+                [],
+                {},
+                {**SMALL, "nodes": []},
+                {**SMALL, "values": 0},
+                {**SMALL, "forks": 99},
+                {**SMALL, "nodes": ["rm -rf"]},
+            ]
+        ),
+    ),
+    st.tuples(
+        st.just("clause"),
+        st.one_of(
+            st.text(max_size=20).filter(lambda c: c not in CLAUSE_IDS),
+            st.sampled_from([None, 1, ["liveness"]]),
+        ),
+    ),
     st.tuples(st.just("steps"), BAD_STEPS),
     st.tuples(st.just("replay_attempts"), st.sampled_from([0, -1, 21, 10**6, "10", 1.5, True])),
     st.tuples(st.just("seed"), st.sampled_from(["1", 1.5, [1]])),
     st.tuples(st.just("violated_at"), st.sampled_from([-1, "later", 10**9, 1.5])),
-    st.tuples(st.text(string.ascii_lowercase, min_size=1, max_size=10).filter(
-        lambda k: k not in VALID_REPRO and k not in ("adapter_version", "pymc_resume_version", "seed", "clauses",
-                                                      "violated_at", "outcomes", "observed", "confirmed_by_replay",
-                                                      "replay_attempts", "adapter_options")),
-              st.just("surprise")),
+    st.tuples(
+        st.text(string.ascii_lowercase, min_size=1, max_size=10).filter(
+            lambda k: (
+                k not in VALID_REPRO
+                and k
+                not in (
+                    "adapter_version",
+                    "pymc_resume_version",
+                    "seed",
+                    "clauses",
+                    "violated_at",
+                    "outcomes",
+                    "observed",
+                    "confirmed_by_replay",
+                    "replay_attempts",
+                    "adapter_options",
+                )
+            )
+        ),
+        st.just("surprise"),
+    ),
 )
 
 
@@ -233,7 +335,9 @@ def bad_repro_files(draw) -> bytes:
     if kind == "bytes":
         return draw(st.binary(max_size=64).filter(lambda b: not _json(b)))
     if kind == "json":
-        return json.dumps(draw(st.sampled_from([[], 1, "repro", None, {"format": "pymc-resume-repro/1"}]))).encode()
+        return json.dumps(
+            draw(st.sampled_from([[], 1, "repro", None, {"format": "pymc-resume-repro/1"}]))
+        ).encode()
     key, value = draw(BAD_FIELDS)
     return json.dumps({**VALID_REPRO, key: value}).encode()
 
@@ -276,11 +380,31 @@ ADAPTER_FILES = {
 def bad_adapter_specs(draw) -> str:
     # Module names no installed package has (never import a real module by chance).
     nosuch = draw(st.from_regex(r"pymc_nosuch_[a-z]{1,8}(\.[a-z]{1,5})?", fullmatch=True))
-    return draw(st.sampled_from([
-        "", ":", "::", ".x:Y", "..x:Y", f"{nosuch}:Adapter", f"{nosuch}", f"{nosuch}.py:Adapter",
-        "pymc_resume:Nope", "pymc_resume.bridge.session:Session", "os:system", "os.path:join", "1abc:X",
-        "a b:C", "x:", ":Y", "x:1Y", *(f"{name}:Adapter" for name in ADAPTER_FILES), "missing/dir/a.py:A",
-    ]))
+    return draw(
+        st.sampled_from(
+            [
+                "",
+                ":",
+                "::",
+                ".x:Y",
+                "..x:Y",
+                f"{nosuch}:Adapter",
+                f"{nosuch}",
+                f"{nosuch}.py:Adapter",
+                "pymc_resume:Nope",
+                "pymc_resume.bridge.session:Session",
+                "os:system",
+                "os.path:join",
+                "1abc:X",
+                "a b:C",
+                "x:",
+                ":Y",
+                "x:1Y",
+                *(f"{name}:Adapter" for name in ADAPTER_FILES),
+                "missing/dir/a.py:A",
+            ]
+        )
+    )
 
 
 @QUICK
@@ -294,22 +418,34 @@ def test_bad_adapter_specs_are_refused(tmp_path, spec, command):
 
 # -- 5. output paths --------------------------------------------------------------------------
 
+
 @st.composite
 def bad_output_paths(draw, folder: Path) -> str:
-    return draw(st.sampled_from([
-        str(folder),  # a folder, not a file
-        str(folder / "file.txt" / "out.json"),  # under a file
-        "/proc/pymc-resume-out.json",  # not writable
-        "/dev/null/out.json",
-        str(folder / ("x" * 300) / "out.json"),  # a name too long
-    ]))
+    return draw(
+        st.sampled_from(
+            [
+                str(folder),  # a folder, not a file
+                str(folder / "file.txt" / "out.json"),  # under a file
+                "/proc/pymc-resume-out.json",  # not writable
+                "/dev/null/out.json",
+                str(folder / ("x" * 300) / "out.json"),  # a name too long
+            ]
+        )
+    )
 
 
 @QUICK
-@given(data=st.data(), command=st.sampled_from([
-    ["check", "--quiet", "--bounds", "b.toml"], ["fuzz", "reference", "--bounds", "b.toml", "--examples", "1"],
-    ["matrix", "--bounds", "b.toml", "--workers", "1"], ["profile", "reference", "--bounds", "b.toml",
-                                                          "--examples", "0"]]))
+@given(
+    data=st.data(),
+    command=st.sampled_from(
+        [
+            ["check", "--quiet", "--bounds", "b.toml"],
+            ["fuzz", "reference", "--bounds", "b.toml", "--examples", "1"],
+            ["matrix", "--bounds", "b.toml", "--workers", "1"],
+            ["profile", "reference", "--bounds", "b.toml", "--examples", "0"],
+        ]
+    ),
+)
 def test_unwritable_outputs_are_refused_before_any_work(tmp_path, data, command):
     folder = _fresh(tmp_path)
     (folder / "b.toml").write_text(VALID_BOUNDS_TOML)
@@ -320,20 +456,43 @@ def test_unwritable_outputs_are_refused_before_any_work(tmp_path, data, command)
 
 # -- 6. checkpoint folders --------------------------------------------------------------------
 
+
 @st.composite
 def bad_checkpoint_folders(draw) -> dict[str, bytes]:
     """Files for a checkpoint folder: a pointer to a missing or damaged snapshot, random files."""
     level = draw(st.sampled_from(["level-000003", "level-x", "../../etc", "", "level-000001"]))
     files = {"current": draw(st.sampled_from([level.encode() + b"\n", b"", b"\xff\xfe", b"current\n"]))}
     if draw(st.booleans()) and level.startswith("level-"):
-        names = draw(st.lists(st.sampled_from(["manifest.json", "partition-0.pickle", "inbound-0.pickle",
-                                               "partition-0.data", "manifest"]), max_size=4, unique=True))
+        names = draw(
+            st.lists(
+                st.sampled_from(
+                    [
+                        "manifest.json",
+                        "partition-0.pickle",
+                        "inbound-0.pickle",
+                        "partition-0.data",
+                        "manifest",
+                    ]
+                ),
+                max_size=4,
+                unique=True,
+            )
+        )
         for name in names:
-            files[f"{level}/{name}"] = draw(st.one_of(
-                st.binary(max_size=64),
-                st.sampled_from([b"{}", b"[]", json.dumps({"format": 2, "partitions": 1}).encode(),
-                                 b"cos\nsystem\n(S'touch MARKER'\ntR.", b"\x80\x04K\x01."]),
-            ))
+            files[f"{level}/{name}"] = draw(
+                st.one_of(
+                    st.binary(max_size=64),
+                    st.sampled_from(
+                        [
+                            b"{}",
+                            b"[]",
+                            json.dumps({"format": 2, "partitions": 1}).encode(),
+                            b"cos\nsystem\n(S'touch MARKER'\ntR.",
+                            b"\x80\x04K\x01.",
+                        ]
+                    ),
+                )
+            )
     return files
 
 
@@ -351,6 +510,7 @@ def test_bad_checkpoint_folders_are_refused(tmp_path, files):
 
 
 # -- the slow set: the same generators, many more cases ---------------------------------------
+
 
 @pytest.mark.slow
 @THOROUGH

@@ -17,13 +17,31 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pymc_resume"
 
-FRAMEWORKS = ("langgraph", "langchain", "langchain_core", "langsmith", "crewai", "pydantic_graph",
-              "pydantic_ai", "agent_framework", "llama_index", "workflows", "ray")
+FRAMEWORKS = (
+    "langgraph",
+    "langchain",
+    "langchain_core",
+    "langsmith",
+    "crewai",
+    "pydantic_graph",
+    "pydantic_ai",
+    "agent_framework",
+    "llama_index",
+    "workflows",
+    "ray",
+)
 FRAMEWORK_HOMES = ("bridge/*_adapter.py", "gate/*")
 FOUNDATIONS = ("pymc_resume.errors", "pymc_resume.files")
 FORBIDDEN = {  # folder -> project modules it must not import
-    "model/": ("pymc_resume.bridge", "pymc_resume.cli", "pymc_resume.check", "pymc_resume.matrix",
-               "pymc_resume.race", "pymc_resume.gate", "pymc_resume.runtime"),
+    "model/": (
+        "pymc_resume.bridge",
+        "pymc_resume.cli",
+        "pymc_resume.check",
+        "pymc_resume.matrix",
+        "pymc_resume.race",
+        "pymc_resume.gate",
+        "pymc_resume.runtime",
+    ),
 }
 
 
@@ -37,8 +55,13 @@ def imported_modules(source: str) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.add(node.module)
             names.update(f"{node.module}.{alias.name}" for alias in node.names)
-        elif (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "import_module"
-              and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", None) == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
             names.add(node.args[0].value)
     return names
 
@@ -58,8 +81,11 @@ def layer_violations(relative: str, source: str) -> list[str]:
         for folder, forbidden in FORBIDDEN.items():
             if relative.startswith(folder) and any(_within(name, f) for f in forbidden):
                 found.append(f"{relative} imports {name}, outside its layer")
-        if relative.startswith("explore/") and _within(name, "pymc_resume") and not (
-                _within(name, "pymc_resume.explore") or any(_within(name, f) for f in FOUNDATIONS)):
+        if (
+            relative.startswith("explore/")
+            and _within(name, "pymc_resume")
+            and not (_within(name, "pymc_resume.explore") or any(_within(name, f) for f in FOUNDATIONS))
+        ):
             found.append(f"{relative} imports {name}: the explorer knows nothing of the project")
     return found
 

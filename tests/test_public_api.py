@@ -9,8 +9,10 @@ import pymc_resume.model
 
 
 def test_import_pymc_resume_loads_no_framework_and_no_hypothesis():
-    code = ("import pymc_resume, sys; print(pymc_resume.__all__); "
-            "assert 'langgraph' not in sys.modules and 'hypothesis' not in sys.modules")
+    code = (
+        "import pymc_resume, sys; print(pymc_resume.__all__); "
+        "assert 'langgraph' not in sys.modules and 'hypothesis' not in sys.modules"
+    )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert "explore" in run.stdout and "contract_test_case" in run.stdout

@@ -22,8 +22,14 @@ DEADLINE = 60.0
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pymc_resume", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=DEADLINE, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "pymc_resume", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def assert_refused(run: subprocess.CompletedProcess) -> None:
@@ -44,18 +50,27 @@ class Payload:
 
 
 def repro(**changes) -> dict:
-    return {"format": "pymc-resume-repro/1", "adapter": "reference", "adapter_options": {},
-            "bounds": load_bounds("small").as_json(), "clause": "checkpoint-validity",
-            "steps": [START, {"action": "update", "thread": 0, "value": -1}], **changes}
+    return {
+        "format": "pymc-resume-repro/1",
+        "adapter": "reference",
+        "adapter_options": {},
+        "bounds": load_bounds("small").as_json(),
+        "clause": "checkpoint-validity",
+        "steps": [START, {"action": "update", "thread": 0, "value": -1}],
+        **changes,
+    }
 
 
-@pytest.mark.parametrize("adapter, options", [
-    ("os:system", {"command": "touch MARKER"}),
-    ("subprocess:call", {"args": "touch MARKER", "shell": True}),
-    ("shutil:rmtree", {"path": "victim"}),
-    ("builtins:exec", {"source": "open('MARKER', 'w')"}),
-    ("pymc_resume.bridge.repro:write_repro", {"directory": "MARKER", "document": "x"}),
-])
+@pytest.mark.parametrize(
+    "adapter, options",
+    [
+        ("os:system", {"command": "touch MARKER"}),
+        ("subprocess:call", {"args": "touch MARKER", "shell": True}),
+        ("shutil:rmtree", {"path": "victim"}),
+        ("builtins:exec", {"source": "open('MARKER', 'w')"}),
+        ("pymc_resume.bridge.repro:write_repro", {"directory": "MARKER", "document": "x"}),
+    ],
+)
 @pytest.mark.parametrize("extra", [[], ["--fault", "none"]])
 def test_a_repro_naming_any_callable_runs_nothing(tmp_path, adapter, options, extra):
     (tmp_path / "victim").mkdir()
@@ -67,8 +82,9 @@ def test_a_repro_naming_any_callable_runs_nothing(tmp_path, adapter, options, ex
 
 
 def test_an_allowed_adapter_that_is_no_adapter_class_still_runs_nothing(tmp_path):
-    (tmp_path / "repro.json").write_text(json.dumps(repro(adapter="os:system",
-                                                          adapter_options={"command": "touch MARKER"})))
+    (tmp_path / "repro.json").write_text(
+        json.dumps(repro(adapter="os:system", adapter_options={"command": "touch MARKER"}))
+    )
     run = cli("replay", "repro.json", "--allow-adapter", "os:system", cwd=tmp_path)
     assert_refused(run)
     assert "not a class" in run.stderr and not (tmp_path / "MARKER").exists()
@@ -77,8 +93,21 @@ def test_an_allowed_adapter_that_is_no_adapter_class_still_runs_nothing(tmp_path
 def test_a_crafted_checkpoint_folder_runs_nothing(tmp_path):
     """A real checkpoint folder whose files are replaced, one at a time, by a pickle that would
     run `touch MARKER`: every recovery refuses it in one line, and nothing runs."""
-    made = cli("check", "--bounds", "small", "--quiet", "--workers", "1", "--checkpoint-dir", "ck",
-               "--checkpoint-every", "0", "--max-states", "3000", cwd=tmp_path)
+    made = cli(
+        "check",
+        "--bounds",
+        "small",
+        "--quiet",
+        "--workers",
+        "1",
+        "--checkpoint-dir",
+        "ck",
+        "--checkpoint-every",
+        "0",
+        "--max-states",
+        "3000",
+        cwd=tmp_path,
+    )
     assert made.returncode == 2, made.stderr  # stopped by the state limit: nothing proved
     files = [path for path in (tmp_path / "ck").rglob("*") if path.is_file()]
     assert files
@@ -102,18 +131,21 @@ def test_a_fifo_is_refused_instead_of_read(tmp_path):
     assert_refused(cli("check", "--bounds", "bounds.toml", cwd=tmp_path))
 
 
-@pytest.mark.parametrize("args", [
-    ["replay", "repro.json", "--step-timeout", "nan"],
-    ["replay", "repro.json", "--step-timeout", "inf"],
-    ["fuzz", "reference", "--step-timeout", "nan"],
-    ["fuzz", ".x:Y"],
-    ["fuzz", "raises.py:Adapter"],
-    ["fuzz", "exits.py:Adapter"],
-    ["check", "--bounds", "latin1.toml"],
-    ["replay", "latin1.json"],
-    ["check", "--bounds", "small", "--json", "/proc/out.json"],
-    ["fuzz", "reference", "--examples", "1", "--json", "/proc/out.json"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["replay", "repro.json", "--step-timeout", "nan"],
+        ["replay", "repro.json", "--step-timeout", "inf"],
+        ["fuzz", "reference", "--step-timeout", "nan"],
+        ["fuzz", ".x:Y"],
+        ["fuzz", "raises.py:Adapter"],
+        ["fuzz", "exits.py:Adapter"],
+        ["check", "--bounds", "latin1.toml"],
+        ["replay", "latin1.json"],
+        ["check", "--bounds", "small", "--json", "/proc/out.json"],
+        ["fuzz", "reference", "--examples", "1", "--json", "/proc/out.json"],
+    ],
+)
 def test_inputs_that_used_to_crash_the_process_give_one_line(tmp_path, args):
     (tmp_path / "repro.json").write_text(json.dumps(repro()))
     (tmp_path / "raises.py").write_text("raise RuntimeError('broken at import')\n")

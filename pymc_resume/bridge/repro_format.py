@@ -31,8 +31,18 @@ MAX_TEXT = 10_000  # characters of any one string (reasons, versions, adapter na
 
 # Keys every repro has, and the ones it may have; anything else is refused.
 REQUIRED = ("format", "adapter", "bounds", "clause", "steps")
-OPTIONAL = ("adapter_options", "adapter_version", "pymc_resume_version", "seed", "clauses",
-            "violated_at", "outcomes", "observed", "confirmed_by_replay", "replay_attempts")
+OPTIONAL = (
+    "adapter_options",
+    "adapter_version",
+    "pymc_resume_version",
+    "seed",
+    "clauses",
+    "violated_at",
+    "outcomes",
+    "observed",
+    "confirmed_by_replay",
+    "replay_attempts",
+)
 
 # Per action: the keys its steps carry besides "action" and "thread" ("outcome", recorded by
 # the fuzzer, is always allowed and never read).
@@ -91,8 +101,10 @@ def validate_repro(document: object, where: str = "repro") -> dict:
     if not isinstance(document, dict):
         raise ReproError(f"{where} is not a pymc-resume repro (a JSON object is expected)")
     if document.get("format") not in FORMATS:
-        raise ReproError(f"{where} is not a pymc-resume repro (expected format {FORMATS[-1]!r}, "
-                         f"got {_short(document.get('format'))})")
+        raise ReproError(
+            f"{where} is not a pymc-resume repro (expected format {FORMATS[-1]!r}, "
+            f"got {_short(document.get('format'))})"
+        )
     for key in REQUIRED:
         if key not in document:
             raise ReproError(f"{where}: missing key {key!r}")
@@ -114,8 +126,9 @@ def validate_repro(document: object, where: str = "repro") -> dict:
     bounds = repro_bounds(document, where)
     clause = document["clause"]
     if clause not in CLAUSE_IDS:
-        raise ReproError(f"{where}: 'clause' is {_short(clause)}, not a contract id "
-                         f"({', '.join(CLAUSE_IDS)})")
+        raise ReproError(
+            f"{where}: 'clause' is {_short(clause)}, not a contract id ({', '.join(CLAUSE_IDS)})"
+        )
     clauses = document.get("clauses")
     if clauses is not None:
         if not isinstance(clauses, dict) or not set(clauses) <= set(CLAUSE_IDS):
@@ -168,8 +181,9 @@ def validate_steps(steps: object, bounds: Bounds, where: str) -> None:
             raise ReproError(f"{at}: unknown key {_short(sorted(unknown, key=str)[0])} for {action!r}")
         thread = step.get("thread")
         if not (_integer(thread) and 0 <= thread < min(threads, MAX_THREADS)):
-            raise ReproError(f"{at}: 'thread' must name an existing thread (0 to {threads - 1}), "
-                             f"got {_short(thread)}")
+            raise ReproError(
+                f"{at}: 'thread' must name an existing thread (0 to {threads - 1}), got {_short(thread)}"
+            )
         if action != "start" and thread not in started:
             raise ReproError(f"{at}: thread {thread} is used before it was started")
         if action == "start":
@@ -183,7 +197,7 @@ def _check_arguments(step: dict, action: str, at: str, end: int, valid: set[int]
     crash = step.get("crash")
     if crash is not None:
         if not isinstance(crash, dict) or set(crash) != {"stage", "when"}:
-            raise ReproError(f"{at}: 'crash' must be null or {{\"stage\": S, \"when\": W}}")
+            raise ReproError(f'{at}: \'crash\' must be null or {{"stage": S, "when": W}}')
         if not (_integer(crash["stage"]) and 0 <= crash["stage"] < end):
             raise ReproError(f"{at}: crash 'stage' must be from 0 to {end - 1}")
         if crash["when"] not in CRASH_POINTS:
@@ -192,10 +206,14 @@ def _check_arguments(step: dict, action: str, at: str, end: int, valid: set[int]
         raise ReproError(f"{at}: 'value' must be one of {sorted(valid)} or {INVALID} (schema-invalid)")
     if action == "resume-together":
         values = step.get("values")
-        if not (isinstance(values, list) and 2 <= len(values) <= max(2, bounds.processes)
-                and all(_integer(v) and v in valid for v in values)):
-            raise ReproError(f"{at}: 'values' must list 2 to {max(2, bounds.processes)} values "
-                             f"from {sorted(valid)}")
+        if not (
+            isinstance(values, list)
+            and 2 <= len(values) <= max(2, bounds.processes)
+            and all(_integer(v) and v in valid for v in values)
+        ):
+            raise ReproError(
+                f"{at}: 'values' must list 2 to {max(2, bounds.processes)} values from {sorted(valid)}"
+            )
         if step.get("window") not in (None, *RACE_WINDOWS):
             raise ReproError(f"{at}: 'window' must be null or one of {', '.join(RACE_WINDOWS)}")
         order = step.get("order")
@@ -209,7 +227,7 @@ def _check_arguments(step: dict, action: str, at: str, end: int, valid: set[int]
             raise ReproError(f"{at}: 'checkpoint' must be a checkpoint index")
         intent, value = step.get("intent"), step.get("value")
         if intent not in ("replay", "edit"):
-            raise ReproError(f"{at}: 'intent' must be \"replay\" or \"edit\"")
+            raise ReproError(f'{at}: \'intent\' must be "replay" or "edit"')
         if intent == "replay" and value is not None:
             raise ReproError(f"{at}: a replay fork takes no 'value'")
         if intent == "edit" and value not in valid:

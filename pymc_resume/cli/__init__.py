@@ -78,13 +78,15 @@ def main() -> None:
 
 def _register_commands() -> None:
     # Imported here so that each command module can import `main` from this package.
-    from pymc_resume.cli import check  # noqa: F401
-    from pymc_resume.cli import explore  # noqa: F401
-    from pymc_resume.cli import matrix  # noqa: F401
-    from pymc_resume.cli import fuzz  # noqa: F401
-    from pymc_resume.cli import replay  # noqa: F401
-    from pymc_resume.cli import race  # noqa: F401
-    from pymc_resume.cli import profile  # noqa: F401
+    from pymc_resume.cli import (
+        check,  # noqa: F401
+        explore,  # noqa: F401
+        fuzz,  # noqa: F401
+        matrix,  # noqa: F401
+        profile,  # noqa: F401
+        race,  # noqa: F401
+        replay,  # noqa: F401
+    )
 
 
 _register_commands()
