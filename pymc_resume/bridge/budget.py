@@ -10,7 +10,10 @@ reports everything found so far.
 
 from __future__ import annotations
 
+import signal
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import attrs
 
@@ -31,6 +34,7 @@ class Budget:
     max_seconds: float | None = None
     shrink_seconds: float | None = None
     started: float = attrs.Factory(time.monotonic)
+    interrupted: Callable[[], BaseException] | None = None  # set by a signal: see `stop_on_signal`
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
@@ -55,7 +59,10 @@ class Budget:
         return min(ends) if ends else None
 
     def check(self, shrink_until: float | None = None) -> None:
-        """Raise BudgetSpent when the run's budget, or the shrink ending at `shrink_until`, ran out."""
+        """Raise BudgetSpent when the run's budget, or the shrink ending at `shrink_until`, ran out
+        (or what a signal asked for, see `stop_on_signal`)."""
+        if self.interrupted is not None:
+            raise self.interrupted()
         if self.spent():
             raise BudgetSpent(whole_run=True)
         if shrink_until is not None and time.monotonic() >= shrink_until:
@@ -68,3 +75,21 @@ class Budget:
 def past(deadline: float | None) -> bool:
     """Whether `deadline` (a `time.monotonic()` value, or None for none) has passed."""
     return deadline is not None and time.monotonic() >= deadline
+
+
+@contextmanager
+def stop_on_signal(budget: Budget, signum: int, exception: Callable[[], BaseException]) -> Iterator[None]:
+    """While the body runs, signal `signum` raises `exception()` where the run is, and also
+    marks the budget, so that the next check raises it again: a raise from a signal handler
+    can land where it is swallowed (a garbage-collector callback, a `__del__`), and a run must
+    not go on after SIGTERM because of that."""
+
+    def handler(signum, frame):
+        budget.interrupted = exception
+        raise exception()
+
+    previous = signal.signal(signum, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signum, previous)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import click
 
-from pymc_resume.cli import main
+from pymc_resume.cli import Terminated, main
 from pymc_resume.cli.errors import fail
 from pymc_resume.cli.options import Seconds, adapter_option_flag, adapter_options
 from pymc_resume.cli.paths import writable_file, writable_folder
@@ -56,7 +57,7 @@ AS_MANY_AS_TIME_ALLOWS = 10**9
 def fuzz_command(adapter, examples, steps, seed, fault, bounds_name, repro_dir, step_timeout, max_seconds,
                  shrink_seconds, no_shrink, json_path, adapter_option_pairs):
     """Fuzz ADAPTER (`reference`, or module:Class) with the model's client actions."""
-    from pymc_resume.bridge.budget import Budget
+    from pymc_resume.bridge.budget import Budget, stop_on_signal
     from pymc_resume.bridge.fuzz import run_fuzz
 
     try:
@@ -73,11 +74,13 @@ def fuzz_command(adapter, examples, steps, seed, fault, bounds_name, repro_dir, 
         examples, batch = (DEFAULT_EXAMPLES, None) if max_seconds is None else (AS_MANY_AS_TIME_ALLOWS,
                                                                                   DEFAULT_EXAMPLES)
     publish = None if json_path is None else (lambda so_far: write_json(json_path, so_far.as_json()))
-    report = run_fuzz(
-        adapter, options, bounds, examples=examples, steps=steps, seed=seed, repro_dir=repro_dir,
-        use_database=use_database, step_timeout=step_timeout, shrink=not no_shrink,
-        budget=Budget(max_seconds, shrink_seconds), publish=publish, batch=batch,
-    )
+    budget = Budget(max_seconds, shrink_seconds)
+    with stop_on_signal(budget, signal.SIGTERM, Terminated):
+        report = run_fuzz(
+            adapter, options, bounds, examples=examples, steps=steps, seed=seed, repro_dir=repro_dir,
+            use_database=use_database, step_timeout=step_timeout, shrink=not no_shrink,
+            budget=budget, publish=publish, batch=batch,
+        )
     if report.error is not None:
         raise AdapterError(f"adapter {adapter!r}: {report.error}")
     click.echo(fuzz_text(report, shrunk=not no_shrink))

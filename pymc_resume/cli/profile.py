@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections import defaultdict
 
 import click
 
-from pymc_resume.cli import main
+from pymc_resume.cli import Terminated, main
 from pymc_resume.cli.errors import fail
 from pymc_resume.cli.options import Seconds, adapter_option_flag, adapter_options
 from pymc_resume.cli.paths import writable_file, writable_folder
@@ -57,7 +58,7 @@ def profile_command(adapter, every, only_configs, examples, steps, seed, bounds_
                     adapter_option_pairs):
     """The conformance profile of ADAPTER (a framework such as `langgraph`, a built-in adapter
     name, or module:Class), or of every framework with --all."""
-    from pymc_resume.bridge.budget import Budget
+    from pymc_resume.bridge.budget import Budget, stop_on_signal
     from pymc_resume.bridge.profile import run_profile
     from pymc_resume.bridge.registry import AdapterSpecError, all_families, family_of
 
@@ -94,22 +95,23 @@ def profile_command(adapter, every, only_configs, examples, steps, seed, bounds_
         if json_path:
             write_json(json_path, _document(bounds, seed, examples, [*profiles, current], skipped))
 
-    for family, configuration in runs:
-        if budget.spent():
-            skipped.append({"adapter": family.name, "config": configuration.name,
-                            "reason": f"not run: {budget.stopped_reason()}", "install": None})
-            continue
-        try:
-            profiles.append(run_profile(
-                family.name, configuration, bounds, examples=examples, steps=steps, seed=seed,
-                repro_dir=repro_dir, step_timeout=step_timeout, shrink=not no_shrink,
-                progress=lambda message: click.echo(message, err=True), budget=budget, publish=publish,
-            ))
-        except (AdapterSpecError, AdapterError) as error:
-            if not every:
-                raise
-            skipped.append({"adapter": family.name, "config": configuration.name, "reason": str(error),
-                            "install": family.install})
+    with stop_on_signal(budget, signal.SIGTERM, Terminated):
+        for family, configuration in runs:
+            if budget.spent():
+                skipped.append({"adapter": family.name, "config": configuration.name,
+                                "reason": f"not run: {budget.stopped_reason()}", "install": None})
+                continue
+            try:
+                profiles.append(run_profile(
+                    family.name, configuration, bounds, examples=examples, steps=steps, seed=seed,
+                    repro_dir=repro_dir, step_timeout=step_timeout, shrink=not no_shrink,
+                    progress=lambda message: click.echo(message, err=True), budget=budget, publish=publish,
+                ))
+            except (AdapterSpecError, AdapterError) as error:
+                if not every:
+                    raise
+                skipped.append({"adapter": family.name, "config": configuration.name, "reason": str(error),
+                                "install": family.install})
     if json_path:
         write_json(json_path, _document(bounds, seed, examples, profiles, skipped))
     if markdown_path:
