@@ -26,8 +26,7 @@ class Seconds(click.ParamType):
             except ValueError:
                 self.fail(f"{value!r} is not a number of seconds", param, ctx)
         if not math.isfinite(seconds) or not self.low <= seconds <= self.high:
-            self.fail(f"{value!r} is not a number of seconds from {self.low:g} to {self.high:g}",
-                      param, ctx)
+            self.fail(f"{value!r} is not a number of seconds from {self.low:g} to {self.high:g}", param, ctx)
         return seconds
 
 
@@ -70,7 +69,11 @@ def adapter_options(pairs, fixed: dict | None = None) -> dict:
 def adapter_option_flag(function):
     """The `--adapter-option KEY=VALUE` flag (repeatable), shared by `fuzz` and `profile`."""
     return click.option(
-        "--adapter-option", "adapter_option_pairs", type=AdapterOption(), multiple=True, metavar="KEY=VALUE",
+        "--adapter-option",
+        "adapter_option_pairs",
+        type=AdapterOption(),
+        multiple=True,
+        metavar="KEY=VALUE",
         help="A keyword argument of the adapter's constructor (repeatable); VALUE is read as a JSON "
-             "scalar when it parses as one, else as a string.",
+        "scalar when it parses as one, else as a string.",
     )(function)
