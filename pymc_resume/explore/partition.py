@@ -15,7 +15,7 @@ from array import array
 from collections.abc import Callable, Hashable
 
 from pymc_resume.explore import persisted, snapshot
-from pymc_resume.explore.plain import PlainCodec, fits_plain_codec
+from pymc_resume.explore.plain import PlainCodec, fits_plain_codec, tuple_mapper
 from pymc_resume.explore.result import DEADLOCK
 from pymc_resume.explore.stable_hash import stable_hash
 from pymc_resume.explore.validate import ValidModel
@@ -147,12 +147,19 @@ class Partition:
             if tables is not None:
                 source, delta = tables
                 self.codec.absorb(self.translations[source], delta)
-                translate, translation = self.codec.translate, self.translations[source]
-                candidates = [(translate(key, translation), parent) for key, parent in candidates]
+                candidates = self._translated(candidates, self.translations[source])
             elif self.encode and not self.wire:
                 candidates = [(self.encode(state), parent) for state, parent in candidates]
             taken.append((candidates, repeats, None))
         self.carry[:0] = taken
+
+    def _translated(self, candidates: list, translation) -> list:
+        """Another partition's candidates with our keys (a wire codec's translation)."""
+        batch = getattr(self.codec, "translate_batch", None)
+        if batch is not None:
+            return batch(candidates, translation)
+        translate = self.codec.translate
+        return [(translate(key, translation), parent) for key, parent in candidates]
 
     def gid(self, local_id: int) -> int:
         return local_id * self.count + self.index
@@ -224,8 +231,7 @@ class Partition:
             if tables is not None:  # another partition's keys, and its new table entries
                 source, delta = tables
                 self.codec.absorb(self.translations[source], delta)
-                translate, translation = self.codec.translate, self.translations[source]
-                candidates = [(translate(key, translation), parent) for key, parent in candidates]
+                candidates = self._translated(candidates, self.translations[source])
                 self._admit_batch(candidates, repeats, level, fresh, encoded=True)
             else:
                 self._admit_batch(candidates, repeats, level, fresh, encoded=self.wire)
@@ -306,8 +312,11 @@ class Partition:
         encode_own = self.encode if self.encode and not self.wire else None
         # The plain codec's encoding of a tuple state, inlined: a method call per successor
         # cost as much as the encoding itself. (Bound per step: a restore refills the table.)
-        plain_ids = self.codec.values.ids.__getitem__ if self.key_hash is not None else None
-        part_hash = self.codec.value_hashes().__getitem__ if self.key_hash is not None else None
+        # `plain_map` is straight-line code for the length of this level's first key (see
+        # `tuple_mapper`); a tuple of another length raises ValueError: the general path.
+        plain_map = tuple_mapper(len(fresh[0]) if fresh and type(fresh[0]) is tuple else 0)
+        plain_ids = self.codec.values.ids if self.key_hash is not None else None
+        part_hashes = self.codec.value_hashes() if self.key_hash is not None else None
         key_hash, state_hash = self.key_hash, self.state_hash
         canonical = self.canonical
         decode, check = self.decode, self._check
@@ -334,8 +343,8 @@ class Partition:
                 world = canonical(successor) if canonical else successor
                 if plain_ids is not None and type(world) is tuple:
                     try:
-                        key = tuple(map(plain_ids, world))  # as PlainCodec.encode
-                    except KeyError:  # a field value never seen: interned by the codec
+                        key = plain_map(world, plain_ids)  # as PlainCodec.encode
+                    except (KeyError, ValueError):  # a value never seen, or another length
                         key = encode(world)
                 elif encode_own:
                     key = encode_own(world) if self.owner(world) == own else world
@@ -351,10 +360,11 @@ class Partition:
                 if sighted is None:
                     if count == 1:
                         owner = 0
-                    elif part_hash is not None and type(world) is tuple:
+                    elif part_hashes is not None and type(world) is tuple:
                         try:  # inlined PlainCodec.owner_hash of a plain tuple: as owner_of
-                            owner = hash(tuple(map(part_hash, key))) % PRIME % count
-                        except IndexError:  # a value interned since the step began
+                            owner = hash(plain_map(key, part_hashes)) % PRIME % count
+                        except (IndexError, ValueError):  # a value interned since the step
+                            # began, or a tuple of another length
                             owner = key_hash(key) % PRIME % count
                     elif key_hash is not None:
                         owner = key_hash(key) % PRIME % count  # as owner_of, from the tables

@@ -26,6 +26,7 @@ whole instead.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Hashable
 
 from pymc_resume.explore.codec import Interner, InternerTables
@@ -45,6 +46,33 @@ def _class_named(module: str, qualname: str) -> type:
     looked up only among modules already imported (the model's are), never imported, and must
     be a plain data class: a crafted table naming `os.system` is a ValueError, not a call."""
     return resolve_class(module, qualname)
+
+
+@functools.lru_cache(maxsize=256)
+def tuple_mapper(arity: int) -> Callable[[tuple, object], tuple]:
+    """`mapper(values, table)` is `tuple(map(table.__getitem__, values))` for `arity` values, as
+    straight-line code generated once per arity: `(table[f0], table[f1], ...)`. It encodes a
+    plain tuple state (table: the values' ids), hashes a key for its owner (the values'
+    hashes) and translates another partition's key (its translation): what every successor
+    and every state crossing pays. TwoPhase, 4 fields: 330-360 ns against 460-510 for the map,
+    which calls a method-wrapper per field. Like the map it raises KeyError or IndexError for
+    a value not in `table`; for a tuple of another length it raises ValueError."""
+    if not 0 < arity <= 64:
+        return lambda values, table: tuple(map(table.__getitem__, values))
+    fields = [f"f{i}" for i in range(arity)]
+    source = (f"def mapper(values, table):\n    {', '.join(fields)}, = values\n"
+              f"    return ({', '.join(f'table[{field}]' for field in fields)},)\n")
+    namespace: dict = {}
+    exec(source, namespace)  # noqa: S102 - our own text: the names f0..f63 and nothing else
+    return namespace["mapper"]
+
+
+class _NotPlain(Exception):
+    """A batch holds a key other than a plain tuple's of one length: the general path."""
+
+
+def _not_plain() -> bool:
+    raise _NotPlain
 
 
 class _Shape:
@@ -134,6 +162,19 @@ class PlainCodec(InternerTables):
         if not key or key[0] >= 0:
             return tuple(map(values.__getitem__, key))
         return (-1 - shapes[-1 - key[0]], *map(values.__getitem__, key[1:]))
+
+    def translate_batch(self, candidates: list, translation: list[list[int]]) -> list:
+        """`translate` of each (key, parent) pair of a batch, the plain tuples' keys by
+        `tuple_mapper` (no method call per key); any other key by `translate`."""
+        values = translation[1]
+        mapper = tuple_mapper(len(candidates[0][0]) if candidates else 0)
+        try:
+            return [(mapper(key, values), parent) for key, parent in candidates
+                    if key and key[0] >= 0 or _not_plain()]
+        except (_NotPlain, ValueError):  # a tagged key, an empty one, or another length
+            pass
+        translate = self.translate
+        return [(translate(key, translation), parent) for key, parent in candidates]
 
     def value_hashes(self) -> list[int]:
         """`stable_hash` of each interned value, by id (one list, extended in place)."""
