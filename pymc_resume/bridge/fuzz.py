@@ -552,8 +552,10 @@ def replays_allowed(steps: list[dict], attempts: int) -> int:
 def may_race(steps: list[dict]) -> bool:
     """Whether replays of `steps` can differ: a SIGKILL races the framework's background
     threads (LangGraph writes a delivered resume value from one), and processes run together
-    race each other wherever no window holds them."""
-    return any(step.get("crash") or step["action"] == "resume-together" for step in steps)
+    race each other wherever no window holds them, unless they are released one at a time in
+    a recorded order."""
+    return any(step.get("crash") or (step["action"] == "resume-together" and not step.get("order"))
+               for step in steps)
 
 
 def _clean(steps: list[dict]) -> list[dict]:

@@ -169,6 +169,8 @@ def resolve(spec: str, allowed: Collection[str] | None = None):
         raise AdapterSpecError(f"adapter spec {spec!r}: expected a name or module:Class")
     installed = installed_adapters()
     target = BUILT_IN.get(spec) or installed.get(spec)
+    if target is None and spec in {*BUILT_IN.values(), *installed.values()}:
+        target = spec  # a built-in or installed adapter named by its module path
     if target is None:
         if allowed is not None and spec not in allowed:
             known = ", ".join([*BUILT_IN, *installed])

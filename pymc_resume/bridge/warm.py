@@ -20,7 +20,7 @@ import os
 import signal
 from collections.abc import Callable
 
-from pymc_resume.bridge.process import FAILED, KILLED, RETURNED, ChildResult, Gate
+from pymc_resume.bridge.process import FAILED, KILLED, RETURNED, ChildResult, Gate, die_with_parent
 
 Serve = Callable[[dict, Gate], object]
 
@@ -31,8 +31,10 @@ class WarmClient:
     def __init__(self, serve: Serve) -> None:
         request_read, self._request_write = os.pipe()
         self._reply_read, reply_write = os.pipe()
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:
+            die_with_parent(parent)  # never outlive the adapter's host, even a SIGKILLed one
             os.close(self._request_write)
             os.close(self._reply_read)
             _serve_forever(serve, request_read, reply_write)
