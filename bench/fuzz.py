@@ -20,7 +20,7 @@ Reported per run:
   shrink_seconds      seconds from the first failure until its repro was written: shrinking,
                       confirming and writing it (every replay is a full run of real processes)
   violated            every id the run found violated
-  exit_code           the run's: 130 when stopped once the target had its repro, else 1 when
+  exit_code           the run's: 143 when stopped (SIGTERM) once the target had its repro, else 1 when
                       anything was violated and 0 when nothing was
 
 and per fault, over its seeds: found in how many, the median seconds and examples to first
