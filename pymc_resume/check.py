@@ -50,12 +50,7 @@ class CheckReport:
             "mutant": self.mutant,
             "symmetry": self.symmetry,
             "workers": self.workers,
-            "complete": r.complete,
-            "stopped_because": r.stopped_because,
-            "distinct_states": r.distinct_states,
-            "states_generated": r.states_generated,
-            "depth": r.depth,
-            "seconds": round(r.seconds, 3),
+            **r.counts_json(),
             "peak_rss_mib": peak_rss_mib(r),
             "clauses": {cid: verdict.as_json() for cid, verdict in self.verdicts.items()},
         }

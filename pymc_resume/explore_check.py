@@ -54,12 +54,7 @@ class ExploreReport:
         return {
             "target": self.target,
             "workers": self.workers,
-            "complete": r.complete,
-            "stopped_because": r.stopped_because,
-            "distinct_states": r.distinct_states,
-            "states_generated": r.states_generated,
-            "depth": r.depth,
-            "seconds": round(r.seconds, 3),
+            **r.counts_json(),
             "peak_rss_mib": peak_rss_mib(r),
             "properties": {v.name: v.as_json() for v in self.verdicts},
         }

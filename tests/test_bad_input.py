@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from pymc_resume.cli import main
 from pymc_resume.model.bounds import load_bounds
+from pymc_resume.bridge.repro_format import OPTIONAL, REQUIRED
 from pymc_resume.model.contract import CLAUSE_IDS
 
 QUICK = settings(
@@ -213,6 +214,7 @@ def test_bad_option_values_are_refused(tmp_path, case):
 
 # -- 3. repro files ---------------------------------------------------------------------------
 
+REPRO_KEYS = (*REQUIRED, *OPTIONAL)
 START = {"action": "start", "thread": 0, "crash": None}
 VALID_REPRO = {
     "format": "pymc-resume-repro/1",
@@ -307,22 +309,7 @@ BAD_FIELDS = st.one_of(
     st.tuples(st.just("violated_at"), st.sampled_from([-1, "later", 10**9, 1.5])),
     st.tuples(
         st.text(string.ascii_lowercase, min_size=1, max_size=10).filter(
-            lambda k: (
-                k not in VALID_REPRO
-                and k
-                not in (
-                    "adapter_version",
-                    "pymc_resume_version",
-                    "seed",
-                    "clauses",
-                    "violated_at",
-                    "outcomes",
-                    "observed",
-                    "confirmed_by_replay",
-                    "replay_attempts",
-                    "adapter_options",
-                )
-            )
+            lambda k: k not in VALID_REPRO and k not in REPRO_KEYS
         ),
         st.just("surprise"),
     ),

@@ -45,3 +45,14 @@ class ExplorationResult:
 
     def holds(self, name: str) -> bool:
         return self.complete and name not in self.violations
+
+    def counts_json(self) -> dict:
+        """The counts every command's JSON reports, in one shape."""
+        return {
+            "complete": self.complete,
+            "stopped_because": self.stopped_because,
+            "distinct_states": self.distinct_states,
+            "states_generated": self.states_generated,
+            "depth": self.depth,
+            "seconds": round(self.seconds, 3),
+        }
