@@ -9,6 +9,7 @@ from collections.abc import Callable
 import attrs
 
 from pymc_resume.explore import ExplorationResult, explore
+from pymc_resume.explore.memory import peak_bytes
 from pymc_resume.explore.search import Checkpointing
 from pymc_resume.explore.snapshot import Snapshot, SnapshotError
 from pymc_resume.model.bounds import Bounds, BoundsError, bounds_from_mapping
@@ -60,7 +61,9 @@ def peak_rss_mib(result: ExplorationResult) -> dict:
     """Peak resident memory: this process's, each worker's (as they reported it), and their sum
     (an upper bound of the run's peak: the processes need not peak at the same moment)."""
     mib = 1024 * 1024
-    coordinator = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    # VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec, so a run started from a large
+    # process (a test runner) would report that process's peak as its own.
+    coordinator = (peak_bytes() or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024) / 2**20
     workers = [round(rss / mib, 1) for rss in result.worker_peak_rss]
     return {"coordinator": round(coordinator, 1), "workers": workers,
             "total": round(coordinator + sum(workers), 1)}

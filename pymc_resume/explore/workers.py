@@ -22,7 +22,7 @@ import multiprocess
 from pymc_resume.errors import EnvironmentProblem
 from pymc_resume.explore import snapshot
 from pymc_resume.explore.limits import Limits, results_reserve
-from pymc_resume.explore.memory import die_with_parent, run_peak_bytes
+from pymc_resume.explore.memory import die_with_parent, peak_bytes, run_peak_bytes
 from pymc_resume.explore.batches import pack, unpack
 from pymc_resume.explore.partition import Partition, empty_batch, owner_of, state_hasher
 from pymc_resume.explore.validate import ValidModel
@@ -141,7 +141,7 @@ def _handle(conn, partition: Partition, kind: str, args, chunks, tick, index: in
         if partition.goals:
             piece = GraphPiece(len(partition), partition.level_starts, partition.goal_flags,
                                partition.edge_sources, partition.edge_targets)
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+        peak = peak_bytes() or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB
         _send(conn, (partition.first_bad, piece, peak))
     elif kind == "snapshot":  # the coordinator's batches for this partition come along
         partition.take([unpack(chunk) for chunk in chunks])
