@@ -41,8 +41,10 @@ MAX_INDEX = 7
 
 
 def clients():
-    """A fresh process (what shrinking prefers), or one of the warm clients."""
-    return st.sampled_from((None, *WARM_CLIENT_IDS))
+    """A fresh process (what shrinking prefers) two times in three, else one of the warm
+    clients: a warm client is never killed at a crash point, so drawing it half the time thinned
+    out the crashes that the recovery faults need (their runs took up to twice as long)."""
+    return st.sampled_from((None, None, *WARM_CLIENT_IDS))
 
 
 def crash_points(end: int):
