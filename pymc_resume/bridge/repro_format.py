@@ -202,7 +202,9 @@ def _check_arguments(step: dict, action: str, at: str, end: int, valid: set[int]
             raise ReproError(f"{at}: crash 'stage' must be from 0 to {end - 1}")
         if crash["when"] not in CRASH_POINTS:
             raise ReproError(f"{at}: crash 'when' must be one of {', '.join(CRASH_POINTS)}")
-    if action in ("resume", "update") and step.get("value") not in valid | {INVALID}:
+    # `_integer` first: True == 1, so a boolean would pass a membership test as value 1.
+    value = step.get("value")
+    if action in ("resume", "update") and not (_integer(value) and value in valid | {INVALID}):
         raise ReproError(f"{at}: 'value' must be one of {sorted(valid)} or {INVALID} (schema-invalid)")
     if action == "resume-together":
         values = step.get("values")
@@ -230,7 +232,7 @@ def _check_arguments(step: dict, action: str, at: str, end: int, valid: set[int]
             raise ReproError(f'{at}: \'intent\' must be "replay" or "edit"')
         if intent == "replay" and value is not None:
             raise ReproError(f"{at}: a replay fork takes no 'value'")
-        if intent == "edit" and value not in valid:
+        if intent == "edit" and not (_integer(value) and value in valid):
             raise ReproError(f"{at}: an edit fork's 'value' must be one of {sorted(valid)}")
 
 
