@@ -84,8 +84,10 @@ def test_the_profile_is_complete_and_its_exit_code_says_whether_anything_is_viol
     assert profile["scenarios"] > 0 and profile["examples"] == 0
     assert returncode == (1 if violated(profile) else 0)
     for cell in profile["clauses"].values():
-        assert cell["verdict"] in ("holds", "violated", "not-applicable", "skipped")
+        assert cell["verdict"] in ("holds", "violated", "unconfirmed", "not-applicable", "skipped")
         assert cell["verdict"] == "holds" or cell["reason"], cell  # every verdict but holds says why
+        if cell["verdict"] == "unconfirmed":  # a race seen once: its evidence is kept, not counted
+            assert cell["repro"], cell
 
 
 def test_the_reference_conforms_and_the_published_findings_are_violations(configuration_profile):
