@@ -5,7 +5,7 @@ and it also sees `importlib.import_module("literal")`.)
 - `model` (the reference semantics) never imports the bridge, the checking engines or the CLI;
 - `explore` (the generic explorer) imports nothing of the project but its own modules and the
   two foundations every layer shares, `errors` and `files`;
-- framework libraries are imported only by the framework adapters (`bridge/*_adapter.py`)
+- framework libraries are imported only by the framework adapters (`bridge/adapters/`)
   and by the consume-once gate (`gate/`).
 """
 
@@ -30,7 +30,7 @@ FRAMEWORKS = (
     "workflows",
     "ray",
 )
-FRAMEWORK_HOMES = ("bridge/*_adapter.py", "gate/*")
+FRAMEWORK_HOMES = ("bridge/adapters/*", "gate/*")
 FOUNDATIONS = ("pymc_resume.errors", "pymc_resume.files")
 FORBIDDEN = {  # folder -> project modules it must not import
     "model/": (
@@ -38,7 +38,7 @@ FORBIDDEN = {  # folder -> project modules it must not import
         "pymc_resume.cli",
         "pymc_resume.check",
         "pymc_resume.matrix",
-        "pymc_resume.race",
+        "pymc_resume.bridge.race",
         "pymc_resume.gate",
         "pymc_resume.runtime",
     ),
@@ -103,6 +103,6 @@ def test_the_check_sees_a_framework_imported_out_of_place():
     assert layer_violations("cli/fuzz.py", "importlib.import_module('pydantic_graph')\n")
     assert layer_violations("model/semantics.py", "from pymc_resume.bridge import session\n")
     assert layer_violations("explore/search.py", "from pymc_resume.model import semantics\n")
-    assert not layer_violations("bridge/langgraph_adapter.py", "from langgraph.graph import StateGraph\n")
+    assert not layer_violations("bridge/adapters/langgraph.py", "from langgraph.graph import StateGraph\n")
     assert not layer_violations("gate/_gate.py", "import langgraph\n")
     assert not layer_violations("explore/search.py", "from pymc_resume.errors import BadInput\n")

@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from pymc_resume.bridge.adapter import CRASHED, OK, REFUSED
-from pymc_resume.race import (
+from pymc_resume.bridge.race import (
     CANNOT_RUN, HOLDS, VIOLATED, RaceInputError, plan_cells, postgres_unreachable, postgres_url, race_once, run_race,
 )
 
@@ -42,7 +42,7 @@ def postgres_or_skip():
 
 
 def test_the_reference_adapter_serves_one_racer_and_refuses_the_other():
-    from pymc_resume.bridge.reference_adapter import ReferenceAdapter
+    from pymc_resume.bridge.adapters.reference import ReferenceAdapter
 
     trial = race_once(ReferenceAdapter, 2)
     assert (trial.fires, trial.consumptions, trial.applied) == (1, 1, 1)
@@ -73,17 +73,17 @@ def test_langgraph_cells_are_store_by_durability_by_gate_by_k():
     assert len(cells) == 3 * 2 * 2 and {c.api for c in cells} == {"invoke"}
     both = plan_cells("langgraph", [2], durabilities=["sync"], apis=["invoke", "ainvoke"])
     assert [(c.api, c.variant) for c in both] == [
-        ("invoke", None), ("ainvoke", "pymc_resume.bridge.langgraph_async_adapter:LangGraphAsyncAdapter")]
+        ("invoke", None), ("ainvoke", "pymc_resume.bridge.adapters.langgraph_async:LangGraphAsyncAdapter")]
     assert {c.config for c in cells} == {"sqlite/sync", "sqlite/async", "sqlite/exit"}
     assert cells[0].options == {"store": "sqlite", "durability": "sync", "gate": False}
-    gated = plan_cells("pymc_resume.bridge.langgraph_adapter:LangGraphGated", [2], durabilities=["exit"])
+    gated = plan_cells("pymc_resume.bridge.adapters.langgraph:LangGraphGated", [2], durabilities=["exit"])
     assert [c.gate for c in gated] == [True]  # the gated configuration races gated by default
 
 
 @pytest.mark.langgraph
 def test_ungated_langgraph_consumes_one_interrupt_once_per_racer():
     langgraph_or_skip()
-    from pymc_resume.bridge.langgraph_adapter import LangGraphAdapter
+    from pymc_resume.bridge.adapters.langgraph import LangGraphAdapter
 
     trials = [race_once(LangGraphAdapter, 2) for _ in range(3)]
     fires = [t.fires for t in trials]
@@ -97,7 +97,7 @@ def test_ungated_langgraph_consumes_one_interrupt_once_per_racer():
 @pytest.mark.langgraph
 def test_gated_langgraph_serves_exactly_one_racer():
     langgraph_or_skip()
-    from pymc_resume.bridge.langgraph_adapter import LangGraphAdapter
+    from pymc_resume.bridge.adapters.langgraph import LangGraphAdapter
 
     for durability in ("sync", "exit"):
         trial = race_once(lambda d=durability: LangGraphAdapter(d, gate=True), 4)
@@ -111,7 +111,7 @@ def test_gated_langgraph_serves_exactly_one_racer():
 def test_async_graph_racers_are_served_once_through_the_gate():
     """`--api ainvoke`: racers run `ainvoke` on AsyncSqliteSaver, gated through `aresume`."""
     langgraph_or_skip()
-    from pymc_resume.bridge.langgraph_async_adapter import LangGraphAsyncAdapter
+    from pymc_resume.bridge.adapters.langgraph_async import LangGraphAsyncAdapter
 
     trial = race_once(lambda: LangGraphAsyncAdapter("sync", "sqlite", gate=True), 3)
     assert (trial.fires, trial.consumptions, trial.recorded) == (1, 1, 1)
@@ -123,7 +123,7 @@ def test_async_graph_racers_are_served_once_through_the_gate():
 @pytest.mark.parametrize("when", ["before-execute", "after-execute"])
 def test_a_claimant_killed_after_its_claim_is_recovered_with_the_claimed_value(when):
     langgraph_or_skip()
-    from pymc_resume.bridge.langgraph_adapter import LangGraphAdapter
+    from pymc_resume.bridge.adapters.langgraph import LangGraphAdapter
     from pymc_resume.bridge.session import Session
     from pymc_resume.model.workflow import Workflow
 
@@ -164,7 +164,7 @@ def test_postgres_cells_race_ungated_and_gated():
 @pytest.mark.postgres
 def test_two_hosts_on_postgres_consume_several_times_ungated_and_once_gated():
     postgres_or_skip()
-    from pymc_resume.hosts import NETNS_DIR, PREFIX, running_as_root
+    from pymc_resume.bridge.hosts import NETNS_DIR, PREFIX, running_as_root
 
     if not running_as_root():
         pytest.skip("network hosts need root (ip netns, veth pairs)")
@@ -186,14 +186,14 @@ def test_two_hosts_on_postgres_consume_several_times_ungated_and_once_gated():
 
 
 def island_or_skip():
-    from pymc_resume.hosts import running_as_root
+    from pymc_resume.bridge.hosts import running_as_root
 
     if not running_as_root():
         pytest.skip("network hosts need root (ip netns, veth pairs)")
 
 
 def my_namespaces(pid: int) -> list[str]:
-    from pymc_resume.hosts import NETNS_DIR, PREFIX
+    from pymc_resume.bridge.hosts import NETNS_DIR, PREFIX
 
     return [p.name for p in NETNS_DIR.glob(f"{PREFIX}{pid}-*")] if NETNS_DIR.is_dir() else []
 
@@ -208,7 +208,7 @@ def my_island_folders(pid: int) -> list:
 def test_an_island_that_cannot_start_its_server_removes_its_namespaces(monkeypatch):
     island_or_skip()
     from pymc_resume.errors import EnvironmentProblem
-    from pymc_resume.hosts import POSTGRES_BIN_VARIABLE, Island
+    from pymc_resume.bridge.hosts import POSTGRES_BIN_VARIABLE, Island
 
     monkeypatch.setenv(POSTGRES_BIN_VARIABLE, "/nonexistent/postgresql/bin")
     with pytest.raises(EnvironmentProblem, match="no PostgreSQL binaries"):

@@ -155,3 +155,16 @@ def test_inputs_that_used_to_crash_the_process_give_one_line(tmp_path, args):
     run = cli(*args, cwd=tmp_path)
     assert_refused(run)
     assert run.stdout == ""
+
+
+def test_a_repro_naming_a_built_in_adapter_by_its_old_module_path_still_replays(tmp_path):
+    """The built-in adapters moved to `bridge/adapters/`; repros written before name them by
+    their old paths, which resolve to the same classes and nothing else."""
+    from pymc_resume.bridge.adapters.reference import ReferenceAdapter
+    from pymc_resume.bridge.registry import resolve
+
+    assert resolve("pymc_resume.bridge.reference_adapter:ReferenceAdapter", allowed=()) is ReferenceAdapter
+    (tmp_path / "repro.json").write_text(
+        json.dumps(repro(adapter="pymc_resume.bridge.reference_adapter:ReferenceAdapter", adapter_options={})))
+    run = cli("replay", "repro.json", cwd=tmp_path)
+    assert run.returncode in (0, 1) and "Traceback" not in run.stderr, run.stderr

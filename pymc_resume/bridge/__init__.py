@@ -1,7 +1,8 @@
 """The bridge: the resume contract against live adapters, by Hypothesis stateful fuzzing.
 
 - `adapter`: the protocol an adapter implements, and what it observes;
-- `reference_adapter`: the adapter for the reference runtime (`pymc_resume.runtime`);
+- `adapters/`: one module per framework (the only place a framework library is imported) and
+  `adapters/reference`, the adapter for the reference runtime (`pymc_resume.runtime`);
 - `process`: child processes, real SIGKILLs at crash points, the barrier for concurrent resumes;
 - `sink`: the effect sink, outside any framework;
 - `nodes`: the fuzzing workflow's plain-function node code;

@@ -36,6 +36,13 @@ Operations a framework cannot express at all (it has no interrupt API, no fork) 
 an optional `unsupported` mapping, operation -> why. The bridge never asks for them; without
 `resume` the adapter gets the workflow without its consuming nodes (`expressible_workflow`).
 The clauses that need such an operation are `not-applicable` with that reason, never `holds`.
+
+Every operation an adapter performs goes through the framework's own public, documented API;
+the adapter says which call in an optional `framework_calls` mapping, contract operation
+(`CONTRACT_OPERATIONS`) -> the call, e.g. `{"resume": "graph.invoke(Command(resume=v), config)"}`.
+`profile --operations` prints it and the profile JSON carries it (docs/profile.md). An operation
+the framework has no public call for is declared `unsupported`, never emulated by writing the
+framework's storage; reading storage to observe is allowed, read-only.
 """
 
 from __future__ import annotations
@@ -62,6 +69,10 @@ WARM_CLIENT_IDS = ("w0",)  # one warm client next to the fresh processes: enough
 
 # Client operations an adapter may declare `unsupported` (start and recover are always there).
 OPERATIONS = ("resume", "resume-together", "fork", "update")
+
+# Every operation of the contract, as an adapter's `framework_calls` names them: `crash` is how a
+# process is killed (a SIGKILL at a crash point), the others are the client operations above.
+CONTRACT_OPERATIONS = ("start", "resume", "resume-together", "crash", "recover", "fork", "update")
 
 OK = "ok"
 REFUSED = "refused"
@@ -129,6 +140,19 @@ def unsupported_operations(adapter) -> dict[str, str]:
     if "resume" in declared:  # no resume at all: no concurrent resume either
         declared.setdefault("resume-together", declared["resume"])
     return declared
+
+
+def framework_calls(adapter) -> dict[str, str]:
+    """Contract operation -> the framework's public call the adapter performs it with (the
+    optional `framework_calls` attribute), in contract order; operations declared
+    `unsupported` are left out."""
+    declared = dict(getattr(adapter, "framework_calls", None) or {})
+    unknown = sorted(set(declared) - set(CONTRACT_OPERATIONS))
+    if unknown:
+        raise ValueError(f"adapter {adapter.name!r} names framework calls for unknown operations {unknown} "
+                         f"(known: {', '.join(CONTRACT_OPERATIONS)})")
+    unsupported = unsupported_operations(adapter)
+    return {op: declared[op] for op in CONTRACT_OPERATIONS if op in declared and op not in unsupported}
 
 
 def expressible_workflow(workflow: Workflow, unsupported: dict[str, str]) -> Workflow:

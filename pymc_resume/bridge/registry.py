@@ -22,15 +22,28 @@ from pymc_resume.bridge.host import RAISED, AdapterInfo, HostProblem, probe
 from pymc_resume.errors import AdapterError, BadInput
 
 BUILT_IN = {
-    "reference": "pymc_resume.bridge.reference_adapter:ReferenceAdapter",
-    "langgraph": "pymc_resume.bridge.langgraph_adapter:LangGraphAdapter",
-    "langgraph-async": "pymc_resume.bridge.langgraph_adapter:LangGraphAsync",
-    "langgraph-exit": "pymc_resume.bridge.langgraph_adapter:LangGraphExit",
-    "langgraph-postgres": "pymc_resume.bridge.langgraph_adapter:LangGraphPostgres",
-    "langgraph-gate": "pymc_resume.bridge.langgraph_adapter:LangGraphGated",
-    "pydantic-graph": "pymc_resume.bridge.pydantic_graph_adapter:PydanticGraphAdapter",
-    "crewai": "pymc_resume.bridge.crewai_adapter:CrewAIAdapter",
+    "reference": "pymc_resume.bridge.adapters.reference:ReferenceAdapter",
+    "langgraph": "pymc_resume.bridge.adapters.langgraph:LangGraphAdapter",
+    "langgraph-async": "pymc_resume.bridge.adapters.langgraph:LangGraphAsync",
+    "langgraph-exit": "pymc_resume.bridge.adapters.langgraph:LangGraphExit",
+    "langgraph-postgres": "pymc_resume.bridge.adapters.langgraph:LangGraphPostgres",
+    "langgraph-gate": "pymc_resume.bridge.adapters.langgraph:LangGraphGated",
+    "pydantic-graph": "pymc_resume.bridge.adapters.pydantic_graph:PydanticGraphAdapter",
+    "crewai": "pymc_resume.bridge.adapters.crewai:CrewAIAdapter",
 }
+
+# Module paths the built-in adapters had before they moved to `bridge/adapters/`: repro files
+# written then name them so, and they still resolve (to the same classes, at their new homes).
+MOVED = {
+    f"pymc_resume.bridge.{old}_adapter": f"pymc_resume.bridge.adapters.{old}"
+    for old in ("reference", "langgraph", "langgraph_async", "pydantic_graph", "crewai")
+}
+
+
+def current_path(spec: str) -> str:
+    """`spec` with a moved built-in module path replaced by the module's new path."""
+    module_name, colon, name = spec.rpartition(":")
+    return f"{MOVED[module_name]}:{name}" if colon and module_name in MOVED else spec
 
 
 @attrs.frozen
@@ -169,8 +182,8 @@ def resolve(spec: str, allowed: Collection[str] | None = None):
         raise AdapterSpecError(f"adapter spec {spec!r}: expected a name or module:Class")
     installed = installed_adapters()
     target = BUILT_IN.get(spec) or installed.get(spec)
-    if target is None and spec in {*BUILT_IN.values(), *installed.values()}:
-        target = spec  # a built-in or installed adapter named by its module path
+    if target is None and current_path(spec) in {*BUILT_IN.values(), *installed.values()}:
+        target = current_path(spec)  # a built-in or installed adapter named by its module path
     if target is None:
         if allowed is not None and spec not in allowed:
             known = ", ".join([*BUILT_IN, *installed])

@@ -60,7 +60,7 @@ def race_command(adapter, store, ks, trials, gate, durability, apis, hosts, post
     """Race k processes resuming one parked interrupt of ADAPTER (`langgraph`, `reference`, or
     module:Class); exit 1 when any cell consumed it more than once."""
     from pymc_resume.bridge.registry import AdapterSpecError
-    from pymc_resume.race import RaceInputError, plan_cells, run_race
+    from pymc_resume.bridge.race import RaceInputError, plan_cells, run_race
 
     k_values = _list(ks, "--k", int)
     try:
@@ -83,7 +83,7 @@ def race_command(adapter, store, ks, trials, gate, durability, apis, hosts, post
 
 
 def race_text(report, trials: int) -> str:
-    from pymc_resume.race import RACE_HEADERS, RACE_NODES, SATURATION_HEADERS, race_rows, saturation_by_hosts
+    from pymc_resume.bridge.race import RACE_HEADERS, RACE_NODES, SATURATION_HEADERS, race_rows, saturation_by_hosts
 
     lines = [
         f"race {report.adapter!r} ({report.version}): workflow {list(RACE_NODES)}, k racers resume the "

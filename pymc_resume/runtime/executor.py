@@ -23,7 +23,7 @@ anywhere leaves either the old head (the stage runs again, its effect deduplicat
 the new one (the stage never runs again).
 
 A `Runtime` object may serve one operation in a fresh process, or many in a long-lived client
-process (a *warm* client, see `bridge/reference_adapter.py`); `parked_at` is the only memory
+process (a *warm* client, see `bridge/adapters/reference.py`); `parked_at` is the only memory
 it keeps across operations: the head it left each thread at, the threads whose state object
 a warm client holds. The correct runtime never reads it; the fault warm-fork-shares-state
 makes a warm client's fork from the head of such a thread reuse the head's state object.

@@ -5,7 +5,7 @@ import signal
 import time
 from pathlib import Path
 
-from pymc_resume.bridge.reference_adapter import ReferenceAdapter
+from pymc_resume.bridge.adapters.reference import ReferenceAdapter
 
 
 class HangingAdapter(ReferenceAdapter):

@@ -81,7 +81,7 @@ def installed_package(tmp_path, monkeypatch):
     folder = tmp_path / "site"
     folder.mkdir()
     (folder / "outside_adapters.py").write_text(textwrap.dedent("""
-        from pymc_resume.bridge.reference_adapter import ReferenceAdapter
+        from pymc_resume.bridge.adapters.reference import ReferenceAdapter
         from pymc_resume.bridge.registry import Configuration, Family
 
         class OutsideAdapter(ReferenceAdapter):

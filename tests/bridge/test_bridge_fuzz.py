@@ -10,7 +10,7 @@ import pytest
 
 from pymc_resume.bridge.fuzz import run_fuzz
 from pymc_resume.bridge.machine import contract_test_case
-from pymc_resume.bridge.reference_adapter import ReferenceAdapter
+from pymc_resume.bridge.adapters.reference import ReferenceAdapter
 from pymc_resume.bridge.repro import load_repro, replay_repro
 from pymc_resume.bridge.session import Session, Violation
 from pymc_resume.model.bounds import load_bounds

@@ -25,12 +25,12 @@ if importlib.util.find_spec("crewai") is None:
 
 from live_steps import DEFAULT, START, apply_steps, crash, resume  # noqa: E402
 
-from pymc_resume.bridge.crewai_adapter import OFFLINE, CrewAIAdapter  # noqa: E402
+from pymc_resume.bridge.adapters.crewai import OFFLINE, CrewAIAdapter  # noqa: E402
 from pymc_resume.bridge.session import Session  # noqa: E402
 from pymc_resume.model.state import INITIAL  # noqa: E402
 
 RECOVER = {"action": "recover", "thread": 0, "crash": None}
-ADAPTER = "pymc_resume.bridge.crewai_adapter:CrewAIAdapter"
+ADAPTER = "pymc_resume.bridge.adapters.crewai:CrewAIAdapter"
 
 
 def start_killed_at(stage, when):

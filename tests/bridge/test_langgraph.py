@@ -18,7 +18,7 @@ pytest.importorskip("langgraph.checkpoint.sqlite",
 
 from live_steps import DEFAULT, START, apply_steps, crash, resume  # noqa: E402
 
-from pymc_resume.bridge.langgraph_adapter import (  # noqa: E402
+from pymc_resume.bridge.adapters.langgraph import (  # noqa: E402
     LangGraphAdapter,
     LangGraphAsync,
     LangGraphExit,

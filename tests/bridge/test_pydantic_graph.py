@@ -19,12 +19,12 @@ pytest.importorskip("pydantic_graph.persistence.file",
 
 from live_steps import DEFAULT, START, apply_steps, crash, resume  # noqa: E402
 
-from pymc_resume.bridge.pydantic_graph_adapter import PydanticGraphAdapter  # noqa: E402
+from pymc_resume.bridge.adapters.pydantic_graph import PydanticGraphAdapter  # noqa: E402
 from pymc_resume.bridge.repro import load_repro, replay_repro  # noqa: E402
 from pymc_resume.bridge.session import Session  # noqa: E402
 from pymc_resume.model.state import INITIAL  # noqa: E402
 
-SPEC = "pymc_resume.bridge.pydantic_graph_adapter:PydanticGraphAdapter"
+SPEC = "pymc_resume.bridge.adapters.pydantic_graph:PydanticGraphAdapter"
 
 
 def fork(checkpoint, intent, value=None):

@@ -42,7 +42,7 @@ def test_a_violation_fails_with_the_id_its_steps_and_a_repro_in_the_repro_dir(py
 def test_the_marker_checks_a_class_from_the_test_module_before_the_body(pytester):
     pytester.makepyfile("""
         import pytest
-        from pymc_resume.bridge.reference_adapter import ReferenceAdapter
+        from pymc_resume.bridge.adapters.reference import ReferenceAdapter
 
         class MyAdapter(ReferenceAdapter):
             name = "mine"
@@ -68,7 +68,7 @@ def test_the_marker_checks_a_class_from_the_test_module_before_the_body(pytester
 
 def test_a_factory_is_fuzzed_too_and_a_violation_names_its_clause(pytester):
     pytester.makepyfile("""
-        from pymc_resume.bridge.reference_adapter import ReferenceAdapter
+        from pymc_resume.bridge.adapters.reference import ReferenceAdapter
 
         def test_correct(resume_contract):
             resume_contract(lambda: ReferenceAdapter())

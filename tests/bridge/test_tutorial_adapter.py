@@ -83,7 +83,7 @@ def test_the_page_covers_what_an_author_must_know():
 
 def test_an_adapter_missing_a_protocol_method_is_one_line_exit_2_before_any_step(tmp_path):
     (tmp_path / "half.py").write_text(
-        "from pymc_resume.bridge.reference_adapter import ReferenceAdapter\n\n"
+        "from pymc_resume.bridge.adapters.reference import ReferenceAdapter\n\n"
         "class Half(ReferenceAdapter):\n"
         "    fork = observe = None\n\n"
         "    def start(self, *args):\n"

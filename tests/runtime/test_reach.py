@@ -3,7 +3,7 @@ that only the new steps can express, and the correct runtime passes the same ste
 
 import pytest
 
-from pymc_resume.bridge.reference_adapter import ReferenceAdapter
+from pymc_resume.bridge.adapters.reference import ReferenceAdapter
 from pymc_resume.bridge.session import Session, Violation, describe_step
 from pymc_resume.model.bounds import load_bounds
 

@@ -16,9 +16,9 @@ import asyncio
 import contextlib
 from contextlib import asynccontextmanager
 
-from pymc_resume.bridge import langgraph_adapter as base
+from pymc_resume.bridge.adapters import langgraph as base
 # DURABILITY: the race reads the modes an adapter's module declares (`race MODULE:CLASS`).
-from pymc_resume.bridge.langgraph_adapter import DURABILITY, LangGraphAdapter, _valid_value  # noqa: F401
+from pymc_resume.bridge.adapters.langgraph import DURABILITY, LangGraphAdapter, _valid_value  # noqa: F401
 from pymc_resume.gate import ConsumeOnceGate
 
 

@@ -12,7 +12,7 @@ The effect sink (a SQLite file apart from the framework's store) tells what happ
   acted on, and the host it ran on.
 
 With hosts (`plan_cells(..., hosts=[1, 2])`), the PostgreSQL cells run on a network island
-(`pymc_resume.hosts`): a throwaway PostgreSQL server on a store host, and the racers of a cell
+(`pymc_resume.bridge.hosts`): a throwaway PostgreSQL server on a store host, and the racers of a cell
 with h hosts spread over h network hosts (racer i on host i % h), each a real process in its
 own network namespace that reaches the store over TCP. SQLite is a file, so its cells stay on
 one host (the machine's).
@@ -39,7 +39,7 @@ from pathlib import Path
 import attrs
 
 from pymc_resume.errors import BadInput, PymcResumeError
-from pymc_resume.hosts import placing
+from pymc_resume.bridge.hosts import placing
 
 from pymc_resume.bridge.adapter import CRASHED, OK, REFUSED, FuzzSetup
 from pymc_resume.bridge.nodes import FuzzNodes
@@ -60,8 +60,8 @@ INVOKE, AINVOKE = "invoke", "ainvoke"
 APIS = (INVOKE, AINVOKE)
 # Adapters whose graphs can also run async, and the adapter class that runs them so.
 ASYNC_VARIANTS = {
-    "pymc_resume.bridge.langgraph_adapter:LangGraphAdapter":
-        "pymc_resume.bridge.langgraph_async_adapter:LangGraphAsyncAdapter",
+    "pymc_resume.bridge.adapters.langgraph:LangGraphAdapter":
+        "pymc_resume.bridge.adapters.langgraph_async:LangGraphAsyncAdapter",
 }
 
 
@@ -330,7 +330,7 @@ def run_race(adapter: str, cells: list[Cell], trials: int, *, timeout: float = 1
              postgres: str | None = None, progress: Callable[[str], None] | None = None) -> RaceReport:
     """Run every cell `trials` times; a cell that cannot run keeps its reason.
 
-    The networked cells share one island (`pymc_resume.hosts.Island`) with as many hosts as the
+    The networked cells share one island (`pymc_resume.bridge.hosts.Island`) with as many hosts as the
     largest host count, made before the first of them and removed after the last, on every path.
     """
     started = time.monotonic()
@@ -346,7 +346,7 @@ def run_race(adapter: str, cells: list[Cell], trials: int, *, timeout: float = 1
         for number, (cell, result) in enumerate(zip(cells, results), 1):
             where = f"[{number}/{len(cells)}] {_label(cell)}"
             if cell.network and island is None:
-                from pymc_resume.hosts import Island
+                from pymc_resume.bridge.hosts import Island
 
                 try:
                     island = stack.enter_context(Island(max(networked)))
