@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pymc_resume.check import peak_rss_mib
+from pymc_resume.checking.check import peak_rss_mib
 from pymc_resume.explore import explore, snapshot
 from pymc_resume.explore.inprocess import InProcess
 from pymc_resume.explore.search import Checkpointing

@@ -33,7 +33,7 @@ _PUBLIC = {
     "ResumeModel": "pymc_resume.model.semantics",
     "Bounds": "pymc_resume.model.bounds",
     "load_bounds": "pymc_resume.model.bounds",
-    "run_check": "pymc_resume.check",
+    "run_check": "pymc_resume.checking.check",
     "contract_test_case": "pymc_resume.bridge",
     "run_fuzz": "pymc_resume.bridge.fuzz",
     "run_profile": "pymc_resume.bridge.profile",

@@ -15,7 +15,7 @@ import re
 import pytest
 
 from pymc_resume.explore import explore
-from pymc_resume.matrix import compute_matrix
+from pymc_resume.checking.matrix import compute_matrix
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.semantics import ResumeModel
 

@@ -3,10 +3,12 @@ library may be imported at all. (A plain ast walk rather than import-linter: no 
 and it also sees `importlib.import_module("literal")`.)
 
 - `model` (the reference semantics) never imports the bridge, the checking engines or the CLI;
+- `checking` (check, explore_check, matrix) never imports the bridge or the CLI;
 - `explore` (the generic explorer) imports nothing of the project but its own modules and the
   two foundations every layer shares, `errors` and `files`;
 - framework libraries are imported only by the framework adapters (`bridge/adapters/`)
-  and by the consume-once gate (`gate/`).
+  and by the consume-once gate (`gate/`); Ray, the explorer's optional engine, only by
+  `explore/ray_engine.py`.
 """
 
 from __future__ import annotations
@@ -28,20 +30,21 @@ FRAMEWORKS = (
     "agent_framework",
     "llama_index",
     "workflows",
-    "ray",
 )
 FRAMEWORK_HOMES = ("bridge/adapters/*", "gate/*")
+# Ray is no framework under test but an optional engine of the explorer: one module has it.
+ENGINE_HOMES = {"ray": ("explore/ray_engine.py",)}
 FOUNDATIONS = ("pymc_resume.errors", "pymc_resume.files")
 FORBIDDEN = {  # folder -> project modules it must not import
     "model/": (
         "pymc_resume.bridge",
         "pymc_resume.cli",
-        "pymc_resume.check",
-        "pymc_resume.matrix",
-        "pymc_resume.bridge.race",
+        "pymc_resume.checking",
         "pymc_resume.gate",
         "pymc_resume.runtime",
     ),
+    # The checking engines compute; the CLI renders (text lives in cli/).
+    "checking/": ("pymc_resume.bridge", "pymc_resume.cli", "pymc_resume.gate"),
 }
 
 
@@ -78,6 +81,8 @@ def layer_violations(relative: str, source: str) -> list[str]:
         top = name.split(".")[0]
         if top in FRAMEWORKS and not any(fnmatch(relative, home) for home in FRAMEWORK_HOMES):
             found.append(f"{relative} imports the framework library {name}")
+        if top in ENGINE_HOMES and relative not in ENGINE_HOMES[top]:
+            found.append(f"{relative} imports {name}, which only {', '.join(ENGINE_HOMES[top])} may")
         for folder, forbidden in FORBIDDEN.items():
             if relative.startswith(folder) and any(_within(name, f) for f in forbidden):
                 found.append(f"{relative} imports {name}, outside its layer")
@@ -103,6 +108,9 @@ def test_the_check_sees_a_framework_imported_out_of_place():
     assert layer_violations("cli/fuzz.py", "importlib.import_module('pydantic_graph')\n")
     assert layer_violations("model/semantics.py", "from pymc_resume.bridge import session\n")
     assert layer_violations("explore/search.py", "from pymc_resume.model import semantics\n")
+    assert layer_violations("checking/matrix.py", "from pymc_resume.cli.tables import table\n")
+    assert layer_violations("explore/search.py", "import ray\n")
+    assert not layer_violations("explore/ray_engine.py", "import ray\n")
     assert not layer_violations("bridge/adapters/langgraph.py", "from langgraph.graph import StateGraph\n")
     assert not layer_violations("gate/_gate.py", "import langgraph\n")
     assert not layer_violations("explore/search.py", "from pymc_resume.errors import BadInput\n")

@@ -7,9 +7,8 @@ import sys
 
 import pytest
 
-from pymc_resume.matrix import (
-    REFERENCE, Cell, Matrix, Row, _split_header, compute_matrix, matrix_table, matrix_text, row_of,
-)
+from pymc_resume.checking.matrix import REFERENCE, Cell, Matrix, Row, compute_matrix, row_of
+from pymc_resume.cli.matrix_report import _split_header, matrix_table, matrix_text
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.contract import CLAUSE_IDS, HOLDS, VIOLATED
 from pymc_resume.model.mutants import MUTANTS

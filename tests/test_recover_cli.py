@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from pymc_resume.check import judge
+from pymc_resume.checking.check import judge
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.semantics import ResumeModel
 
@@ -86,7 +86,7 @@ import shutil
 
 from click.testing import CliRunner
 
-from pymc_resume.check import run_check
+from pymc_resume.checking.check import run_check
 from pymc_resume.cli import main
 from pymc_resume.explore import persisted
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from pymc_resume.check import recovered_run, run_check
+from pymc_resume.checking.check import recovered_run, run_check
 from pymc_resume.cli import main
 from pymc_resume.cli.errors import fail
 from pymc_resume.cli.options import Seconds
@@ -18,7 +18,7 @@ from pymc_resume.files import write_json
 from pymc_resume.explore import snapshot
 from pymc_resume.model.bounds import Bounds, BoundsError, load_bounds
 from pymc_resume.model.mutants import MUTANTS
-from pymc_resume.report import check_text
+from pymc_resume.cli.check_report import check_text
 
 
 @main.command("check")

@@ -15,7 +15,8 @@ from pymc_resume.errors import BadInput, PymcResumeError
 from pymc_resume.explore import snapshot
 from pymc_resume.explore.progress import ProgressPrinter
 from pymc_resume.explore.target import absolute, load_model
-from pymc_resume.explore_check import explore_text, run_explore
+from pymc_resume.checking.explore_check import run_explore
+from pymc_resume.cli.explore_report import explore_text
 from pymc_resume.files import write_json
 
 

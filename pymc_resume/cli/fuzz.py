@@ -15,7 +15,7 @@ from pymc_resume.errors import AdapterError
 from pymc_resume.files import write_json
 from pymc_resume.model.bounds import BoundsError, load_bounds
 from pymc_resume.model.contract import CLAUSES, VIOLATED
-from pymc_resume.report import table
+from pymc_resume.cli.tables import table
 
 
 DEFAULT_EXAMPLES = 100

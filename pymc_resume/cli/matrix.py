@@ -12,7 +12,8 @@ from pymc_resume.cli import main
 from pymc_resume.cli.errors import fail
 from pymc_resume.cli.paths import writable_file
 from pymc_resume.files import write_json
-from pymc_resume.matrix import Row, compute_matrix, matrix_text
+from pymc_resume.checking.matrix import Row, compute_matrix
+from pymc_resume.cli.matrix_report import matrix_text
 from pymc_resume.model.bounds import BoundsError, load_bounds
 
 HEARTBEAT_SECONDS = 30.0

@@ -16,7 +16,7 @@ from pymc_resume.errors import AdapterError
 from pymc_resume.files import write_atomically, write_json
 from pymc_resume.model.bounds import BoundsError, load_bounds
 from pymc_resume.model.contract import CLAUSE_IDS, HOLDS, NOT_APPLICABLE, SKIPPED, VIOLATED
-from pymc_resume.report import table
+from pymc_resume.cli.tables import table
 
 CELL = {HOLDS: "holds", VIOLATED: "violated", NOT_APPLICABLE: "n/a", SKIPPED: "skipped",
         "unconfirmed": "unconfirmed"}

@@ -11,7 +11,7 @@ from pymc_resume.cli import main
 from pymc_resume.cli.errors import fail
 from pymc_resume.cli.options import Seconds
 from pymc_resume.files import write_json
-from pymc_resume.report import table
+from pymc_resume.cli.tables import table
 
 GATE_CHOICES = {"off": [False], "on": [True], "both": [False, True]}
 

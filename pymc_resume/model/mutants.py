@@ -2,7 +2,7 @@
 
 Each mutant is a fault a real layer could have; `target` is the clause it is meant to break.
 Most mutants are one fault switch and *separate* their target (they break it and keep every
-other id); the fault matrix (`pymc-resume matrix`, `pymc_resume.matrix`) checks which ones do.
+other id); the fault matrix (`pymc-resume matrix`, `pymc_resume.checking.matrix`) checks which ones do.
 Mutants that mirror a published framework behaviour say which in `mirrors`; those may switch on
 several faults (`faults`) and break several clauses, since that is what the framework does.
 Mutant ids are the same strings in code, CLI, JSON, docs and tests.

@@ -154,7 +154,7 @@ class Runtime:
             self.store.set_lease(db, thread, me)
             head = self.store.head(db, thread)
             chain = self.store.chain(db, thread)
-        own = chain[row.base + 1 :] if row.parent is not None else chain
+        own = chain[row.base + 1 :] if row.base is not None else chain  # a fork's own checkpoints
         if m.REFIRE_COMMITTED_EFFECT in self.faults:
             self._refire_last_effect(thread, own, op)
         pc = self._recovery_position(row, chain, own, head)
@@ -280,10 +280,10 @@ class Runtime:
                     holder = holder_token()
                     self.store.set_lease(db, thread, holder)
                 if stage.consumes:
-                    recorded = db.execute(
+                    marked = db.execute(
                         "UPDATE inputs SET consumed = 1 WHERE thread = ? AND stage = ?", (thread, pc)
                     )
-                    if recorded.rowcount == 0:
+                    if marked.rowcount == 0:
                         db.execute("INSERT INTO inputs VALUES (?, ?, ?, 1)", (thread, pc, consumed_value))
                 db.execute("UPDATE threads SET mid_node = 0 WHERE id = ?", (thread,))
                 if self.faults & {m.FORK_BY_REFERENCE, m.WARM_FORK_SHARES_STATE}:
@@ -372,7 +372,7 @@ class Runtime:
     def _lineage(self, db, thread: int, pc: int) -> int:
         """The root, or the nearest edit fork whose edited interrupt precedes (or is) `pc`."""
         while True:
-            row = self.store.thread(db, thread)
+            row = self.store.known_thread(db, thread)
             if row.parent is None:
                 return thread
             if row.intent == "edit":
@@ -406,7 +406,7 @@ class Runtime:
     def _write_through_to_parent(self, db, thread: int, app) -> None:
         """Faults fork-by-reference and warm-fork-shares-state: where the fork's base checkpoint
         state is the parent's object (not a copy), the fork's commit writes through to it."""
-        row = self.store.thread(db, thread)
+        row = self.store.known_thread(db, thread)
         if row.parent is None:
             return
         state_of = "SELECT state FROM checkpoints WHERE thread = ? AND seq = ?"
@@ -421,7 +421,7 @@ class Runtime:
         with self.store.snapshot() as db:
             threads = []
             for thread in self.store.thread_ids(db):
-                row = self.store.thread(db, thread)
+                row = self.store.known_thread(db, thread)
                 if row.status in ("new", FAILED):
                     run = row.status
                 elif row.lease is None:

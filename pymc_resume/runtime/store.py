@@ -159,7 +159,18 @@ class Store:
             "FROM threads WHERE id = ?",
             (thread,),
         ).fetchone()
-        return None if row is None else ThreadRow(*row[:8], bool(row[8]))
+        if row is None:
+            return None
+        thread_id, parent, base, intent, edit_value, status, head, lease, mid_node = row
+        return ThreadRow(thread_id, parent, base, intent, edit_value, status, head, lease, bool(mid_node))
+
+    @classmethod
+    def known_thread(cls, db: sqlite3.Connection, thread: int) -> ThreadRow:
+        """The row of a thread that exists (its id came from the store)."""
+        row = cls.thread(db, thread)
+        if row is None:
+            raise LookupError(f"thread {thread} is not in the store")
+        return row
 
     @staticmethod
     def thread_ids(db: sqlite3.Connection) -> list[int]:
@@ -197,7 +208,9 @@ class Store:
 
     @staticmethod
     def insert_state(db: sqlite3.Connection, app: tuple[int, ...]) -> int:
-        return db.execute("INSERT INTO states (app) VALUES (?)", (json.dumps(list(app)),)).lastrowid
+        row_id = db.execute("INSERT INTO states (app) VALUES (?)", (json.dumps(list(app)),)).lastrowid
+        assert row_id is not None  # an INSERT always has one
+        return row_id
 
     @staticmethod
     def overwrite_state(db: sqlite3.Connection, state_id: int, app: tuple[int, ...]) -> None:

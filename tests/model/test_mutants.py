@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from pymc_resume.matrix import REFERENCE, check_row
+from pymc_resume.checking.matrix import REFERENCE, check_row
 from pymc_resume.model import mutants as m
 from pymc_resume.model.bounds import load_bounds, parse_bounds
 from pymc_resume.model.contract import CLAUSE_IDS

@@ -1,16 +1,10 @@
-"""Readable tables for the terminal: verdicts and counterexample step tables."""
+"""`check`'s terminal report: the verdict table and each counterexample as a step table."""
 
 from __future__ import annotations
 
-from pymc_resume.check import CheckReport
+from pymc_resume.checking.check import CheckReport
+from pymc_resume.cli.tables import table
 from pymc_resume.model.contract import CLAUSES
-
-
-def table(headers: list[str], rows: list[list[str]]) -> str:
-    """A plain, aligned text table."""
-    widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows)]
-    line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
-    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
 
 
 def verdict_table(report: CheckReport) -> str:

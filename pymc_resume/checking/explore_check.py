@@ -12,14 +12,13 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from pymc_resume.check import peak_rss_mib
+from pymc_resume.checking.check import peak_rss_mib
 from pymc_resume.explore import ExplorationResult, explore
 from pymc_resume.explore.changes import changes
 from pymc_resume.explore.result import DEADLOCK, Step
 from pymc_resume.explore.search import Checkpointing
 from pymc_resume.explore.validate import ValidModel, validated
 from pymc_resume.model.contract import HOLDS, SKIPPED, VIOLATED
-from pymc_resume.report import table
 
 INVARIANT, REACHABILITY = "invariant", "reachability"
 
@@ -133,44 +132,4 @@ def run_explore(
     return ExploreReport(target, workers, result, judge(valid, result))
 
 
-# --- text ---------------------------------------------------------------------------------
-
-
-def verdict_table(report: ExploreReport) -> str:
-    states = f"{report.result.distinct_states:,}"
-    rows = []
-    for v in report.verdicts:
-        detail = v.reason or ""
-        if v.trace is not None:
-            detail = f"shortest trace: {len(v.trace) - 1} steps"
-        rows.append([v.name, v.kind, v.verdict, states, detail])
-    return table(["property", "kind", "verdict", "states", "detail"], rows)
-
-
-def trace_text(verdict: PropertyVerdict) -> str:
-    rows = []
-    for row in verdict.trace:
-        changed = row["changes"] or ["-"]
-        rows.append([str(row["step"]), row["action"], changed[0]])
-        rows.extend(["", "", more] for more in changed[1:])
-    return (f"{verdict.name} violated: {verdict.reason}\n"
-            + table(["step", "action", "changed"], rows))
-
-
-def explore_text(report: ExploreReport) -> str:
-    r = report.result
-    lines = [
-        f"{report.target}: {r.distinct_states:,} distinct states, {r.states_generated:,} "
-        f"generated, depth {r.depth}, {r.seconds:.1f}s, {report.workers} "
-        f"worker{'s' if report.workers > 1 else ''}"
-        f"{'' if r.complete else ' (INCOMPLETE: ' + str(r.stopped_because) + ')'}",
-        "",
-        verdict_table(report) if report.verdicts else "(the model has no property to check)",
-    ]
-    for verdict in report.verdicts:
-        if verdict.trace is not None:
-            lines += ["", trace_text(verdict)]
-    return "\n".join(lines)
-
-
-__all__ = ["ExploreReport", "PropertyVerdict", "explore_text", "run_explore"]
+__all__ = ["ExploreReport", "PropertyVerdict", "run_explore"]

@@ -1,0 +1,1 @@
+"""The bound files `--bounds NAME` names (read by `pymc_resume.model.bounds`)."""
