@@ -9,6 +9,16 @@ second records) carry what a check needs from the past. `liveness` is a graph pr
 
 from __future__ import annotations
 
+from pymc_resume.model.contract import (
+    CHECKPOINT_VALIDITY,
+    CONSUME_ONCE_CONSUMPTION,
+    CONSUME_ONCE_VALUE,
+    EFFECT_EXACTLY_ONCE,
+    FORK_DETERMINISM,
+    FORK_INTENT,
+    PREFIX_CONTINUATION,
+    RECOVERY_DETERMINISM,
+)
 from pymc_resume.model.state import EDIT, FAILED, FREE, IDLE, NEW, NO_VALUE, REPLAY, UPDATE, Thread, World
 from pymc_resume.model.workflow import APPROVE, INVALID, UNSET, StageKind, Workflow, value_name
 
@@ -48,9 +58,7 @@ def is_quiescent(workflow: Workflow, world: World) -> bool:
         if thread.status == FAILED:
             continue
         pc = thread.head.pc
-        if pc != workflow.end and not (
-            workflow.consumes[pc] and thread.claims[pc] == NO_VALUE
-        ):
+        if pc != workflow.end and not (workflow.consumes[pc] and thread.claims[pc] == NO_VALUE):
             return False
     return True
 
@@ -90,8 +98,10 @@ def effect_exactly_once(workflow: Workflow, world: World) -> Reason:
             if fires:
                 identity = effect_identity(workflow, world.threads, t, entry.stage, entry.app)
                 if applied.get(identity) != 1:
-                    return (f"quiescent, t{t} committed stage {entry.stage} but its effect "
-                            f"{_identity(identity)} was applied {applied.get(identity, 0)} times")
+                    return (
+                        f"quiescent, t{t} committed stage {entry.stage} but its effect "
+                        f"{_identity(identity)} was applied {applied.get(identity, 0)} times"
+                    )
     return None
 
 
@@ -109,25 +119,33 @@ def fork_determinism(workflow: Workflow, world: World) -> Reason:
         parent = threads[thread.parent]
         start = thread.chain[thread.base].pc
         if thread.chain[: thread.base + 1] != parent.chain[: thread.base + 1]:
-            return (f"fork t{t} and its parent t{thread.parent} differ up to checkpoint "
-                    f"{thread.base} (not the checkpoint's state, or the parent changed)")
+            return (
+                f"fork t{t} and its parent t{thread.parent} differ up to checkpoint "
+                f"{thread.base} (not the checkpoint's state, or the parent changed)"
+            )
         if thread.claims[:start] != parent.claims[:start]:
             return f"the parent t{thread.parent}'s recorded inputs changed under fork t{t}"
         if thread.ancestry_executed:
             return f"fork t{t} executed a stage of its checkpoint's ancestry"
     finished = [
-        (t, th) for t, th in enumerate(threads)
+        (t, th)
+        for t, th in enumerate(threads)
         if th.parent >= 0 and th.head.pc == workflow.end and not th.crashed_since_fork
     ]
     for a, (t1, first) in enumerate(finished):
         for t2, second in finished[a + 1 :]:
             same_fork = (first.parent, first.base, first.intent, first.edit_value) == (
-                second.parent, second.base, second.intent, second.edit_value
+                second.parent,
+                second.base,
+                second.intent,
+                second.edit_value,
             )
             if same_fork and recorded_inputs(first) == recorded_inputs(second):
                 if first.head.app != second.head.app:
-                    return (f"forks t{t1} and t{t2} of one checkpoint, with the same intent and "
-                            "inputs, reached different states")
+                    return (
+                        f"forks t{t1} and t{t2} of one checkpoint, with the same intent and "
+                        "inputs, reached different states"
+                    )
     return None
 
 
@@ -145,16 +163,20 @@ def consume_once_value(workflow: Workflow, world: World) -> Reason:
     for t, thread in enumerate(world.threads):
         if thread.second_records:
             stage, value = thread.second_records[0]
-            return (f"a resume of {value_name(value)} to the interrupt at stage {stage} of t{t}, "
-                    "which had already consumed a value, was recorded instead of refused")
+            return (
+                f"a resume of {value_name(value)} to the interrupt at stage {stage} of t{t}, "
+                "which had already consumed a value, was recorded instead of refused"
+            )
         head = thread.head
         for position in workflow.consuming:
             claimed = thread.claims[position]
             if position < head.pc and claimed != NO_VALUE:
                 used = head.app[workflow.stages[position].node]
                 if used != claimed:
-                    return (f"t{t} continued with {value_name(used)} at stage {position}, whose "
-                            f"interrupt consumed {value_name(claimed)}")
+                    return (
+                        f"t{t} continued with {value_name(used)} at stage {position}, whose "
+                        f"interrupt consumed {value_name(claimed)}"
+                    )
     return None
 
 
@@ -173,8 +195,10 @@ def recovery_determinism(workflow: Workflow, world: World) -> Reason:
             updates = recorded_inputs(thread)[1]
             expected = workflow.replay(recorded, updates[-1] if updates else UNSET)
             if thread.head.app != expected:
-                return (f"t{t} completed after a crash with state {list(thread.head.app)}; the "
-                        f"crash-free run of its inputs gives {list(expected)}")
+                return (
+                    f"t{t} completed after a crash with state {list(thread.head.app)}; the "
+                    f"crash-free run of its inputs gives {list(expected)}"
+                )
     return None
 
 
@@ -187,13 +211,17 @@ def fork_intent(workflow: Workflow, world: World) -> Reason:
         if thread.intent == EDIT:
             edited = thread.chain[thread.base].pc
             if thread.claims[edited] != thread.edit_value or thread.edit_value == parent.claims[edited]:
-                return (f"edit fork t{t} consumed {value_name(thread.claims[edited])} at stage {edited}"
-                        f", not its new input {value_name(thread.edit_value)}")
+                return (
+                    f"edit fork t{t} consumed {value_name(thread.claims[edited])} at stage {edited}"
+                    f", not its new input {value_name(thread.edit_value)}"
+                )
         elif thread.intent == REPLAY:
             if thread.claims[: thread.inherited] != parent.claims[: thread.inherited]:
-                return (f"replay fork t{t} recorded inputs {[value_name(v) for v in thread.claims]}; "
-                        f"its parent t{thread.parent} recorded "
-                        f"{[value_name(v) for v in parent.claims]}")
+                return (
+                    f"replay fork t{t} recorded inputs {[value_name(v) for v in thread.claims]}; "
+                    f"its parent t{thread.parent} recorded "
+                    f"{[value_name(v) for v in parent.claims]}"
+                )
         else:
             return f"fork t{t} declares no intent"
     return None
@@ -201,16 +229,16 @@ def fork_intent(workflow: Workflow, world: World) -> Reason:
 
 # The state invariants, keyed by contract id (liveness is checked on the graph).
 CHECKS = {
-    "prefix-continuation": prefix_continuation,
-    "effect-exactly-once": effect_exactly_once,
-    "fork-determinism": fork_determinism,
-    "checkpoint-validity": checkpoint_validity,
-    "consume-once-value": consume_once_value,
-    "consume-once-consumption": consume_once_consumption,
-    "recovery-determinism": recovery_determinism,
-    "fork-intent": fork_intent,
+    PREFIX_CONTINUATION: prefix_continuation,
+    EFFECT_EXACTLY_ONCE: effect_exactly_once,
+    FORK_DETERMINISM: fork_determinism,
+    CHECKPOINT_VALIDITY: checkpoint_validity,
+    CONSUME_ONCE_VALUE: consume_once_value,
+    CONSUME_ONCE_CONSUMPTION: consume_once_consumption,
+    RECOVERY_DETERMINISM: recovery_determinism,
+    FORK_INTENT: fork_intent,
 }
 
 # The checks that read nothing but `world.threads`: the explorer may judge them once per
 # distinct tuple of threads, which recurs across many worlds (see `ResumeModel.all_hold`).
-THREAD_ONLY = tuple(name for name in CHECKS if name != "effect-exactly-once")
+THREAD_ONLY = tuple(name for name in CHECKS if name != EFFECT_EXACTLY_ONCE)

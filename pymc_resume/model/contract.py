@@ -8,6 +8,17 @@ from __future__ import annotations
 
 import attrs
 
+# The ids, each written once: every module names a clause by these constants.
+PREFIX_CONTINUATION = "prefix-continuation"
+EFFECT_EXACTLY_ONCE = "effect-exactly-once"
+FORK_DETERMINISM = "fork-determinism"
+CHECKPOINT_VALIDITY = "checkpoint-validity"
+CONSUME_ONCE_VALUE = "consume-once-value"
+CONSUME_ONCE_CONSUMPTION = "consume-once-consumption"
+RECOVERY_DETERMINISM = "recovery-determinism"
+FORK_INTENT = "fork-intent"
+LIVENESS = "liveness"
+
 
 @attrs.frozen
 class Clause:
@@ -18,55 +29,55 @@ class Clause:
 
 CLAUSES: tuple[Clause, ...] = (
     Clause(
-        "prefix-continuation",
+        PREFIX_CONTINUATION,
         "clause",
         "committed nodes form a prefix of the workflow, each committed once; "
         "no rewind, no skip after a resume or recovery",
     ),
     Clause(
-        "effect-exactly-once",
+        EFFECT_EXACTLY_ONCE,
         "clause",
         "a committed node's effect is applied at most once per identity, exactly once "
         "when quiescent; re-fires carry a stable idempotency key",
     ),
     Clause(
-        "fork-determinism",
+        FORK_DETERMINISM,
         "clause",
         "a fork starts from exactly its checkpoint, never changes the parent, never "
         "re-executes the ancestry; equal forks reach equal states",
     ),
     Clause(
-        "checkpoint-validity",
+        CHECKPOINT_VALIDITY,
         "clause",
         "every checkpoint satisfies the state schema; invalid updates, outputs and "
         "resume values are refused before anything is persisted or claimed",
     ),
     Clause(
-        "consume-once-value",
+        CONSUME_ONCE_VALUE,
         "clause",
         "a resume to an interrupt that already consumed a value is refused, never "
         "recorded or applied; the continuation uses exactly the consumed value",
     ),
     Clause(
-        "consume-once-consumption",
+        CONSUME_ONCE_CONSUMPTION,
         "clause",
         "of k concurrent deliveries to one parked interrupt at most one is consumed; "
         "the others are refused before any node executes",
     ),
     Clause(
-        "recovery-determinism",
+        RECOVERY_DETERMINISM,
         "clause",
         "a completed thread with a crash in its history has the state of the "
         "crash-free replay of its consumed inputs",
     ),
     Clause(
-        "fork-intent",
+        FORK_INTENT,
         "obligation",
         "every fork declares replay (reuse recorded inputs) or edit (take a new input, "
         "never the recorded one)",
     ),
     Clause(
-        "liveness",
+        LIVENESS,
         "obligation",
         "from every reachable state a quiescent state is reachable",
     ),
@@ -78,7 +89,9 @@ HOLDS = "holds"
 VIOLATED = "violated"
 NOT_APPLICABLE = "not-applicable"
 SKIPPED = "skipped"
-VERDICTS = (HOLDS, VIOLATED, NOT_APPLICABLE, SKIPPED)
+# Live runs only: a violation seen once whose repro never reproduced (never counted as violated).
+UNCONFIRMED = "unconfirmed"
+VERDICTS = (HOLDS, VIOLATED, UNCONFIRMED, NOT_APPLICABLE, SKIPPED)
 
 
 def clause(clause_id: str) -> Clause:

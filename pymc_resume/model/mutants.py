@@ -12,6 +12,18 @@ from __future__ import annotations
 
 import attrs
 
+from pymc_resume.model.contract import (
+    CHECKPOINT_VALIDITY,
+    CONSUME_ONCE_CONSUMPTION,
+    CONSUME_ONCE_VALUE,
+    EFFECT_EXACTLY_ONCE,
+    FORK_DETERMINISM,
+    FORK_INTENT,
+    LIVENESS,
+    PREFIX_CONTINUATION,
+    RECOVERY_DETERMINISM,
+)
+
 
 def _own_fault(mutant: Mutant) -> tuple[str, ...]:
     return (mutant.name,)
@@ -61,37 +73,35 @@ MUTANTS: dict[str, Mutant] = {
     for m in (
         Mutant(
             NO_CLAIM,
-            "consume-once-consumption",
+            CONSUME_ONCE_CONSUMPTION,
             "deliveries are not claimed in the store: every delivery that read the parked "
             "interrupt executes it (commits stay compare-and-set, effects stay keyed)",
         ),
         Mutant(
             RERUN_STEP_ON_RECOVERY,
-            "prefix-continuation",
+            PREFIX_CONTINUATION,
             "recovery re-applies the thread's last committed pure step and commits it again",
         ),
         Mutant(
             REFIRE_COMMITTED_EFFECT,
-            "effect-exactly-once",
-            "recovery re-sends the thread's last committed (non-gated) effect without its "
-            "idempotency key",
+            EFFECT_EXACTLY_ONCE,
+            "recovery re-sends the thread's last committed (non-gated) effect without its idempotency key",
         ),
         Mutant(
             FORK_BY_REFERENCE,
-            "fork-determinism",
+            FORK_DETERMINISM,
             "a fork shares the parent's checkpoint state object: the fork's commits overwrite "
             "the parent's checkpoint it was forked from",
         ),
         Mutant(
             PERSIST_UNVALIDATED,
-            "checkpoint-validity",
-            "updates, resume values and node outputs are persisted and claimed without schema "
-            "validation",
+            CHECKPOINT_VALIDITY,
+            "updates, resume values and node outputs are persisted and claimed without schema validation",
             mirrors="LangGraph 1.2.9: schema-invalid state is persisted without error",
         ),
         Mutant(
             RECORD_SECOND_RESUME,
-            "consume-once-value",
+            CONSUME_ONCE_VALUE,
             "a resume to an interrupt that already consumed a value is durably recorded and "
             "silently ignored instead of refused",
             mirrors="LangGraph 1.2.9: a second resume value for an interrupt that was already "
@@ -99,31 +109,31 @@ MUTANTS: dict[str, Mutant] = {
         ),
         Mutant(
             RECOVERY_NONDETERMINISTIC_STEP,
-            "recovery-determinism",
+            RECOVERY_DETERMINISM,
             "a pure step's output depends on whether it runs in a recovering process",
         ),
         Mutant(
             FORK_WITHOUT_INTENT,
-            "fork-intent",
+            FORK_INTENT,
             "an edit fork reuses the recorded input instead of its new one (its effect keys "
             "are still those of a new lineage)",
         ),
         Mutant(
             STUCK_CLAIM,
-            "liveness",
+            LIVENESS,
             "a claim held by a crashed process is never recovered: recovery parks the thread "
             "and the claim blocks every later delivery",
         ),
         Mutant(
             UNKEYED_EFFECTS,
-            "effect-exactly-once",
+            EFFECT_EXACTLY_ONCE,
             "effects are relayed to the sink without an idempotency key, so an effect fired in "
             "the window before its commit is applied again when recovery (or a replay fork) "
             "re-executes its node",
         ),
         Mutant(
             RERUN_NODE_ON_RECOVERY,
-            "prefix-continuation",
+            PREFIX_CONTINUATION,
             "recovery re-executes the thread's last committed node, whatever its kind, and "
             "commits it again; its effects carry their stable key, so the sink dedupes them",
             mirrors="LangGraph 1.2.9: after a real SIGKILL, work whose result was already "
@@ -131,7 +141,7 @@ MUTANTS: dict[str, Mutant] = {
         ),
         Mutant(
             RERUN_EFFECTS_ON_RESTART,
-            "effect-exactly-once",
+            EFFECT_EXACTLY_ONCE,
             "recovery restarts the thread from its first node with the restored state and "
             "re-runs every completed node, effects included, without idempotency keys",
             mirrors="CrewAI 1.15.2 (Flows with persistence): completed effect-bearing methods "
@@ -140,22 +150,21 @@ MUTANTS: dict[str, Mutant] = {
         ),
         Mutant(
             NO_MID_NODE_RECOVERY,
-            "liveness",
+            LIVENESS,
             "a crash between a node's execution and its commit leaves the thread marked as "
             "running forever: no process can recover it",
-            mirrors="pydantic-graph 1.x: no resume is possible after a crash in the middle "
-            "of a node",
+            mirrors="pydantic-graph 1.x: no resume is possible after a crash in the middle of a node",
         ),
         Mutant(
             VALIDATE_AFTER_CLAIM,
-            "checkpoint-validity",
+            CHECKPOINT_VALIDITY,
             "a resume value is validated when its node executes, after the claim: an invalid "
             "value is durably claimed, its execution is refused, and the claim stays, so the "
             "interrupt is consumed by a value it never accepted",
         ),
         Mutant(
             CONCURRENT_RESUMES_CONSUMED,
-            "consume-once-consumption",
+            CONSUME_ONCE_CONSUMPTION,
             "deliveries are not claimed and effects carry no stable key: every concurrent "
             "resume of one parked interrupt executes it and fires its gated effect",
             mirrors="the paper's concurrent-delivery finding: k processes that resume one "
@@ -164,7 +173,7 @@ MUTANTS: dict[str, Mutant] = {
         ),
         Mutant(
             PERSIST_INVALID_OUTPUT,
-            "checkpoint-validity",
+            CHECKPOINT_VALIDITY,
             "a node's output is committed without schema validation: an overflow node's "
             "out-of-bounds output, computed from valid inputs, is persisted and the thread runs on",
             mirrors="the published finding that frameworks persist schema-invalid node output",
@@ -172,7 +181,7 @@ MUTANTS: dict[str, Mutant] = {
         ),
         Mutant(
             WARM_FORK_SHARES_STATE,
-            "fork-determinism",
+            FORK_DETERMINISM,
             "a fork from the head made by the warm client that parked the parent starts from "
             "that client's in-memory state object instead of a copy: the fork's commits write "
             "through to the parent's head",

@@ -4,7 +4,15 @@ durable store and the effect sink at each step."""
 from __future__ import annotations
 
 from pymc_resume.model.state import (
-    DEAD, FAILED, FREE, INTENT_NAMES, LIVE, NO_VALUE, STUCK, UPDATE, World,
+    DEAD,
+    FAILED,
+    FREE,
+    INTENT_NAMES,
+    LIVE,
+    NO_VALUE,
+    STUCK,
+    UPDATE,
+    World,
 )
 from pymc_resume.model.workflow import Workflow, value_name
 

@@ -18,13 +18,39 @@ from collections.abc import Iterator
 from pymc_resume.explore import AlwaysReachable, Invariant
 from pymc_resume.model import mutants as m
 from pymc_resume.model.bounds import Bounds
-from pymc_resume.model.codec import WorldCodec
 from pymc_resume.model.clauses import (
-    CHECKS, THREAD_ONLY, effect_exactly_once, effect_identity, is_quiescent,
+    CHECKS,
+    THREAD_ONLY,
+    effect_exactly_once,
+    effect_identity,
+    is_quiescent,
 )
+from pymc_resume.model.codec import WorldCodec
 from pymc_resume.model.state import (
-    DEAD, EDIT, EXECUTED, FAILED, FREE, IDLE, IDLE_PROCESS, INITIAL, INTENT_NAMES, LIVE, LOADED, NEW,
-    NO_VALUE, READY, REPLAY, ROOT, STARTED, STUCK, UPDATE, Budget, Checkpoint, Process, Thread, World,
+    DEAD,
+    EDIT,
+    EXECUTED,
+    FAILED,
+    FREE,
+    IDLE,
+    IDLE_PROCESS,
+    INITIAL,
+    INTENT_NAMES,
+    LIVE,
+    LOADED,
+    NEW,
+    NO_VALUE,
+    READY,
+    REPLAY,
+    ROOT,
+    STARTED,
+    STUCK,
+    UPDATE,
+    Budget,
+    Checkpoint,
+    Process,
+    Thread,
+    World,
 )
 from pymc_resume.model.workflow import APPROVE, DONE, INVALID, NodeKind, StageKind, value_name
 
