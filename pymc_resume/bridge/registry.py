@@ -91,7 +91,11 @@ FAMILIES: dict[str, Family] = {
     ),
     "crewai": Family(
         "crewai",
-        (Configuration("sqlite/persist", "crewai"),),
+        (
+            Configuration("sqlite/persist", "crewai"),  # CrewAI's FlowState as it comes
+            # Pydantic's validate_assignment on the flow state: the validation is ours, not CrewAI's.
+            Configuration("sqlite/persist+validated", "crewai", {"validate_assignment": True}),
+        ),
         requires="crewai",
         install="pip install 'pymc-resume[crewai]'",
     ),

@@ -9,13 +9,15 @@ import importlib.util
 import json
 import subprocess
 import sys
+import types
 
 import pytest
 
 # Every CrewAI client operation is a fresh process that takes seconds (most of it importing
 # what a Flow instance loads: CrewAI's memory storage, LanceDB, which is not fork-safe, so it
-# cannot be imported once in the parent), so every run here is slow.
-pytestmark = [pytest.mark.crewai, pytest.mark.slow]
+# cannot be imported once in the parent), so every run here is slow but the few marked fast.
+pytestmark = [pytest.mark.crewai]
+slow = pytest.mark.slow
 
 # Looked up, not imported: importing CrewAI takes seconds, which every test process would pay
 # at collection even when these tests are deselected (the adapter imports it when it is built).
@@ -25,16 +27,28 @@ if importlib.util.find_spec("crewai") is None:
 
 from live_steps import DEFAULT, START, apply_steps, crash, resume  # noqa: E402
 
-from pymc_resume.bridge.adapters.crewai import OFFLINE, CrewAIAdapter  # noqa: E402
+from pymc_resume.bridge.adapter import CONTRACT_OPERATIONS, FuzzSetup, framework_calls  # noqa: E402
+from pymc_resume.bridge.adapters.crewai import OFFLINE, CrewAIAdapter, raised_by  # noqa: E402
+from pymc_resume.bridge.process import FAILED, RETURNED, run_in_children  # noqa: E402
+from pymc_resume.bridge.registry import FAMILIES  # noqa: E402
 from pymc_resume.bridge.session import Session  # noqa: E402
+from pymc_resume.model.bounds import load_bounds  # noqa: E402
+from pymc_resume.model.contract import CLAUSE_IDS  # noqa: E402
 from pymc_resume.model.state import INITIAL  # noqa: E402
 
+SMALL = load_bounds("small")  # step, effect-then-interrupt, gated: stages step, effect, wait, gated
+FUZZ = load_bounds("fuzz")  # ... gated, overflow, step: the overflow node can break the schema
 RECOVER = {"action": "recover", "thread": 0, "crash": None}
 ADAPTER = "pymc_resume.bridge.adapters.crewai:CrewAIAdapter"
+EVERY_CLAUSE = frozenset(CLAUSE_IDS)
 
 
 def start_killed_at(stage, when):
     return {"action": "start", "thread": 0, "crash": crash(stage, when)}
+
+
+def fork(checkpoint, intent="replay", value=None, thread=0):
+    return {"action": "fork", "thread": thread, "checkpoint": checkpoint, "intent": intent, "value": value}
 
 
 class EventKeepingSession(Session):
@@ -45,14 +59,19 @@ class EventKeepingSession(Session):
         super().close()
 
 
-def run(steps, drain=True):
+def run(steps, drain=True, bounds=DEFAULT, ignore=frozenset(), **options):
     """Apply steps (then the drain); (violated clause ids, the closed session)."""
-    session = EventKeepingSession(CrewAIAdapter(), DEFAULT.workflow, DEFAULT.values, step_timeout=120)
+    session = EventKeepingSession(CrewAIAdapter(**options), bounds.workflow, bounds.values, step_timeout=120,
+                                  ignore=ignore)
     return apply_steps(session, steps, drain)
 
 
+def outcomes(session):
+    return [outcome for step in session.steps for outcome in step["outcome"]]
+
+
 def statuses(session):
-    return [outcome["status"] for step in session.steps for outcome in step["outcome"]]
+    return [outcome["status"] for outcome in outcomes(session)]
 
 
 def committed(session, thread=0):
@@ -63,12 +82,30 @@ def fires(session):
     return [e for e in session.events if e.kind == "fire"]
 
 
+# -- what the adapter declares (no CrewAI process runs) ----------------------------------------
+
 def test_declares_what_crewai_lets_us_observe_and_what_it_cannot_express():
     capabilities = CrewAIAdapter.capabilities
     assert "leases" not in capabilities  # nothing in CrewAI's store tells a live run from a dead one
     assert {"recorded-inputs", "executions"} <= capabilities
-    assert set(CrewAIAdapter.unsupported) == {"fork", "update"}
+    assert set(CrewAIAdapter.unsupported) == {"update"}  # fork goes through restore_from_state_id
     assert CrewAIAdapter().version.startswith("crewai 1.")
+
+
+def test_names_the_crewai_call_of_every_operation_it_performs():
+    calls = framework_calls(CrewAIAdapter())
+    assert list(calls) == [op for op in CONTRACT_OPERATIONS if op != "update"]
+    assert "restore_from_state_id" in calls["fork"]
+    assert 'kickoff(inputs={"id"' in calls["start"] and 'kickoff(inputs={"id"' in calls["recover"]
+    assert "from_pending" in calls["resume"] and "human_feedback" in calls["resume"]
+    assert "SIGKILL" in calls["crash"]
+
+
+def test_the_default_configuration_is_crewais_state_as_it_comes_and_validation_is_named_apart():
+    configurations = {c.name: c for c in FAMILIES["crewai"].configurations}
+    assert configurations["sqlite/persist"].options == {}
+    assert configurations["sqlite/persist+validated"].options == {"validate_assignment": True}
+    assert CrewAIAdapter().options() == {"validate_assignment": False}
 
 
 def test_telemetry_is_switched_off_before_crewai_is_imported():
@@ -78,6 +115,50 @@ def test_telemetry_is_switched_off_before_crewai_is_imported():
         assert os.environ[name] == value
 
 
+# -- refusals: CrewAI's only when CrewAI raised them ------------------------------------------
+
+def test_an_exception_is_crewais_when_a_crewai_frame_raised_it_and_ours_when_our_code_did(tmp_path, monkeypatch):
+    import tempfile
+
+    from crewai.flow.persistence import SQLiteFlowPersistence
+
+    from pymc_resume.bridge.adapters import crewai as adapter_module
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # CrewAI's lock file goes there
+    persistence = SQLiteFlowPersistence(str(tmp_path / "flows.db"))
+    flow_class = adapter_module._flow_class(SMALL.workflow, None, persistence, False)
+    with pytest.raises(ValueError, match="No pending feedback") as crewai_error:
+        flow_class.from_pending("no-such-flow", persistence)
+    assert raised_by(crewai_error.value) == "crewai"
+    wait = SMALL.workflow.consuming[0]
+    method = adapter_module._stage_method(wait, SMALL.workflow.stages[wait], [], None, Exception)
+    flow = types.SimpleNamespace(last_human_feedback=types.SimpleNamespace(feedback="not a value"))
+    with pytest.raises(ValueError) as our_error:
+        method(flow)  # the adapter's own parsing of the feedback
+    assert raised_by(our_error.value) == "adapter"
+
+
+def test_a_value_error_from_the_adapters_own_code_is_a_failure_not_a_crewai_refusal(tmp_path):
+    adapter = CrewAIAdapter()
+
+    def crewai_refuses():
+        adapter._flow.from_pending("no-such-flow", adapter._persistence)
+
+    adapter.open(FuzzSetup(SMALL.workflow, SMALL.values, tmp_path, None))
+    try:
+        ours = adapter._task(0, lambda: int("not a value"), "run", None, "op", None)
+        theirs = adapter._task(0, crewai_refuses, "run", None, "op", None)
+        our_result, their_result = run_in_children([ours, theirs])
+    finally:
+        adapter.close()
+    assert our_result.status == FAILED and "ValueError" in our_result.error
+    assert their_result.status == RETURNED
+    assert their_result.value["status"] == "refused"
+    assert their_result.value["detail"].startswith("refused by CrewAI: ValueError: No pending feedback")
+
+
+# -- runs through, crashes, races (the default configuration) ----------------------------------
+
+@slow
 def test_a_start_commits_up_to_the_first_human_feedback_step_and_pauses_there():
     violated, session = run([START], drain=False)
     assert violated == set()
@@ -89,6 +170,7 @@ def test_a_start_commits_up_to_the_first_human_feedback_step_and_pauses_there():
     assert [e.key for e in fires(session)] == [None, None]  # CrewAI hands methods no stable key
 
 
+@slow
 def test_a_crash_free_run_with_two_resumes_completes_and_holds():
     violated, session = run([START, resume(2), resume(1)])
     assert violated == set()
@@ -96,13 +178,15 @@ def test_a_crash_free_run_with_two_resumes_completes_and_holds():
     assert session.observation.threads[0].inputs == {3: 2, 4: 1}
 
 
-def test_a_second_resume_to_a_consumed_feedback_step_is_refused():
+@slow
+def test_a_second_resume_to_a_consumed_feedback_step_is_refused_by_crewai():
     violated, session = run([START, resume(1), resume(2), resume(1)], drain=False)
     assert violated == set()
     assert statuses(session) == ["ok", "ok", "ok", "refused"]
-    assert "No pending feedback" in session.steps[-1]["outcome"][0]["detail"]
+    assert outcomes(session)[-1]["detail"].startswith("refused by CrewAI: ValueError: No pending feedback")
 
 
+@slow
 @pytest.mark.parametrize("when", ["after-execute", "after-commit"])
 def test_recovery_after_a_sigkill_runs_the_completed_effect_method_again(when):
     # The paper's claim: kickoff(inputs={"id": ...}) restores the state and starts the flow
@@ -113,31 +197,14 @@ def test_recovery_after_a_sigkill_runs_the_completed_effect_method_again(when):
     assert len(fires(session)) == 3  # the effect at stage 1 twice, the effect at stage 2 once
 
 
+@slow
 def test_recovery_after_a_sigkill_before_the_effect_reruns_the_committed_step():
     violated, session = run([start_killed_at(1, "before-execute"), RECOVER])
     assert violated == {"prefix-continuation"}
     assert committed(session)[:3] == [0, 0, 1]  # stage 0 committed again: a rewind
 
 
-def test_recovery_of_a_resumed_thread_asks_again_for_feedback_it_already_consumed():
-    steps = [START, resume(2, crash(4, "before-execute")), RECOVER]
-    violated, session = run(steps, drain=False)
-    assert "prefix-continuation" in violated
-    assert session.observation.threads[0].chain[-1].pc == 3  # paused at stage 3 again
-
-
-def test_a_schema_invalid_resume_value_is_refused_after_crewai_consumed_the_feedback_step():
-    violated, session = run([START, resume(-1), resume(1)], drain=False)
-    assert statuses(session) == ["ok", "refused", "refused"]
-    assert "ValidationError" in session.steps[1]["outcome"][0]["detail"]  # the state's own check
-    # ...but CrewAI had already cleared the pending feedback: no value can be delivered any more.
-    assert "No pending feedback" in session.steps[2]["outcome"][0]["detail"]
-    assert session.observation.threads[0].chain[-1].pc == 3
-    # CrewAI records no claim, but a valid value refused where the invalid one was refused shows
-    # the invalid value consumed the interrupt, which the clause forbids.
-    assert violated == {"checkpoint-validity"}
-
-
+@slow
 def test_two_concurrent_resumes_both_consume_the_feedback_step():
     race = {"action": "resume-together", "thread": 0, "values": [1, 1], "window": "after-load"}
     violated, session = run([START, race], drain=False)
@@ -145,14 +212,92 @@ def test_two_concurrent_resumes_both_consume_the_feedback_step():
     assert statuses(session) == ["ok", "ok", "ok"]
 
 
-def test_fork_and_update_are_refused_as_not_expressible():
-    fork = {"action": "fork", "thread": 0, "checkpoint": 1, "intent": "replay", "value": None}
-    update = {"action": "update", "thread": 0, "value": 1}
-    violated, session = run([START, fork, update], drain=False)
-    assert violated == set()
+# -- schema-invalid values: what CrewAI does by default, and with the adapter's validation -----
+
+@slow
+def test_by_default_crewai_persists_a_schema_invalid_resume_value_then_refuses_to_load_it():
+    steps = [START, resume(-1, thread=0), resume(1), RECOVER, fork(3)]
+    violated, session = run(steps, drain=False, bounds=SMALL, ignore=EVERY_CLAUSE)
+    assert statuses(session) == ["ok", "ok", "refused", "refused", "refused"]
+    view = session.observation.threads[0]
+    assert view.chain[-1].app[1] == -1  # stage 2 (node 1's wait) committed the forbidden value
+    # CrewAI validates the state against its model only when it loads it: from_pending,
+    # kickoff(inputs={"id": ...}) and restore_from_state_id all refuse it from then on.
+    for refused in outcomes(session)[2:]:
+        assert refused["detail"].startswith("refused by CrewAI: ")
+        assert "greater than or equal to 0" in refused["detail"]
+    assert len(session.observation.threads) == 1  # the refused fork made no thread
+    violated, _ = run([START, resume(-1)], drain=False, bounds=SMALL)
+    assert violated == {"checkpoint-validity"}
+
+
+@slow
+def test_with_the_adapters_validation_an_invalid_value_is_refused_by_the_adapter_after_crewai_consumed_it():
+    violated, session = run([START, resume(-1), resume(1)], drain=False, bounds=SMALL, validate_assignment=True)
     assert statuses(session) == ["ok", "refused", "refused"]
+    assert outcomes(session)[1]["detail"].startswith("refused by the adapter's validation")
+    # ...but CrewAI had already cleared the pending feedback: no value can be delivered any more.
+    assert outcomes(session)[2]["detail"].startswith("refused by CrewAI: ValueError: No pending feedback")
+    assert session.observation.threads[0].chain[-1].pc == 2
+    # CrewAI records no claim, but a valid value refused where the invalid one was refused shows
+    # the invalid value consumed the interrupt, which the clause forbids.
+    assert violated == {"checkpoint-validity"}
 
 
+@slow
+def test_by_default_crewai_persists_a_schema_invalid_node_output_from_valid_inputs():
+    # Inputs 2 and 1: the overflow node's output runs past its bound and is the forbidden value.
+    violated, session = run([START, resume(2), resume(1)], drain=False, bounds=FUZZ)
+    assert violated == {"checkpoint-validity"}
+    view = session.observation.threads[0]
+    assert view.chain[-1].pc == FUZZ.workflow.end  # the flow ran on past it to its end
+    assert -1 in view.chain[-1].app
+
+
+@slow
+def test_with_the_adapters_validation_a_schema_invalid_node_output_fails_the_thread():
+    violated, session = run([START, resume(2), resume(1), resume(1)], bounds=FUZZ, validate_assignment=True)
+    assert violated == set()
+    assert statuses(session) == ["ok", "ok", "refused", "refused"]
+    assert "adapter's validation" in outcomes(session)[2]["detail"] and "node output" in outcomes(session)[2]["detail"]
+    view = session.observation.threads[0]
+    assert view.run == "failed"
+    assert all(-1 not in c.app for c in view.chain)
+
+
+# -- forks through kickoff(restore_from_state_id=...) ------------------------------------------
+
+@slow
+def test_a_replay_fork_from_the_head_goes_through_restore_from_state_id_and_reruns_the_flow():
+    violated, session = run([START, resume(1), fork(3)], drain=False, bounds=SMALL, ignore=EVERY_CLAUSE)
+    assert statuses(session) == ["ok", "ok", "ok"]
+    assert outcomes(session)[-1]["thread"] == 1
+    parent, forked = session.observation.threads
+    assert forked.chain[:4] == parent.chain  # hydrated from the parent's latest snapshot
+    # CrewAI's fork runs the flow from its @start method with the copied state: stages 0 and 1
+    # run again (the effect fires again) and it asks again for the feedback it had consumed.
+    assert [c.stage for c in forked.chain[4:]] == [0, 1]
+    assert forked.chain[-1].pc == 2 and forked.run == "free"
+    assert [(e.thread, e.stage) for e in fires(session)] == [(0, 1), (1, 1)]
+    assert committed(session, 0) == [0, 1, 2]  # the parent is left as it was
+    violated, _ = run([START, resume(1), fork(3)], drain=False, bounds=SMALL)
+    assert violated == {"prefix-continuation", "effect-exactly-once", "fork-determinism"}
+
+
+@slow
+def test_forks_restore_from_state_id_cannot_express_are_refused_with_the_reason():
+    steps = [START, resume(1), fork(1), fork(2, "edit", 2), {"action": "update", "thread": 0, "value": 1}]
+    violated, session = run(steps, drain=False, bounds=SMALL)
+    assert violated == set()
+    assert statuses(session) == ["ok", "ok", "refused", "refused", "refused"]
+    earlier, edit, update = (o["detail"] for o in outcomes(session)[2:])
+    assert earlier.startswith("not expressible in CrewAI") and "latest snapshot" in earlier
+    assert edit.startswith("not expressible in CrewAI") and "new input" in edit
+    assert update.startswith("not expressible in CrewAI")
+    assert len(session.observation.threads) == 1
+
+
+@slow
 def test_fuzz_through_the_cli_finds_the_rerun_of_completed_methods(tmp_path):
     # A small fixed-seed budget without shrinking: every CrewAI step is a fresh process that
     # takes seconds (most of it importing what a Flow instance loads), so shrinking over CrewAI

@@ -7,19 +7,34 @@ methods: `ask<s>`, decorated with CrewAI's `@human_feedback` and an async provid
 the flow (`HumanFeedbackPending`, the documented way to wait for a human without an LLM), then
 `s<s>`, which takes the value from `self.last_human_feedback` and runs the stage. Node code is
 the bridge's `run_node`; an effect-then-interrupt node is its effect method, then the pair.
-The state is a `FlowState` whose fields are `>= 0` with `validate_assignment`, so CrewAI's
-Pydantic state is given the chance to refuse the schema's forbidden value (-1).
 
-What each operation is in CrewAI (every one that runs methods runs in a forked child process,
-which a crash point SIGKILLs: before or after a stage method's code, or right after CrewAI's
-`save_state` of the method's completion, hooked by subclassing `SQLiteFlowPersistence`):
+The state schema is a `FlowState` subclass with one `int` field per node (and `note`), each
+declared `>= 0` with Pydantic's `Field(ge=0)`, the way a CrewAI user declares a structured state.
+By default it is CrewAI's state as it comes: `FlowState` does not validate assignments, so what
+CrewAI itself does with a schema-invalid value a method writes is what is observed.
+`validate_assignment=True` (the `sqlite/persist+validated` configuration) switches Pydantic's
+`validate_assignment` on: that validation is the adapter's, not CrewAI's, and every refusal it
+causes says so.
+
+What each operation is in CrewAI (`FRAMEWORK_CALLS`; every one that runs methods runs in a
+forked child process, which a crash point SIGKILLs: before or after a stage method's code, or
+right after CrewAI's `save_state` of the method's completion, hooked by subclassing
+`SQLiteFlowPersistence`):
 
 - start: `kickoff(inputs={"id": <thread's flow id>})` on a fresh flow instance;
-- resume: `Flow.from_pending(id, persistence).resume(str(v))`; `from_pending` raising
-  "No pending feedback" is CrewAI's refusal;
+- resume: `Flow.from_pending(id, persistence).resume(str(v))`;
 - recover: `kickoff(inputs={"id": id})` again, CrewAI's documented way to restore a `@persist`
   flow ("resume: writes land under the supplied id, extending the same flow_uuid history");
-- fork and update: not expressible (see `UNSUPPORTED`).
+- fork: `kickoff(restore_from_state_id=<parent's flow id>)`, CrewAI's documented fork, which
+  hydrates a new flow from the parent's latest snapshot and runs it at once: a replay fork from
+  the parent's head is expressible, a fork from an earlier checkpoint or with a new input is
+  not (refused with the reason, `FORK_NOT_EXPRESSIBLE`);
+- update: not expressible (see `UNSUPPORTED`).
+
+Refusals: an operation is `refused` by CrewAI only when CrewAI raised the exception, told by
+where it was raised (`raised_by`: the innermost frame of its traceback in CrewAI's modules or
+in ours). A refusal by the adapter's own rule (its validation, a fork CrewAI cannot express)
+says that the rule is the adapter's. Any other exception is a bug and stops the run.
 
 What CrewAI gives and what it does not:
 
@@ -31,11 +46,13 @@ What CrewAI gives and what it does not:
 - no leases: nothing in the store tells a live run from a crashed one; the `dead` run state
   is the adapter's own memory that it killed the thread's last process (so the bridge
   recovers it), not something CrewAI stores. `liveness` comes out skipped.
-- observation reads CrewAI's `flow_states` table: one row per persisted method completion,
-  oldest first. A row of a stage method `s<k>` is a commit of stage k; rows of `ask<k>`
-  (written when the flow pauses and when a resume completes the feedback step) carry no stage
-  and are not commits. CrewAI writes no row before the first method: the chain starts with the
-  initial state.
+- observation reads CrewAI's `flow_states` table (read-only): one row per persisted method
+  completion, oldest first. A row of a stage method `s<k>` is a commit of stage k; rows of
+  `ask<k>` (written when the flow pauses and when a resume completes the feedback step) carry no
+  stage and are not commits. CrewAI writes no row before the first method: a root thread's chain
+  starts with the initial state. A fork's chain is its parent's chain up to the snapshot it was
+  hydrated from (CrewAI's store keeps no link between them: the adapter remembers the call it
+  made), then the fork's own rows.
 """
 
 from __future__ import annotations
@@ -52,6 +69,7 @@ from pathlib import Path
 from pymc_resume.bridge.adapter import (
     OK, REFUSED, CrashPoint, FuzzSetup, Observation, Outcome, ThreadView,
 )
+from pymc_resume.bridge.nodes import NodeContext
 from pymc_resume.bridge.process import ClientControl, Gate, run_in_children, settle
 from pymc_resume.model.state import INITIAL, Checkpoint
 from pymc_resume.model.workflow import Workflow
@@ -67,16 +85,35 @@ OFFLINE = {
     "CREWAI_DISABLE_VERSION_CHECK": "true",
 }
 
+# Contract operation -> the public CrewAI call the adapter performs it with.
+FRAMEWORK_CALLS = {
+    "start": 'FuzzFlow().kickoff(inputs={"id": <new flow id>}), @persist(SQLiteFlowPersistence) on the class',
+    "resume": "FuzzFlow.from_pending(<flow id>, persistence).resume(str(v)); the pause: @human_feedback("
+              "provider=...) whose provider raises HumanFeedbackPending",
+    "resume-together": "k processes, each FuzzFlow.from_pending(<flow id>, persistence).resume(str(v))",
+    "crash": "SIGKILL of the client process (os.kill(os.getpid(), SIGKILL)) in a flow method before or "
+             "after its code, or once SQLiteFlowPersistence.save_state of its completion returned",
+    "recover": 'FuzzFlow().kickoff(inputs={"id": <flow id>}) (the documented @persist resume)',
+    "fork": "FuzzFlow().kickoff(restore_from_state_id=<parent flow id>): from the parent's head, intent replay",
+}
+
 UNSUPPORTED = {
-    "fork": "CrewAI forks a @persist flow only with kickoff(restore_from_state_id=...), which "
-            "hydrates from the source's latest snapshot and runs at once: no fork from an earlier "
-            "checkpoint, and no new input for one of its interrupts",
     "update": "CrewAI has no client call that writes a flow's persisted state without running it: "
               "kickoff inputs are applied only as the flow starts over, and "
               "FlowPersistence.save_state is the engine's own write",
 }
 
+# Why a fork is not expressible, by what was asked: CrewAI's fork is kickoff(restore_from_state_id=...).
+FORK_NOT_EXPRESSIBLE = {
+    "checkpoint": "restore_from_state_id hydrates from the source flow's latest snapshot only, so a fork "
+                  "starts from the head, never from an earlier checkpoint",
+    "edit": "restore_from_state_id takes no new input for an interrupt the source flow consumed (the "
+            "fork only copies the state; an edit fork starts at an interrupt before the head)",
+}
+
 DB_NAME = "crewai_flows.db"
+NOT_EXPRESSIBLE = "not expressible in CrewAI"
+ADAPTER_RULE = "refused by the adapter's validation (validate_assignment, not CrewAI's default)"
 
 
 def switch_off_telemetry() -> None:
@@ -108,7 +145,34 @@ def _committed_stage(method_name: str) -> int | None:
     return None
 
 
+# The control of the operation this child process runs (set in the child only, once per process).
 _CONTROL: ClientControl | None = None
+
+
+class AdapterValidationRefused(Exception):
+    """The adapter's own validation (`validate_assignment`) refused a value a method assigned:
+    a refusal by the adapter's rule, never counted as CrewAI's."""
+
+    def __init__(self, stage: int, value: int, node_output: bool) -> None:
+        what = "node output" if node_output else "resume value"
+        super().__init__(f"{ADAPTER_RULE}: {what} {value} at stage {stage}")
+        self.node_output = node_output
+
+
+def raised_by(error: BaseException) -> str | None:
+    """Whose code raised `error`: "crewai" or "adapter" (pymc_resume), by the innermost frame of
+    its traceback in either (frames of libraries they call, such as Pydantic, are skipped), or
+    None when neither appears."""
+    owner = None
+    tb = error.__traceback__
+    while tb is not None:
+        module = tb.tb_frame.f_globals.get("__name__", "")
+        if module == "crewai" or module.startswith("crewai."):
+            owner = "crewai"
+        elif module == "pymc_resume" or module.startswith("pymc_resume."):
+            owner = "adapter"
+        tb = tb.tb_next
+    return owner
 
 
 @functools.cache
@@ -118,7 +182,7 @@ def _crewai():
     from crewai.flow import HumanFeedbackPending, HumanFeedbackProvider, human_feedback
     from crewai.flow.flow import Flow, FlowState, listen, start
     from crewai.flow.persistence import SQLiteFlowPersistence, persist
-    from pydantic import ConfigDict
+    from pydantic import ConfigDict, ValidationError
 
     class PauseForHuman(HumanFeedbackProvider):
         """An async feedback provider: the flow pauses until a client resumes it."""
@@ -135,31 +199,35 @@ def _crewai():
                 _CONTROL.committed((_committed_stage(method_name),))
 
     class ValidatedState(FlowState):
-        """CrewAI's state base with Pydantic's checks on every assignment a method makes."""
+        """CrewAI's state base with Pydantic's checks on every assignment a method makes (ours)."""
 
         model_config = ConfigDict(validate_assignment=True)
 
     return types.SimpleNamespace(
-        Flow=Flow, ValidatedState=ValidatedState, listen=listen, start=start, persist=persist,
-        human_feedback=human_feedback, PauseForHuman=PauseForHuman, Persistence=CommitHookedPersistence,
+        Flow=Flow, FlowState=FlowState, ValidatedState=ValidatedState, ValidationError=ValidationError,
+        listen=listen, start=start, persist=persist, human_feedback=human_feedback,
+        PauseForHuman=PauseForHuman, Persistence=CommitHookedPersistence,
     )
 
 
-def _state_model(workflow: Workflow):
-    """The flow's state: one field per node plus `note`, each `>= 0`, checked on assignment."""
+def _state_model(workflow: Workflow, validate_assignment: bool):
+    """The flow's state: one field per node plus `note`, each declared `>= 0`; on CrewAI's
+    `FlowState` as it comes, or with `validate_assignment` (the adapter's validation)."""
     from typing import Annotated
 
     from pydantic import Field, create_model
 
+    crewai = _crewai()
+    base = crewai.ValidatedState if validate_assignment else crewai.FlowState
     fields = {name: (Annotated[int, Field(ge=0)], 0) for name in _names(workflow)}
-    return create_model("FuzzState", __base__=_crewai().ValidatedState, **fields)
+    return create_model("FuzzState", __base__=base, **fields)
 
 
 def _names(workflow: Workflow) -> list[str]:
     return [_field(n) for n in range(len(workflow.nodes))] + ["note"]
 
 
-def _flow_class(workflow: Workflow, run_node, persistence):
+def _flow_class(workflow: Workflow, run_node, persistence, validate_assignment: bool):
     """A linear CrewAI Flow for `workflow`, persisted after every method by `@persist`."""
     crewai = _crewai()
     names = _names(workflow)
@@ -171,9 +239,10 @@ def _flow_class(workflow: Workflow, run_node, persistence):
                                         llm=None)(_ask_method(s))
             namespace[_ask_method_name(s)] = _triggered_after(crewai, previous)(ask)
             previous = _ask_method_name(s)
-        namespace[_stage_method_name(s)] = _triggered_after(crewai, previous)(_stage_method(s, stage, names, run_node))
+        method = _stage_method(s, stage, names, run_node, crewai.ValidationError)
+        namespace[_stage_method_name(s)] = _triggered_after(crewai, previous)(method)
         previous = _stage_method_name(s)
-    flow = type("FuzzFlow", (crewai.Flow[_state_model(workflow)],), namespace)
+    flow = type("FuzzFlow", (crewai.Flow[_state_model(workflow, validate_assignment)],), namespace)
     return crewai.persist(persistence)(flow)
 
 
@@ -190,18 +259,20 @@ def _ask_method(s: int):
     return ask
 
 
-def _stage_method(s: int, stage, names: list[str], run_node):
+def _stage_method(s: int, stage, names: list[str], run_node, validation_error: type[Exception]):
     def method(self):
+        # The feedback is a string: turning it into the stage's value is the adapter's (user) code.
         value = int(self.last_human_feedback.feedback) if stage.consumes else None
         control = _CONTROL
         control.at("before-execute", s)
-        context = types.SimpleNamespace(
-            thread=control.thread, stage=s, node=stage.node, op=control.op, role=control.role,
-            idempotency_key=None,  # CrewAI hands method code no stable execution identity
-        )
+        context = NodeContext(control.thread, s, stage.node, control.op, control.role,
+                              idempotency_key=None)  # CrewAI hands method code no stable execution identity
         app = tuple(getattr(self.state, name) for name in names)
         out = run_node(s, app, value, context)
-        setattr(self.state, names[stage.node], out[stage.node])
+        try:
+            setattr(self.state, names[stage.node], out[stage.node])
+        except validation_error:  # only with validate_assignment: the adapter's validation
+            raise AdapterValidationRefused(s, out[stage.node], node_output=not stage.consumes) from None
         control.executed.add(s)
         control.at("after-execute", s)
         return out[stage.node]
@@ -214,23 +285,27 @@ class CrewAIAdapter:
     name = "crewai"
     capabilities = frozenset({"recorded-inputs", "executions"})
     unsupported = UNSUPPORTED
+    framework_calls = FRAMEWORK_CALLS
 
-    def __init__(self) -> None:
+    def __init__(self, validate_assignment: bool = False) -> None:
         try:
             _crewai()
         except ImportError as error:
             raise RuntimeError(f"crewai is not installed ({error}); pip install 'pymc-resume[crewai]'") from None
         self.version = f"crewai {_crewai_version()}"
+        self.validate_assignment = bool(validate_assignment)
         self.path: Path | None = None
         self.workflow: Workflow | None = None
-        self.threads: list[dict] = []  # per bridge thread: its CrewAI flow id and run state
+        # Per bridge thread: its CrewAI flow id, run state, and for a fork the parent thread and
+        # the parent's checkpoint it was hydrated from.
+        self.threads: list[dict] = []
         self._persistence = None
         self._flow = None
         self._outer_tempdir: str | None = None
         self._outer_storage_dir: str | None = None
 
     def options(self) -> dict:
-        return {}
+        return {"validate_assignment": self.validate_assignment}
 
     def open(self, setup: FuzzSetup) -> None:
         self.path = setup.workdir / DB_NAME
@@ -243,9 +318,9 @@ class CrewAIAdapter:
         # here) shares this temp directory, so they still share the lock, and it goes with the example.
         self._outer_tempdir, tempfile.tempdir = tempfile.tempdir, str(setup.workdir)
         self.workflow = setup.workflow
-        self.threads = [{"id": str(uuid.uuid4()), "run": "new"}]
+        self.threads = [{"id": str(uuid.uuid4()), "run": "new", "parent": None, "base": None}]
         self._persistence = _crewai().Persistence(str(self.path))  # creates CrewAI's tables
-        self._flow = _flow_class(setup.workflow, setup.run_node, self._persistence)
+        self._flow = _flow_class(setup.workflow, setup.run_node, self._persistence, self.validate_assignment)
 
     def close(self) -> None:
         self._persistence = self._flow = None
@@ -272,20 +347,60 @@ class CrewAIAdapter:
         results = run_in_children(tasks, synchronized=window is not None)
         return [self._settle(thread, result) for result in results]
 
+    def fork(self, thread: int, checkpoint: int, intent: str, value: int | None) -> Outcome:
+        """A replay fork from the head through `kickoff(restore_from_state_id=...)`, which runs
+        the new flow at once (until it pauses or completes); any other fork is refused as not
+        expressible, with the reason."""
+        head = len(self._chain(thread)) - 1
+        if intent == "edit":
+            return Outcome(REFUSED, f"{NOT_EXPRESSIBLE}: {FORK_NOT_EXPRESSIBLE['edit']}")
+        if checkpoint != head:
+            return Outcome(REFUSED, f"{NOT_EXPRESSIBLE}: {FORK_NOT_EXPRESSIBLE['checkpoint']} "
+                                    f"(asked for checkpoint {checkpoint}, the head is {head})")
+        new = len(self.threads)
+        memory = {"id": None, "run": "new", "parent": thread, "base": checkpoint}
+        task = self._task(new, self._restore_fork(self.threads[thread]["id"]), "run", None, f"fork.t{new}", None)
+        [result] = run_in_children([task])
+        outcome = self._settle_in(memory, result)
+        memory["id"] = (result.value or {}).get("flow_id")
+        if outcome.status == REFUSED and not (memory["id"] and self._rows(memory["id"])):
+            return outcome  # refused before CrewAI stored anything of the new flow: there is no fork
+        self.threads.append(memory)
+        detail = f"forked as flow {memory['id']}" + (f"; then {outcome.detail}" if outcome.detail else "")
+        return Outcome(OK, detail, thread=new)
+
     def _kickoff(self, thread: int):
         """Start or restore the thread's flow under its id, as CrewAI documents for @persist."""
         flow_id = self.threads[thread]["id"]
-        return lambda: self._flow().kickoff(inputs={"id": flow_id})
+
+        def kickoff() -> dict:
+            self._flow().kickoff(inputs={"id": flow_id})
+            return {}
+        return kickoff
 
     def _deliver(self, thread: int, value: int):
         """Resume the paused flow with the value as the human's feedback."""
         flow_id = self.threads[thread]["id"]
 
-        def deliver():
-            paused = self._flow.from_pending(flow_id, self._persistence)  # ValueError: not paused
+        def deliver() -> dict:
+            paused = self._flow.from_pending(flow_id, self._persistence)  # CrewAI's ValueError: not paused
             _CONTROL.at("after-load", -1)
-            return paused.resume(str(value))
+            paused.resume(str(value))
+            return {}
         return deliver
+
+    def _restore_fork(self, parent_id: str):
+        """CrewAI's fork: a new flow hydrated from the parent's latest snapshot, run at once;
+        the new flow's id (CrewAI's own, fresh) comes back to the adapter."""
+        def restore() -> dict:
+            flow = self._flow()
+            try:
+                flow.kickoff(restore_from_state_id=parent_id)
+            except Exception as error:
+                error.flow_id = flow.state.id if flow.state.id != parent_id else None
+                raise
+            return {"flow_id": flow.state.id}
+        return restore
 
     def _run(self, thread: int, call, role: str, crash, op: str) -> Outcome:
         [result] = run_in_children([self._task(thread, call, role, crash, op, None)])
@@ -297,30 +412,41 @@ class CrewAIAdapter:
             _CONTROL = ClientControl(thread, op, role, crash, window, gate)
             _silence_console()
             try:
-                call()
-            except Exception as error:  # noqa: BLE001 - what CrewAI returns to its client
-                if _is_client_error(error):
-                    return {"status": REFUSED, "detail": f"{type(error).__name__}: {error}"}
-                raise
-            return {"status": OK, "detail": ""}
+                extra = call()
+            except AdapterValidationRefused as refusal:
+                return {"status": REFUSED, "detail": str(refusal), "failed": refusal.node_output,
+                        "flow_id": getattr(refusal, "flow_id", None)}
+            except Exception as error:  # noqa: BLE001 - CrewAI's refusal, or a bug (re-raised)
+                if raised_by(error) != "crewai":
+                    raise
+                return {"status": REFUSED, "detail": f"refused by CrewAI: {type(error).__name__}: {error}",
+                        "flow_id": getattr(error, "flow_id", None)}
+            return {"status": OK, "detail": "", **extra}
         return task
 
     def _settle(self, thread: int, result) -> Outcome:
-        return settle(self.threads[thread], result, "CrewAI")
+        return self._settle_in(self.threads[thread], result)
+
+    @staticmethod
+    def _settle_in(memory: dict, result) -> Outcome:
+        """The outcome of a child's operation for the thread whose memory is `memory`; a thread
+        whose node output the adapter's validation refused stays failed (it ends there)."""
+        failed = memory["run"] == "failed"
+        outcome = settle(memory, result, "CrewAI")
+        if failed or (isinstance(result.value, dict) and result.value.get("failed")):
+            memory["run"] = "failed"  # the adapter's validation refused a node output: the thread ends
+        return outcome
 
     # -- client calls CrewAI cannot express --------------------------------------------------
 
-    def fork(self, thread: int, checkpoint: int, intent: str, value: int | None) -> Outcome:
-        return Outcome(REFUSED, f"not expressible in CrewAI: {UNSUPPORTED['fork']}")
-
     def update(self, thread: int, note: int) -> Outcome:
-        return Outcome(REFUSED, f"not expressible in CrewAI: {UNSUPPORTED['update']}")
+        return Outcome(REFUSED, f"{NOT_EXPRESSIBLE}: {UNSUPPORTED['update']}")
 
-    # -- observation: CrewAI's flow_states table ----------------------------------------------
+    # -- observation: CrewAI's flow_states table, read-only ----------------------------------
 
     def _rows(self, flow_id: str) -> list[tuple[str, dict]]:
         """(method name, state) of every persisted completion of the flow, oldest first."""
-        db = sqlite3.connect(self.path, timeout=30.0)
+        db = sqlite3.connect(f"{self.path.as_uri()}?mode=ro", uri=True, timeout=30.0)
         try:
             rows = db.execute("SELECT method_name, state_json FROM flow_states WHERE flow_uuid = ? "
                               "ORDER BY id", (flow_id,)).fetchall()
@@ -328,11 +454,16 @@ class CrewAIAdapter:
             db.close()
         return [(method, json.loads(state)) for method, state in rows]
 
-    def _chain(self, flow_id: str) -> tuple[Checkpoint, ...]:
-        """The initial state, then one checkpoint per persisted completion of a stage method."""
+    def _chain(self, thread: int) -> tuple[Checkpoint, ...]:
+        """The thread's checkpoints: a root's initial state, or a fork's parent chain up to the
+        checkpoint it was hydrated from; then one per persisted completion of a stage method."""
+        memory = self.threads[thread]
+        if memory["parent"] is None:
+            chain = [Checkpoint(0, self.workflow.initial_state(), INITIAL)]
+        else:
+            chain = list(self._chain(memory["parent"])[: memory["base"] + 1])
         names = _names(self.workflow)
-        chain = [Checkpoint(0, self.workflow.initial_state(), INITIAL)]
-        for method, state in self._rows(flow_id):
+        for method, state in self._rows(memory["id"]) if memory["id"] else ():
             stage = _committed_stage(method)
             if stage is not None:
                 app = tuple(int(state.get(name, 0)) for name in names)
@@ -342,18 +473,12 @@ class CrewAIAdapter:
     def observe(self) -> Observation:
         workflow = self.workflow
         views = []
-        for thread in self.threads:
-            chain = self._chain(thread["id"])
+        for t, memory in enumerate(self.threads):
+            chain = self._chain(t)
             inputs = {e.stage: e.app[workflow.stages[e.stage].node]
                       for e in chain if e.stage >= 0 and workflow.consumes[e.stage]}
-            views.append(ThreadView(chain, thread["run"], inputs))
+            views.append(ThreadView(chain, memory["run"], inputs))
         return Observation(tuple(views))
-
-
-def _is_client_error(error: Exception) -> bool:
-    """An error CrewAI (or its Pydantic state) raises to the client: a refusal, not a bug."""
-    module = type(error).__module__
-    return isinstance(error, ValueError) or module.startswith(("crewai", "pydantic"))
 
 
 def _silence_console() -> None:
