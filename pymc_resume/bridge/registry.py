@@ -30,6 +30,7 @@ BUILT_IN = {
     "langgraph-gate": "pymc_resume.bridge.adapters.langgraph:LangGraphGated",
     "pydantic-graph": "pymc_resume.bridge.adapters.pydantic_graph:PydanticGraphAdapter",
     "crewai": "pymc_resume.bridge.adapters.crewai:CrewAIAdapter",
+    "agent-framework": "pymc_resume.bridge.adapters.agent_framework:AgentFrameworkAdapter",
 }
 
 # Module paths the built-in adapters had before they moved to `bridge/adapters/`: repro files
@@ -104,6 +105,18 @@ FAMILIES: dict[str, Family] = {
         (Configuration("file", "pydantic-graph"),),
         requires="pydantic_graph.persistence",  # 2.x has no persistence: not this adapter's framework
         install="pip install 'pymc-resume[pydantic-graph]'",
+    ),
+    "agent-framework": Family(
+        "agent-framework",
+        (
+            # FileCheckpointStorage as it comes: it refuses to store an application type it was
+            # not told about (and the workflow runs on without a durable checkpoint).
+            Configuration("file", "agent-framework", {"allowed_types": False}),
+            # The state type registered in allowed_checkpoint_types, as the framework documents.
+            Configuration("file+allowed-types", "agent-framework", {"allowed_types": True}),
+        ),
+        requires="agent_framework",
+        install="pip install 'pymc-resume[agent-framework]'",
     ),
 }
 

@@ -24,7 +24,8 @@ from pymc_resume.bridge.registry import FAMILIES
 from pymc_resume.bridge.repro import load_repro, replay_repro
 from pymc_resume.model.contract import CLAUSE_IDS
 
-pytestmark = [pytest.mark.slow, pytest.mark.langgraph, pytest.mark.crewai, pytest.mark.pydantic_graph]
+pytestmark = [pytest.mark.slow, pytest.mark.langgraph, pytest.mark.crewai, pytest.mark.pydantic_graph,
+              pytest.mark.agent_framework]
 
 CONFIGURATIONS = [(name, c.name) for name, family in FAMILIES.items() for c in family.configurations]
 
