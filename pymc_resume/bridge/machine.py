@@ -40,10 +40,14 @@ MAX_FORKS = 3
 MAX_INDEX = 7
 
 
-def clients():
+def clients(warm_first: bool = False):
     """A fresh process (what shrinking prefers) two times in three, else one of the warm
     clients: a warm client is never killed at a crash point, so drawing it half the time thinned
-    out the crashes that the recovery faults need (their runs took up to twice as long)."""
+    out the crashes that the recovery faults need (their runs took up to twice as long).
+    `warm_first` (forks) turns the odds round: a fork is where a warm client's memory of the
+    thread matters, and a fork crashes nothing, so a warm client serves it two times in three."""
+    if warm_first:
+        return st.sampled_from((None, *WARM_CLIENT_IDS, *WARM_CLIENT_IDS))
     return st.sampled_from((None, None, *WARM_CLIENT_IDS))
 
 
@@ -94,11 +98,11 @@ def machine_class(make_session: Callable[[], Session], processes: int = 2, max_f
                 return []
             return self.session.threads_where("free", "dead", "live", "failed")
 
-        def _client(self, data) -> dict:
+        def _client(self, data, warm_first: bool = False) -> dict:
             """The step's client, for an adapter with warm clients: {} is a fresh process."""
             if not self.warm:
                 return {}
-            client = data.draw(clients(), label="client")
+            client = data.draw(clients(warm_first), label="client")
             return {} if client is None else {"client": client}
 
         def _served(self, data) -> dict:
@@ -154,9 +158,11 @@ def machine_class(make_session: Callable[[], Session], processes: int = 2, max_f
         def fork(self, data):
             t = self._thread(data, self._forkable())
             intent = data.draw(st.sampled_from(["replay", "edit"]), label="intent")
-            # Half the replay forks start from the head (where a warm client still holds the
-            # thread's state); drawn either way, so that the draws line up.
-            from_head = data.draw(st.booleans(), label="from the head")
+            # Three replay forks in four start from the head (where a warm client still holds
+            # the thread's state: the faults of forks from earlier checkpoints are found within
+            # seconds, a warm client's only from the head); drawn either way, so that the draws
+            # line up.
+            from_head = data.draw(st.sampled_from((True, True, True, False)), label="from the head")
             choices = self.session.fork_choices(t)  # the head first
             if intent == "edit":  # among the checkpoints an edit fork can start from, if any
                 choices = [choice for choice in choices if choice[1]] or choices
@@ -168,7 +174,7 @@ def machine_class(make_session: Callable[[], Session], processes: int = 2, max_f
                 intent, value = "replay", None
             self.forks += 1
             self.session.apply({"action": "fork", "thread": t, "checkpoint": checkpoint,
-                                "intent": intent, "value": value, **self._client(data)})
+                                "intent": intent, "value": value, **self._client(data, warm_first=True)})
 
         @precondition(lambda self: self.session.can("update") and bool(self.session.threads_where("free", "dead")))
         @rule(data=st.data())
