@@ -11,6 +11,7 @@ import attrs
 from pymc_resume.explore import ExplorationResult, explore
 from pymc_resume.explore.memory import peak_bytes
 from pymc_resume.explore.search import Checkpointing
+from pymc_resume.explore.simulate import SimulationResult, simulate
 from pymc_resume.explore.snapshot import Snapshot, SnapshotError
 from pymc_resume.model.bounds import Bounds, BoundsError, bounds_from_mapping
 from pymc_resume.model.clauses import CHECKS
@@ -37,7 +38,7 @@ class CheckReport:
     mutant: str | None
     symmetry: bool
     workers: int
-    result: ExplorationResult
+    result: ExplorationResult | SimulationResult
     verdicts: dict[str, Verdict]
 
     @property
@@ -103,7 +104,8 @@ def judge(model: ResumeModel, result: ExplorationResult) -> dict[str, Verdict]:
         elif result.complete:
             verdicts[clause_id] = Verdict(HOLDS)
         else:
-            verdicts[clause_id] = Verdict(SKIPPED, reason=f"exploration incomplete: {result.stopped_because}")
+            graph_property = clause_id not in CHECKS  # liveness, decided on the explored graph
+            verdicts[clause_id] = Verdict(SKIPPED, reason=result.unproved(graph_property))
     return verdicts
 
 
@@ -182,6 +184,8 @@ def run_check(
     checkpoint_dir: str | None = None,
     checkpoint_every: float = 60.0,
     resume: Snapshot | None = None,
+    engine: str = "multiprocess",
+    address: str | None = None,
 ) -> CheckReport:
     model = ResumeModel(bounds, mutant)
     checkpoint = None
@@ -198,5 +202,27 @@ def run_check(
         progress=progress,
         checkpoint=checkpoint,
         resume=resume,
+        engine=engine,
+        address=address,
     )
     return CheckReport(bounds, mutant, symmetry, workers, result, judge(model, result))
+
+
+def simulate_check(
+    bounds: Bounds,
+    mutant: str | None = None,
+    *,
+    seed: int = 0,
+    depth: int = 100,
+    walks: int | None = None,
+    max_seconds: float | None = None,
+    progress: Callable | None = None,
+) -> CheckReport:
+    """Seeded random walks through the reference semantics (or a mutant), for bounds too large
+    to enumerate: judged as `run_check` judges, except that nothing can hold (a clause without
+    a violation is `skipped`, and `liveness` is not checked). One process, no symmetry
+    reduction (a walk's states are real states)."""
+    model = ResumeModel(bounds, mutant)
+    result = simulate(model, seed=seed, depth=depth, walks=walks, max_seconds=max_seconds,
+                      progress=progress)
+    return CheckReport(bounds, mutant, False, 1, result, judge(model, result))

@@ -17,6 +17,7 @@ from pymc_resume.explore import ExplorationResult, explore
 from pymc_resume.explore.changes import changes
 from pymc_resume.explore.result import DEADLOCK, Step
 from pymc_resume.explore.search import Checkpointing
+from pymc_resume.explore.simulate import SimulationResult, simulate
 from pymc_resume.explore.validate import ValidModel, validated
 from pymc_resume.model.contract import HOLDS, SKIPPED, VIOLATED
 
@@ -41,7 +42,7 @@ class PropertyVerdict:
 class ExploreReport:
     target: str
     workers: int
-    result: ExplorationResult
+    result: ExplorationResult | SimulationResult
     verdicts: tuple[PropertyVerdict, ...]
 
     @property
@@ -98,7 +99,7 @@ def judge(model: ValidModel, result: ExplorationResult) -> tuple[PropertyVerdict
             verdicts.append(PropertyVerdict(name, kind, HOLDS))
         else:
             verdicts.append(PropertyVerdict(
-                name, kind, SKIPPED, reason=f"exploration incomplete: {result.stopped_because}"))
+                name, kind, SKIPPED, reason=result.unproved(kind == REACHABILITY)))
     return tuple(verdicts)
 
 
@@ -116,6 +117,8 @@ def run_explore(
     checkpoint_dir: str | None = None,
     checkpoint_every: float = 60.0,
     resume=None,
+    engine: str = "multiprocess",
+    address: str | None = None,
 ) -> ExploreReport:
     """Explore `model` (what `target` names) and judge its properties."""
     valid = validated(model, check_deadlock)
@@ -128,8 +131,28 @@ def run_explore(
         checkpoint = Checkpointing(checkpoint_dir, checkpoint_every, run)
     result = explore(valid, workers=workers, max_states=max_states, max_seconds=max_seconds,
                      max_memory=max_memory, stop_at_first=stop_at_first, progress=progress,
-                     checkpoint=checkpoint, resume=resume)
+                     checkpoint=checkpoint, resume=resume, engine=engine, address=address)
     return ExploreReport(target, workers, result, judge(valid, result))
 
 
-__all__ = ["ExploreReport", "PropertyVerdict", "run_explore"]
+def simulate_explore(
+    target: str,
+    model,
+    *,
+    seed: int = 0,
+    depth: int = 100,
+    walks: int | None = None,
+    max_seconds: float | None = None,
+    stop_at_first: bool = False,
+    check_deadlock: bool | None = None,
+    progress: Callable | None = None,
+) -> ExploreReport:
+    """Seeded random walks through `model` (what `target` names), judged as `run_explore`
+    judges, except that nothing can hold: a property without a violation is `skipped`."""
+    valid = validated(model, check_deadlock)
+    result = simulate(valid, seed=seed, depth=depth, walks=walks, max_seconds=max_seconds,
+                      stop_at_first=stop_at_first, progress=progress)
+    return ExploreReport(target, 1, result, judge(valid, result))
+
+
+__all__ = ["ExploreReport", "PropertyVerdict", "run_explore", "simulate_explore"]

@@ -8,17 +8,24 @@ from pathlib import Path
 
 import click
 
-from pymc_resume.checking.check import recovered_run, run_check
+from pymc_resume.checking.check import recovered_run, run_check, simulate_check
 from pymc_resume.cli import main
+from pymc_resume.cli.check_report import check_text
 from pymc_resume.cli.errors import fail
-from pymc_resume.cli.options import Seconds
+from pymc_resume.cli.options import (
+    Seconds,
+    engine_flags,
+    refuse_for_simulation,
+    refuse_lone_address,
+    simulation_flags,
+)
 from pymc_resume.cli.paths import writable_file, writable_folder
-from pymc_resume.explore.progress import ProgressPrinter
-from pymc_resume.files import write_json
 from pymc_resume.explore import snapshot
+from pymc_resume.explore.progress import ProgressPrinter, WalkPrinter
+from pymc_resume.explore.simulate import DEFAULT_DEPTH
+from pymc_resume.files import write_json
 from pymc_resume.model.bounds import Bounds, BoundsError, load_bounds
 from pymc_resume.model.mutants import MUTANTS
-from pymc_resume.cli.check_report import check_text
 
 
 @main.command("check")
@@ -48,14 +55,36 @@ from pymc_resume.cli.check_report import check_text
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Write the result as JSON to this path (atomically).")
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
+@engine_flags
+@simulation_flags
+@click.option("--max-seconds", type=Seconds(low=0.001), default=None,
+              help="With --simulate: stop taking walks after this many seconds.")
 def check_command(bounds_name, mutant, list_mutants, max_states, no_symmetry, workers,
-                  max_memory, checkpoint_dir, checkpoint_every, recover_dir, json_path, quiet):
-    """Explore every interleaving of the reference semantics and judge the nine contract ids."""
+                  max_memory, checkpoint_dir, checkpoint_every, recover_dir, json_path, quiet,
+                  engine, address, simulate, seed, depth, walks, max_seconds):
+    """Explore every interleaving of the reference semantics and judge the nine contract ids
+    (or, with --simulate, take random walks through it and judge what they visit)."""
     if list_mutants:
         for mutant_def in MUTANTS.values():
             click.echo(f"{mutant_def.name:32} breaks {mutant_def.target}: {mutant_def.fault}")
         return
     writable_file(json_path, "--json")
+    refuse_for_simulation(
+        simulate,
+        {"--seed": seed, "--depth": depth, "--walks": walks, "--max-seconds": max_seconds},
+        {"--max-states": max_states, "--no-symmetry": no_symmetry, "--workers": workers,
+         "--max-memory": max_memory, "--checkpoint-dir": checkpoint_dir,
+         "--checkpoint-every": checkpoint_every, "--recover": recover_dir,
+         "--engine ray": engine == "ray" or None},
+    )
+    refuse_lone_address(engine, address)
+    if simulate:
+        bounds = _bounds(bounds_name, mutant)
+        report = simulate_check(bounds, mutant, seed=seed or 0, depth=depth or DEFAULT_DEPTH,
+                                walks=walks, max_seconds=max_seconds,
+                                progress=None if quiet else WalkPrinter())
+        _finish(report, json_path)
+        return
     max_memory = max_memory * 2**20 if max_memory else None
     resume = None
     if recover_dir is not None:
@@ -78,12 +107,7 @@ def check_command(bounds_name, mutant, list_mutants, max_states, no_symmetry, wo
         max_memory = run.max_memory if max_memory is None else max_memory
         checkpoint_dir = recover_dir
     else:
-        if mutant is not None and mutant not in MUTANTS:
-            fail(f"--mutant: unknown mutant {mutant!r} (known: {', '.join(MUTANTS)})")
-        try:
-            bounds = load_bounds("default" if bounds_name is None else bounds_name)
-        except BoundsError as error:
-            fail(f"--bounds: {error}")
+        bounds = _bounds(bounds_name, mutant)
         writable_folder(checkpoint_dir, "--checkpoint-dir")
     if checkpoint_every is None:
         checkpoint_every = 60.0
@@ -99,11 +123,30 @@ def check_command(bounds_name, mutant, list_mutants, max_states, no_symmetry, wo
         checkpoint_dir=checkpoint_dir,
         checkpoint_every=checkpoint_every,
         resume=resume,
+        engine=engine,
+        address=address,
     )
+    _finish(report, json_path)
+
+
+def _bounds(bounds_name: str | None, mutant: str | None) -> Bounds:
+    """The bounds to check (one line, exit 2, for unknown ones or an unknown mutant)."""
+    if mutant is not None and mutant not in MUTANTS:
+        fail(f"--mutant: unknown mutant {mutant!r} (known: {', '.join(MUTANTS)})")
+    try:
+        return load_bounds("default" if bounds_name is None else bounds_name)
+    except BoundsError as error:
+        fail(f"--bounds: {error}")
+
+
+def _finish(report, json_path: str | None) -> None:
+    """Print the report, write its JSON, exit with its code: 1 for a violation; 2 for an
+    exhaustive run a limit cut short (nothing proved); 0 otherwise (a simulation that found
+    nothing proves nothing, and says so in its table, but is not an error)."""
     click.echo(check_text(report))
     if json_path:
         write_json(json_path, report.as_json())
     if report.violated:
         sys.exit(1)
-    if not report.result.complete:
+    if not report.result.complete and report.result.mode != "simulate":
         fail(f"check incomplete, nothing proved: {report.result.stopped_because}")

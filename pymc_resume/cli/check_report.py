@@ -8,40 +8,66 @@ from pymc_resume.model.contract import CLAUSES
 
 
 def verdict_table(report: CheckReport) -> str:
-    states = f"{report.result.distinct_states:,}"
+    simulated = report.result.mode == "simulate"
+    states = f"{visited_states(report.result):,}"
     rows = []
     for clause in CLAUSES:
         verdict = report.verdicts[clause.id]
         detail = verdict.reason or ""
         if verdict.trace is not None:
-            detail = f"shortest trace: {len(verdict.trace) - 1} steps"
+            detail = trace_detail(len(verdict.trace) - 1, simulated)
         rows.append([clause.id, clause.kind, verdict.verdict, states, detail])
-    return table(["id", "kind", "verdict", "states", "detail"], rows)
+    return table(["id", "kind", "verdict", "states" + (" visited" if simulated else ""),
+                  "detail"], rows)
 
 
-def trace_text(clause_id: str, trace: tuple[dict, ...], reason: str | None = None) -> str:
+def visited_states(result) -> int:
+    """The states column: distinct states, or, for a simulation, every state a walk visited."""
+    return result.states_visited if result.mode == "simulate" else result.distinct_states
+
+
+def trace_detail(steps: int, simulated: bool) -> str:
+    if simulated:
+        return f"trace: {steps} steps (a walk: not promised shortest)"
+    return f"shortest trace: {steps} steps"
+
+
+def simulation_line(result) -> str:
+    """A simulation's counts, in one line."""
+    return (f"{result.walks:,} walks of up to {result.max_depth} steps (seed {result.seed}), "
+            f"{result.states_visited:,} states visited, {result.states_generated:,} generated, "
+            f"longest walk {result.longest_walk} steps, {result.seconds:.1f}s, "
+            f"{result.walks_per_second:,.1f} walks/s; {result.stopped_because}")
+
+
+def trace_text(clause_id: str, trace: tuple[dict, ...], reason: str | None = None,
+               simulated: bool = False) -> str:
     rows = []
     for row in trace:
         changes = row["changes"] or ["-"]
         rows.append([str(row["step"]), row["actor"], row["action"], changes[0]])
         rows.extend(["", "", "", more] for more in changes[1:])
     because = f": {reason}" if reason else ""
-    return f"{clause_id} violated{because}\n" + table(["step", "actor", "action", "store / sink"], rows)
+    walk = " (a walk's trace, not promised shortest)" if simulated else ""
+    return f"{clause_id} violated{walk}{because}\n" + table(["step", "actor", "action", "store / sink"], rows)
 
 
 def check_text(report: CheckReport) -> str:
     r = report.result
+    simulated = r.mode == "simulate"
     title = "reference semantics" if report.mutant is None else f"mutant {report.mutant}"
-    lines = [
-        f"{title} at bounds {report.bounds.name!r}: {r.distinct_states:,} distinct states, "
-        f"{r.states_generated:,} generated, depth {r.depth}, {r.seconds:.1f}s, "
-        f"{report.workers} worker{'s' if report.workers > 1 else ''}"
-        f"{'' if report.symmetry else ', no symmetry reduction'}"
-        f"{'' if r.complete else ' (INCOMPLETE: ' + str(r.stopped_because) + ')'}",
-        "",
-        verdict_table(report),
-    ]
+    if simulated:
+        headline = f"{title} at bounds {report.bounds.name!r}, simulated: {simulation_line(r)}"
+    else:
+        headline = (
+            f"{title} at bounds {report.bounds.name!r}: {r.distinct_states:,} distinct states, "
+            f"{r.states_generated:,} generated, depth {r.depth}, {r.seconds:.1f}s, "
+            f"{report.workers} worker{'s' if report.workers > 1 else ''}"
+            f"{'' if report.symmetry else ', no symmetry reduction'}"
+            f"{'' if r.complete else ' (INCOMPLETE: ' + str(r.stopped_because) + ')'}"
+        )
+    lines = [headline, "", verdict_table(report)]
     for clause_id, verdict in report.verdicts.items():
         if verdict.trace is not None:
-            lines += ["", trace_text(clause_id, verdict.trace, verdict.reason)]
+            lines += ["", trace_text(clause_id, verdict.trace, verdict.reason, simulated)]
     return "\n".join(lines)

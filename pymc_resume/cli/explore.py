@@ -7,16 +7,23 @@ import sys
 
 import click
 
+from pymc_resume.checking.explore_check import run_explore, simulate_explore
 from pymc_resume.cli import main
 from pymc_resume.cli.errors import fail
-from pymc_resume.cli.options import Seconds
+from pymc_resume.cli.explore_report import explore_text
+from pymc_resume.cli.options import (
+    Seconds,
+    engine_flags,
+    refuse_for_simulation,
+    refuse_lone_address,
+    simulation_flags,
+)
 from pymc_resume.cli.paths import writable_file, writable_folder
 from pymc_resume.errors import BadInput, PymcResumeError
 from pymc_resume.explore import snapshot
-from pymc_resume.explore.progress import ProgressPrinter
+from pymc_resume.explore.progress import ProgressPrinter, WalkPrinter
+from pymc_resume.explore.simulate import DEFAULT_DEPTH
 from pymc_resume.explore.target import absolute, load_model
-from pymc_resume.checking.explore_check import run_explore
-from pymc_resume.cli.explore_report import explore_text
 from pymc_resume.files import write_json
 
 
@@ -46,13 +53,24 @@ from pymc_resume.files import write_json
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Write the result as JSON to this path (atomically).")
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
+@engine_flags
+@simulation_flags
 def explore_command(target, workers, max_states, max_seconds, max_memory, stop_at_first,
-                    deadlock, checkpoint_dir, checkpoint_every, recover_dir, json_path, quiet):
+                    deadlock, checkpoint_dir, checkpoint_every, recover_dir, json_path, quiet,
+                    engine, address, simulate, seed, depth, walks):
     """Explore every state of the model TARGET (module:factory or path/to/file.py:factory,
     a callable returning the model) and judge its invariants, reachability properties and
     deadlocks. Exit 0 when every property holds, 1 when any is violated, 2 on bad input or
-    when a limit stopped the run before it proved anything."""
+    when a limit stopped the run before it proved anything. With --simulate, random walks
+    instead: exit 1 when a walk violates a property, else 0 (which proves nothing)."""
     writable_file(json_path, "--json")
+    refuse_for_simulation(
+        simulate, {"--seed": seed, "--depth": depth, "--walks": walks},
+        {"--workers": workers, "--max-states": max_states, "--max-memory": max_memory,
+         "--checkpoint-dir": checkpoint_dir, "--checkpoint-every": checkpoint_every,
+         "--recover": recover_dir, "--engine ray": engine == "ray" or None},
+    )
+    refuse_lone_address(engine, address)
     writable_folder(checkpoint_dir, "--checkpoint-dir")
     resume = None
     if recover_dir is not None:
@@ -86,19 +104,15 @@ def explore_command(target, workers, max_states, max_seconds, max_memory, stop_a
     target = absolute(target)
     model = load_model(target)
     try:
-        report = run_explore(
-            target, model,
-            workers=workers or 1,
-            max_states=max_states,
-            max_seconds=max_seconds,
-            max_memory=max_memory * 2**20 if max_memory else None,
-            stop_at_first=stop_at_first,
-            check_deadlock=deadlock,
-            progress=None if quiet else ProgressPrinter(),
-            checkpoint_dir=checkpoint_dir,
-            checkpoint_every=checkpoint_every,
-            resume=resume,
-        )
+        if simulate:
+            report = simulate_explore(
+                target, model, seed=seed or 0, depth=depth or DEFAULT_DEPTH, walks=walks,
+                max_seconds=max_seconds, stop_at_first=stop_at_first, check_deadlock=deadlock,
+                progress=None if quiet else WalkPrinter())
+        else:
+            report = _explore(target, model, workers, max_states, max_seconds, max_memory,
+                              stop_at_first, deadlock, quiet, checkpoint_dir, checkpoint_every,
+                              resume, engine, address)
     except PymcResumeError:
         raise
     except Exception as error:  # noqa: BLE001 - raised by the model's own code
@@ -111,8 +125,28 @@ def explore_command(target, workers, max_states, max_seconds, max_memory, stop_a
         write_json(json_path, report.as_json())
     if report.violated:
         sys.exit(1)
-    if not report.result.complete:
+    if not report.result.complete and not simulate:
         fail(f"exploration incomplete, nothing proved: {report.result.stopped_because}")
+
+
+def _explore(target, model, workers, max_states, max_seconds, max_memory, stop_at_first,
+             deadlock, quiet, checkpoint_dir, checkpoint_every, resume, engine, address):
+    """The exhaustive run, with the command's options."""
+    return run_explore(
+        target, model,
+        workers=workers or 1,
+        max_states=max_states,
+        max_seconds=max_seconds,
+        max_memory=max_memory * 2**20 if max_memory else None,
+        stop_at_first=stop_at_first,
+        check_deadlock=deadlock,
+        progress=None if quiet else ProgressPrinter(),
+        checkpoint_dir=checkpoint_dir,
+        checkpoint_every=checkpoint_every,
+        resume=resume,
+        engine=engine,
+        address=address,
+    )
 
 
 def _kept_options(run: dict, folder: str) -> dict:

@@ -3,41 +3,52 @@
 from __future__ import annotations
 
 from pymc_resume.checking.explore_check import ExploreReport, PropertyVerdict
+from pymc_resume.cli.check_report import simulation_line, trace_detail, visited_states
 from pymc_resume.cli.tables import table
 
 
 def verdict_table(report: ExploreReport) -> str:
-    states = f"{report.result.distinct_states:,}"
+    simulated = report.result.mode == "simulate"
+    states = f"{visited_states(report.result):,}"
     rows = []
     for v in report.verdicts:
         detail = v.reason or ""
         if v.trace is not None:
-            detail = f"shortest trace: {len(v.trace) - 1} steps"
+            detail = trace_detail(len(v.trace) - 1, simulated)
         rows.append([v.name, v.kind, v.verdict, states, detail])
-    return table(["property", "kind", "verdict", "states", "detail"], rows)
+    return table(["property", "kind", "verdict", "states" + (" visited" if simulated else ""),
+                  "detail"], rows)
 
 
-def trace_text(verdict: PropertyVerdict) -> str:
+def trace_text(verdict: PropertyVerdict, simulated: bool = False) -> str:
     rows = []
     for row in verdict.trace:
         changed = row["changes"] or ["-"]
         rows.append([str(row["step"]), row["action"], changed[0]])
         rows.extend(["", "", more] for more in changed[1:])
-    return (f"{verdict.name} violated: {verdict.reason}\n"
+    walk = " (a walk's trace, not promised shortest)" if simulated else ""
+    return (f"{verdict.name} violated{walk}: {verdict.reason}\n"
             + table(["step", "action", "changed"], rows))
 
 
 def explore_text(report: ExploreReport) -> str:
     r = report.result
+    simulated = r.mode == "simulate"
+    if simulated:
+        headline = f"{report.target}, simulated: {simulation_line(r)}"
+    else:
+        headline = (
+            f"{report.target}: {r.distinct_states:,} distinct states, {r.states_generated:,} "
+            f"generated, depth {r.depth}, {r.seconds:.1f}s, {report.workers} "
+            f"worker{'s' if report.workers > 1 else ''}"
+            f"{'' if r.complete else ' (INCOMPLETE: ' + str(r.stopped_because) + ')'}"
+        )
     lines = [
-        f"{report.target}: {r.distinct_states:,} distinct states, {r.states_generated:,} "
-        f"generated, depth {r.depth}, {r.seconds:.1f}s, {report.workers} "
-        f"worker{'s' if report.workers > 1 else ''}"
-        f"{'' if r.complete else ' (INCOMPLETE: ' + str(r.stopped_because) + ')'}",
+        headline,
         "",
         verdict_table(report) if report.verdicts else "(the model has no property to check)",
     ]
     for verdict in report.verdicts:
         if verdict.trace is not None:
-            lines += ["", trace_text(verdict)]
+            lines += ["", trace_text(verdict, simulated)]
     return "\n".join(lines)

@@ -43,3 +43,27 @@ class ProgressPrinter:
             file=self.stream,
             flush=True,
         )
+
+
+class WalkPrinter:
+    """Prints a simulation's counters (`simulate.WalkProgress`) at most every `interval`
+    seconds, and always the last ones."""
+
+    def __init__(self, stream: TextIO = sys.stderr, interval: float = 5.0) -> None:
+        self.stream = stream
+        self.interval = interval
+        self._last = time.monotonic()
+
+    def __call__(self, progress, final: bool = False) -> None:
+        now = time.monotonic()
+        if not final and now - self._last < self.interval:
+            return
+        self._last = now
+        rate = progress.walks / progress.seconds if progress.seconds > 0 else 0.0
+        print(
+            f"{'done' if final else 'progress'}: {progress.walks:,} walks, "
+            f"{progress.states_visited:,} states visited, {rate:,.1f} walks/s, "
+            f"{progress.seconds:.1f}s",
+            file=self.stream,
+            flush=True,
+        )

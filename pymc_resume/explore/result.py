@@ -42,13 +42,19 @@ class ExplorationResult:
     stopped_because: str | None = None
     # Per worker process (none for one worker): its peak resident bytes, as it reported them.
     worker_peak_rss: tuple[int, ...] = ()
+    mode = "exhaustive"  # against a simulation's random walks (`simulate.SimulationResult`)
 
     def holds(self, name: str) -> bool:
         return self.complete and name not in self.violations
 
+    def unproved(self, graph_property: bool = False) -> str:
+        """Why a property without a violation has no verdict (the search stopped early)."""
+        return f"exploration incomplete: {self.stopped_because}"
+
     def counts_json(self) -> dict:
         """The counts every command's JSON reports, in one shape."""
         return {
+            "mode": self.mode,
             "complete": self.complete,
             "stopped_because": self.stopped_because,
             "distinct_states": self.distinct_states,
