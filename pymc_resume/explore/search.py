@@ -41,6 +41,8 @@ def explore(
     resume: snapshot.Snapshot | None = None,
     stop_at_first: bool = False,
     check_deadlock: bool | None = None,
+    engine: str = "multiprocess",
+    address: str | None = None,
 ) -> ExplorationResult:
     """Enumerate every state reachable in `model` and check its properties.
 
@@ -50,10 +52,16 @@ def explore(
     own state between levels; `resume` continues from such a snapshot (same model, same
     number of workers) and reaches the same counts and verdicts as an uninterrupted run.
     `stop_at_first` ends the search at the first violation (TLC without `-continue`);
-    `check_deadlock` overrides the model's `deadlock_is_error`. The model is validated first
-    (`validate.ModelError`, one line, for a model the search cannot run).
+    `check_deadlock` overrides the model's `deadlock_is_error`. `engine` "ray" runs the
+    partitions as Ray actors (`ray_engine`; even one), on the cluster at `address` or on a
+    local Ray instance. The model is validated first (`validate.ModelError`, one line, for a
+    model the search cannot run).
     """
     _refuse_impossible(workers, max_states, max_seconds, max_memory)
+    if engine not in ENGINES:
+        raise BadInput(f"engine: must be one of {', '.join(ENGINES)}, got {engine!r}")
+    if address is not None and engine != "ray":
+        raise BadInput("address: only with the ray engine")
     model = validated(model, check_deadlock)
     if resume is not None and len(resume.partitions) != workers:
         raise snapshot.SnapshotError(
@@ -67,8 +75,11 @@ def explore(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _explore(model, workers, limits, started, canonical, progress, checkpoint, resume,
-                        stop_at_first)
+        level_holder = [0]  # the level running, for progress lines in the middle of a level
+        backend = _backend(model, workers, canonical, limits, started, stop_at_first, engine,
+                           address, progress, level_holder)
+        return _explore(model, backend, limits, started, canonical, progress, checkpoint,
+                        resume, level_holder)
     except PymcResumeError:
         raise
     except (LookupError, ValueError, TypeError, AttributeError, StopIteration) as error:
@@ -95,19 +106,31 @@ def _refuse_impossible(workers, max_states, max_seconds, max_memory) -> None:
             raise BadInput(f"{name}: must be positive, got {value!r}")
 
 
-def _explore(model, workers, limits, started, canonical, progress, checkpoint, resume,
-             stop_at_first):
-    level_holder = [0]
+ENGINES = ("multiprocess", "ray")
+
+
+def _backend(model, workers, canonical, limits, started, stop_at_first, engine, address,
+             progress, level_holder):
+    """The engine that runs the partitions: in this process (one worker), worker processes,
+    or Ray actors."""
+    if engine == "ray":
+        from pymc_resume.explore.ray_engine import RayEngine  # the optional extra
+
+        return RayEngine(model, workers, canonical, limits, started,
+                         stop_at_first=stop_at_first, address=address)
+    if workers > 1:
+        return WorkerPool(model, workers, canonical, limits, started,
+                          stop_at_first=stop_at_first)
 
     def on_tick(size: int, generated: int, queue: int) -> None:
         if progress:
             progress(Snapshot(size, generated, queue, level_holder[0], time.monotonic() - started))
 
-    if workers == 1:
-        backend = InProcess(model, canonical, limits, started, on_tick, stop_at_first)
-    else:
-        backend = WorkerPool(model, workers, canonical, limits, started,
-                             stop_at_first=stop_at_first)
+    return InProcess(model, canonical, limits, started, on_tick, stop_at_first)
+
+
+def _explore(model, backend, limits, started, canonical, progress, checkpoint, resume,
+             level_holder):
     with backend:
         depth, stopped_because = _run_levels(
             backend, limits, started, level_holder, progress, checkpoint, resume

@@ -22,9 +22,18 @@ from pymc_resume.errors import BadInput
 FORM = "expected module:factory or path/to/file.py:factory"
 
 
+FILE_MODULE_PREFIX = "pymc_resume_model_"  # the modules files are loaded as
+
+
 def _module_name(path: Path) -> str:
     digest = hashlib.sha256(str(path).encode()).hexdigest()[:12]
-    return f"pymc_resume_model_{path.stem}_{digest}"
+    return f"{FILE_MODULE_PREFIX}{path.stem}_{digest}"
+
+
+def is_file_module(name: str) -> bool:
+    """Whether module `name` is a model file loaded by path (not importable by name elsewhere
+    unless loaded the same way)."""
+    return name.startswith(FILE_MODULE_PREFIX)
 
 
 def _load_file(path: Path, target: str) -> ModuleType:

@@ -1,7 +1,8 @@
 """The many-worker backend: one partition per process, batches exchanged level by level.
 
 The coordinator (this process) owns no states: it sends each worker its inbound batches, the
-worker runs `Partition.step` and returns its outbound batches as bytes (see `batches`: raw
+worker runs `Partition.step` (through `service.PartitionService`, the same code the Ray engine
+runs) and returns its outbound batches as bytes (see `batches`: raw
 arrays for packed-int states, else pickle protocol 5 in C, never multiprocess's dill), and the
 coordinator routes bytes to their owners without decoding them. Partitions agree on owners
 because forked workers share the interpreter's hash seed. After the search the coordinator queries the workers for parents and ids to
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import resource
 import signal
 import traceback
 from collections.abc import Callable, Hashable
@@ -22,11 +22,11 @@ import multiprocess
 from pymc_resume.errors import EnvironmentProblem
 from pymc_resume.explore import snapshot
 from pymc_resume.explore.limits import Limits, results_reserve
-from pymc_resume.explore.memory import die_with_parent, peak_bytes, run_peak_bytes
-from pymc_resume.explore.batches import pack, unpack
-from pymc_resume.explore.partition import Partition, empty_batch, owner_of, state_hasher
-from pymc_resume.explore.validate import ValidModel
+from pymc_resume.explore.memory import die_with_parent, run_peak_bytes
+from pymc_resume.explore.partition import Partition, owner_of, state_hasher
 from pymc_resume.explore.reachability import GraphPiece
+from pymc_resume.explore.service import PartitionService
+from pymc_resume.explore.validate import ValidModel
 
 PROTOCOL = 5
 
@@ -78,20 +78,17 @@ def _serve(conn, inherited, model: ValidModel, index: int, count: int, canonical
     die_with_parent()  # Linux: the kernel kills this worker when the coordinator dies
     # Ctrl-C reaches the whole process group: the coordinator handles it and stops the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    partition = Partition(model, index, count, canonical, stop_at_first)
     pids: list[int] = [coordinator, os.getpid()]  # the run's processes, completed by "pids"
-    stop_reason: list[str | None] = [None]
 
-    def tick() -> bool:
+    def limit_check(partition: Partition) -> str | None:
         if os.getppid() != coordinator:
             raise _CoordinatorGone
         memory = run_peak_bytes(pids)
         if partition.goals:  # the reachability still to decide, as if every partition were ours
             memory += results_reserve(len(partition.edge_sources) * count, len(partition) * count)
-        reason = limits.exceeded(0, started, memory)
-        stop_reason[0] = reason
-        return reason is not None
+        return limits.exceeded(0, started, memory)
 
+    service = PartitionService(model, index, count, canonical, stop_at_first, limit_check)
     try:
         while True:
             try:
@@ -102,7 +99,7 @@ def _serve(conn, inherited, model: ValidModel, index: int, count: int, canonical
                 pids[:] = [coordinator, *args[0]]
                 continue
             try:
-                if _handle(conn, partition, kind, args, chunks, tick, index, count, stop_reason):
+                if _handle(conn, service, kind, args, chunks):
                     return
             except (_CoordinatorGone, OSError):
                 raise
@@ -114,42 +111,30 @@ def _serve(conn, inherited, model: ValidModel, index: int, count: int, canonical
         return  # a reply to a dead coordinator (broken pipe): exit quietly
 
 
-def _handle(conn, partition: Partition, kind: str, args, chunks, tick, index: int, count: int,
-            stop_reason) -> bool:
-    """Answer one request of the coordinator; True when the worker should stop."""
+def _handle(conn, service: PartitionService, kind: str, args, chunks) -> bool:
+    """Answer one request of the coordinator through `service`; True when the worker should
+    stop."""
     if kind == "seed":
-        outbound = (partition.initial_candidates() if index == 0
-                    else [empty_batch() for _ in range(count)])
-        pending = partition.carried() + sum(len(batch[0]) for batch in outbound)
-        _send(conn, ("seeded", pending), [pack(batch) for batch in outbound])
+        pending, outbound = service.seed()
+        _send(conn, ("seeded", pending), outbound)
     elif kind == "step":
         (level,) = args
-        before = len(partition)
-        outbound = partition.step([unpack(chunk) for chunk in chunks], level, tick)
-        pending = partition.carried() + sum(len(batch[0]) for batch in outbound)
-        reply = ("stepped", len(partition) - before, len(partition), partition.generated,
-                 (stop_reason[0] or partition.stop_reason) if partition.stopped else None,
-                 pending)
-        _send(conn, reply, [pack(batch) for batch in outbound])
+        stepped, outbound = service.step(chunks, level)
+        reply = ("stepped", stepped.added, stepped.size, stepped.generated,
+                 stepped.stopped_because, stepped.pending)
+        _send(conn, reply, outbound)
     elif kind == "parent":
-        _send(conn, (partition.store.parents[args[0] // count],))
+        _send(conn, (service.parent(args[0]),))
     elif kind == "lookup":
-        local = partition.local_id(args[0])
-        _send(conn, (None if local is None else partition.gid(local),))
+        _send(conn, (service.lookup(args[0]),))
     elif kind == "results":
-        piece = None
-        if partition.goals:
-            piece = GraphPiece(len(partition), partition.level_starts, partition.goal_flags,
-                               partition.edge_sources, partition.edge_targets)
-        peak = peak_bytes() or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB
-        _send(conn, (partition.first_bad, piece, peak))
+        _send(conn, service.results())
     elif kind == "snapshot":  # the coordinator's batches for this partition come along
-        partition.take([unpack(chunk) for chunk in chunks])
-        _send(conn, ("saved", len(partition), partition.level_starts), [partition.snapshot()])
+        size, level_starts, data = service.snapshot(chunks)
+        _send(conn, ("saved", size, level_starts), [data])
     elif kind == "restore":
         where, layout = args
-        partition.restore(chunks[0], where, layout)
-        _send(conn, ("restored", partition.generated, partition.carried()))
+        _send(conn, ("restored", *service.restore(chunks[0], where, layout)))
     elif kind == "stop":
         conn.close()
         return True

@@ -1,0 +1,113 @@
+"""One partition's side of a many-worker search, whatever carries the requests.
+
+An engine with several workers asks each partition the same things: seed, step a level, a
+parent, an id, the results, a snapshot, a restore. `PartitionService` answers them with plain
+values and batches as bytes (`batches.pack`), and knows nothing of how requests arrive: the
+multiprocess engine (`workers`) reads them from a pipe, the Ray engine (`ray_engine`) receives
+them as actor calls. Both run exactly this code, so their counts cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import resource
+from collections.abc import Callable, Hashable
+
+import attrs
+
+from pymc_resume.explore.batches import pack, unpack
+from pymc_resume.explore.memory import peak_bytes
+from pymc_resume.explore.partition import Partition, empty_batch
+from pymc_resume.explore.reachability import GraphPiece
+from pymc_resume.explore.snapshot import Layout
+from pymc_resume.explore.validate import ValidModel
+
+# Asked every `partition.TICK_EVERY` expansions: why the run must stop now, or None.
+LimitCheck = Callable[[Partition], str | None]
+
+
+@attrs.frozen
+class Stepped:
+    """What a partition reports after a level: states it added, its size, states generated,
+    why it stopped in the middle of the level (if it did), the candidates waiting for the next
+    level (its own and those it sends), and its peak resident bytes so far."""
+
+    added: int
+    size: int
+    generated: int
+    stopped_because: str | None
+    pending: int
+    peak: int
+
+
+def own_peak_bytes() -> int:
+    """This process's peak resident bytes (VmHWM, else ru_maxrss, in KiB on Linux)."""
+    return peak_bytes() or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+class PartitionService:
+    """Partition `index` of `count`, answering an engine's requests."""
+
+    def __init__(self, model: ValidModel, index: int, count: int, canonical, stop_at_first: bool,
+                 limit_check: LimitCheck) -> None:
+        self.partition = Partition(model, index, count, canonical, stop_at_first)
+        self.index, self.count = index, count
+        self.limit_check = limit_check
+        self.limit_reason: str | None = None
+
+    def _tick(self) -> bool:
+        self.limit_reason = self.limit_check(self.partition)
+        return self.limit_reason is not None
+
+    def _pending(self, outbound) -> int:
+        return self.partition.carried() + sum(len(batch[0]) for batch in outbound)
+
+    def seed(self) -> tuple[int, list[bytes]]:
+        """The initial states (partition 0 generates them all, once): candidates waiting,
+        and one batch for each partition."""
+        p = self.partition
+        outbound = (p.initial_candidates() if self.index == 0
+                    else [empty_batch() for _ in range(self.count)])
+        return self._pending(outbound), [pack(batch) for batch in outbound]
+
+    def step(self, inbound: list[bytes], level: int) -> tuple[Stepped, list[bytes]]:
+        """Run `level` on the batches sent here; what happened, and one batch per partition."""
+        p = self.partition
+        before = len(p)
+        outbound = p.step([unpack(chunk) for chunk in inbound], level, self._tick)
+        stopped = (self.limit_reason or p.stop_reason) if p.stopped else None
+        stepped = Stepped(len(p) - before, len(p), p.generated, stopped,
+                          self._pending(outbound), own_peak_bytes())
+        return stepped, [pack(batch) for batch in outbound]
+
+    def parent(self, gid: int) -> int:
+        return self.partition.store.parents[gid // self.count]
+
+    def lookup(self, key: Hashable) -> int | None:
+        """The global id of a (canonical) state owned here, or None."""
+        local = self.partition.local_id(key)
+        return None if local is None else self.partition.gid(local)
+
+    def results(self) -> tuple[dict, GraphPiece | None, int]:
+        """The first violation of each property found here, the graph piece reachability
+        needs (None without reachability properties), and this process's peak bytes."""
+        p = self.partition
+        piece = None
+        if p.goals:
+            assert p.edge_sources is not None and p.edge_targets is not None  # kept with goals
+            piece = GraphPiece(len(p), p.level_starts, p.goal_flags, p.edge_sources,
+                               p.edge_targets)
+        return p.first_bad, piece, own_peak_bytes()
+
+    def snapshot(self, inbound: list[bytes]) -> tuple[int, list[int], bytes]:
+        """Take the batches routed here for the next level, then this partition's checkpoint
+        file: its size, the start of each of its levels, and the file's bytes."""
+        p = self.partition
+        p.take([unpack(chunk) for chunk in inbound])
+        return len(p), p.level_starts, p.snapshot()
+
+    def restore(self, data: bytes, where: str, layout: Layout) -> tuple[int, int]:
+        """Take a checkpoint file's state (SnapshotError if it does not fit): states
+        generated so far, and candidates waiting."""
+        p = self.partition
+        p.restore(data, where, layout)
+        return p.generated, p.carried()
