@@ -27,6 +27,7 @@ randomized search, not a proof: the explorer gives proofs for the model).
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -41,16 +42,20 @@ from hypothesis.stateful import run_state_machine_as_test
 from pymc_resume.bridge.adapter import unsupported_operations
 from pymc_resume.bridge.budget import Budget, BudgetSpent, past
 from pymc_resume.bridge.clauses import not_expressible, unobservable
+from pymc_resume.bridge.evidence import (
+    EffectCounts, Evidence, effect_notes, effects_json, holds_reason, not_exercised_reason,
+)
 from pymc_resume.bridge.host import AdapterInfo
 from pymc_resume.bridge.machine import fuzz_settings, machine_class
 from pymc_resume.bridge.registry import AdapterBuilder, factory
 from pymc_resume.bridge.repro import replay_steps, repro_document, write_repro
 from pymc_resume.bridge.session import AdapterFailure, Session, Violation
 from pymc_resume.bridge.shrink import minimize
+from pymc_resume.bridge.sink import SinkEvent
 from pymc_resume.bridge.workdirs import sweep
 from pymc_resume.errors import EnvironmentProblem
 from pymc_resume.model.bounds import Bounds
-from pymc_resume.model.contract import CLAUSE_IDS, HOLDS, NOT_APPLICABLE, SKIPPED, VIOLATED
+from pymc_resume.model.contract import CLAUSE_IDS, HOLDS, NOT_APPLICABLE, SKIPPED, UNCONFIRMED, VIOLATED
 
 # The share of a run's remaining time Hypothesis's shrinking of one failing example may take:
 # the step-level pass after it (`bridge/shrink.py`) deletes whole steps and does more per replay.
@@ -59,9 +64,6 @@ HYPOTHESIS_SHRINK_SHARE = 0.5
 # Between the seeds of successive batches of a run (`FuzzRun.search`), so that seeds 1, 2, 3
 # of a user's runs do not share their batches.
 SEED_STRIDE = 1_000_003
-
-# The contract's verdict for what a live run saw and no replay of its repro showed again.
-UNCONFIRMED = "unconfirmed"
 
 
 @attrs.frozen
@@ -114,6 +116,10 @@ class Recorder:
     round_failure: int | None = None  # examples into the current round at its first failure
     round_clauses: set[str] = attrs.Factory(set)
     shrink_until: float | None = None  # when Hypothesis's shrinking of this round must stop
+    # What the generated examples exercised, and what the sink counted in them (shrink replays
+    # not included): the evidence behind each `holds` and the effects' counts.
+    evidence: Evidence = attrs.Factory(Evidence)
+    effects: EffectCounts = attrs.Factory(EffectCounts)
 
     def start_round(self) -> None:
         self.round_start, self.round_failure, self.round_clauses = self.examples, None, set()
@@ -129,6 +135,15 @@ class Recorder:
 
     def replay(self) -> None:
         self.shrink_replays += 1
+
+    def counting(self) -> bool:
+        """Whether the example about to start counts as generated (not a shrink replay)."""
+        return self.round_failure is None
+
+    def closed(self, session: Session, events: list[SinkEvent]) -> None:
+        """A generated example ended: keep what it exercised and what its sink counted."""
+        self.evidence.add(session.exercised)
+        self.effects = self.effects + EffectCounts.of(events, "a fuzzed example")
 
     def check_budget(self) -> None:
         self.budget.check(self.shrink_until)
@@ -170,14 +185,20 @@ class ClauseResult:
     repro_steps: int | None = None
     steps: list[dict] | None = None
     first_failure: tuple[int, float] | None = None  # (examples run, seconds) when first seen
+    # (reproduced, of): in how many of the replays of its repro's steps the clause failed again
+    replays: tuple[int, int] | None = None
+    notes: tuple[str, ...] = ()  # evidence a reader needs next to this cell (the sink's counts)
 
     def as_json(self) -> dict:
-        data = {"verdict": self.verdict, "reason": self.reason, "trace": self.steps, "repro": self.repro}
+        data = {"verdict": self.verdict, "reason": self.reason, "trace": self.steps, "repro": self.repro,
+                "notes": list(self.notes)}
         if self.verdict in (VIOLATED, UNCONFIRMED):
             data["repro_steps"] = self.repro_steps
             data["pytest"] = self.pytest
             data["first_failure"] = None if self.first_failure is None else {
                 "examples": self.first_failure[0], "seconds": round(self.first_failure[1], 3)}
+            reproduced, of = self.replays or (0, 0)
+            data["replays"] = {"reproduced": reproduced, "of": of}
         return data
 
 
@@ -197,6 +218,8 @@ class FuzzReport:
     shrink_replays: int = 0  # replays that shrank or confirmed a failure
     stopped: str | None = None  # why the search ended before its example budget (a time budget)
     finished: bool = True  # False while the run is still going (a result published on the way)
+    evidence: Evidence = attrs.Factory(Evidence)  # what the generated examples exercised
+    effects: dict | None = None  # the sink's counts, the key and why (`evidence.effects_json`)
 
     @property
     def steps_per_second(self) -> float:
@@ -223,6 +246,7 @@ class FuzzReport:
             "first_failure": None if self.first_failure is None else {
                 "examples": self.first_failure[0], "seconds": round(self.first_failure[1], 3)},
             "error": self.error,
+            "effects": self.effects,
             "clauses": {cid: result.as_json() for cid, result in self.clauses.items()},
         }
 
@@ -385,10 +409,12 @@ class FuzzRun:
         recorder, bounds = self.recorder, self.target.bounds
 
         def make_session() -> Session:
+            counted = recorder.counting()
             recorder.example()
             return Session(self.builder, bounds.workflow, bounds.values, step_timeout=self.target.step_timeout,
                            before_step=recorder.check_budget, on_step=recorder.step,
-                           on_violation=recorder.violation, ignore=ignore)
+                           on_violation=recorder.violation, ignore=ignore,
+                           on_close=recorder.closed if counted else None)
 
         return make_session
 
@@ -417,6 +443,7 @@ class FuzzRun:
             self.target.adapter, info.options, info.version, self.target.bounds, self.target.seed,
             recorder.examples, recorder.steps, time.perf_counter() - recorder.started, recorder.first_failure,
             self._verdicts(finished, all_clauses), self.error, recorder.shrink_replays, self.stopped, finished,
+            recorder.evidence, effects_json(info.effect_key, recorder.effects),
         )
 
     def _verdicts(self, finished: bool, all_clauses: bool) -> dict[str, ClauseResult]:
@@ -436,19 +463,28 @@ class FuzzRun:
             elif self.error is not None:
                 verdicts[clause_id] = ClauseResult(SKIPPED, reason=f"the adapter failed: {self.error}")
             else:
-                verdicts[clause_id] = ClauseResult(HOLDS, reason=self._holds_reason(finished, all_clauses))
+                verdicts[clause_id] = self._unfailed(clause_id, finished, all_clauses)
+        if verdicts["effect-exactly-once"].verdict != NOT_APPLICABLE:
+            notes = effect_notes(info.effect_key, recorder.effects, f"{recorder.examples} fuzzed examples")
+            verdicts["effect-exactly-once"] = attrs.evolve(verdicts["effect-exactly-once"], notes=notes)
         return verdicts
 
-    def _holds_reason(self, finished: bool, all_clauses: bool) -> str | None:
+    def _unfailed(self, clause_id: str, finished: bool, all_clauses: bool) -> ClauseResult:
+        """A clause no example failed: `holds`, counting the examples that ran its operations
+        and where; `skipped` when no example ran them (it was not checked)."""
         recorder = self.recorder
+        parts = [(recorder.evidence, "examples")]
+        exercised = holds_reason(clause_id, parts)
+        if exercised is None and finished:
+            return ClauseResult(SKIPPED, reason=not_exercised_reason(clause_id, parts))
+        reason = exercised or f"held on every step judged so far ({recorder.examples} examples)"
         if not finished:
-            return f"held on every step judged so far ({recorder.examples} examples; the run is still going)"
-        if self.stopped is not None:
-            return f"held on every step of {recorder.examples} examples; the search stopped early: {self.stopped}"
-        if recorder.violations and not all_clauses:
-            return (f"held on every step judged; the search stopped at the first violation "
-                    f"after {recorder.first_failure[0]} examples")
-        return None
+            reason += " (the run is still going)"
+        elif self.stopped is not None:
+            reason += f"; the search stopped early: {self.stopped}"
+        elif recorder.violations and not all_clauses:
+            reason += f"; the search stopped at the first violation after {recorder.first_failure[0]} examples"
+        return ClauseResult(HOLDS, reason=reason)
 
 
 def being_confirmed(recorder: Recorder, clause_id: str) -> ClauseResult:
@@ -509,18 +545,20 @@ def clause_repro(clause_id: str, candidates: list[Violation], target: Target, *,
     if not confirmed and racy:  # only races reproduce it: the one that did most often
         chosen = max(racy, key=lambda entry: (entry[0], -len(entry[1].steps)))[1]
         confirmed, attempts = True, CONFIRM_ATTEMPTS
+    reproduced, of = replays.tally(chosen.steps)
+    confirmed = confirmed and reproduced > 0  # a violated cell's repro reproduced in a replay
     json_path, test_path, document = target.write(
         clause_id, chosen, replays.options, confirmed=confirmed, attempts=replays_allowed(chosen.steps, attempts))
     reason = chosen.clauses[clause_id]
     if not confirmed:
-        reason += f" (not seen again in up to {CONFIRM_ATTEMPTS} replays of its steps: a race)"
+        reason += f" (not seen again in {of} replays of its steps: a race, or a fault of that one run)"
         verdict = UNCONFIRMED
     else:
         verdict = VIOLATED
-        if attempts > 1:
-            reason += f" (a race: not every replay shows it; its repro allows {attempts} replays)"
+        reason += f" (the repro reproduced in {reproduced} of {of} replays"
+        reason += f"; a race: its repro allows {attempts} replays)" if attempts > 1 else ")"
     return ClauseResult(verdict, reason=reason, repro=str(json_path), pytest=str(test_path),
-                        repro_steps=len(document["steps"]), steps=document["steps"])
+                        repro_steps=len(document["steps"]), steps=document["steps"], replays=(reproduced, of))
 
 
 class Replays:
@@ -530,11 +568,21 @@ class Replays:
     def __init__(self, clause_id: str, target: Target, options: dict, recorder: Recorder | None) -> None:
         self.clause_id, self.target, self.options, self.recorder = clause_id, target, options, recorder
         self.builder = target.builder(options)
+        self.tallies: dict[str, tuple[int, int]] = {}  # steps (as JSON) -> (reproduced, replays)
 
     def __call__(self, steps: list[dict]) -> Violation | None:
         if self.recorder is not None:
             self.recorder.replay()
-        return replay_steps(self.builder, self.target.bounds, steps, self.target.step_timeout, only=self.clause_id)
+        violation = replay_steps(self.builder, self.target.bounds, steps, self.target.step_timeout,
+                                 only=self.clause_id)
+        reproduced, of = self.tally(steps)
+        hit = violation is not None and self.clause_id in violation.clauses
+        self.tallies[_steps_key(steps)] = (reproduced + hit, of + 1)
+        return violation
+
+    def tally(self, steps: list[dict]) -> tuple[int, int]:
+        """(in how many replays of `steps` the clause failed again, how many replays ran)."""
+        return self.tallies.get(_steps_key(steps), (0, 0))
 
     def with_short_lease(self, steps: list[dict]) -> Replays:
         """These replays under the adapter's shortest lease, if the steps still fail with it."""
@@ -556,6 +604,10 @@ def may_race(steps: list[dict]) -> bool:
     a recorded order."""
     return any(step.get("crash") or (step["action"] == "resume-together" and not step.get("order"))
                for step in steps)
+
+
+def _steps_key(steps: list[dict]) -> str:
+    return json.dumps(_clean(steps), sort_keys=True)
 
 
 def _clean(steps: list[dict]) -> list[dict]:

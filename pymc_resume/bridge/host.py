@@ -20,7 +20,8 @@ The host also dies with the bridge: it asks the kernel for a SIGKILL when its pa
 (`PR_SET_PDEATHSIG`), so a bridge killed by SIGKILL leaves no host behind.
 
 `probe(build, timeout)` builds an adapter in a host only to read what it declares (name,
-version, capabilities, options, unsupported operations, shortest lease), then stops the host:
+version, capabilities, options, unsupported operations, shortest lease, framework calls, effect
+key), then stops the host:
 the same deadline for the up-front checks of `fuzz`, `profile` and `replay`.
 """
 
@@ -74,11 +75,18 @@ class AdapterInfo:
     # Constructor options giving the shortest lease the adapter allows (an optional adapter
     # attribute, `shortest_lease`): liveness failures are shrunk with them, see fuzz.py.
     shortest_lease: dict | None = None
+    # Contract operation -> the framework's public call (the optional `framework_calls`).
+    framework_calls: dict | None = None
+    # The key the sink deduplicates effects by, and why it is the framework's stable identity
+    # (the optional `effect_key`: {"key": ..., "why": ...}, or a string naming the key).
+    effect_key: dict | str | None = None
 
 
 def _info(adapter) -> AdapterInfo:
     unsupported = getattr(adapter, "unsupported", None)
     lease = getattr(adapter, "shortest_lease", None)
+    calls = getattr(adapter, "framework_calls", None)
+    effect_key = getattr(adapter, "effect_key", None)
     return AdapterInfo(
         name=str(adapter.name),
         version=str(adapter.version),
@@ -86,6 +94,8 @@ def _info(adapter) -> AdapterInfo:
         options=dict(adapter.options()),
         unsupported=None if unsupported is None else dict(unsupported),
         shortest_lease=None if lease is None else dict(lease),
+        framework_calls=None if calls is None else {str(op): str(call) for op, call in dict(calls).items()},
+        effect_key=effect_key if effect_key is None or isinstance(effect_key, str) else dict(effect_key),
     )
 
 

@@ -18,7 +18,7 @@ from pymc_resume.model.clauses import effect_identity
 from pymc_resume.model.state import (
     DEAD, EDIT, FAILED, FREE, LIVE, NEW, NO_VALUE, REPLAY, ROOT, STARTED, Budget, Checkpoint, Thread, World,
 )
-from pymc_resume.model.workflow import Workflow
+from pymc_resume.model.workflow import Workflow, value_name
 
 RUNNERS = {"new": FREE, "free": FREE, "live": LIVE, "dead": DEAD, "failed": FREE}
 STATUSES = {"new": NEW, "failed": FAILED}  # any other run state: started
@@ -35,6 +35,11 @@ class ForkRecord:
     edit_value: int  # NO_VALUE for a replay fork
     inherited: int  # stages below this take their recorded input from the parent
     snapshot: tuple[Checkpoint, ...]  # the parent's chain up to `base` when the fork was made
+    # The parent as it was when the fork was made: its whole chain, and its recorded inputs and
+    # claims (None without `recorded-inputs`), pending records at the fork point included. Any
+    # later change to them is a fork-determinism violation (`parent_changes`).
+    parent_chain: tuple[Checkpoint, ...] = ()
+    parent_inputs: dict[int, int] | None = None
 
 
 @attrs.define
@@ -46,8 +51,67 @@ class History:
     crashed_since_fork: set[int] = attrs.Factory(set)
     second_records: dict[int, list[tuple[int, int]]] = attrs.Factory(dict)  # accepted late resumes
     findings: list[tuple[str, str]] = attrs.Factory(list)  # (clause id, what was observed)
+    # (clause id, what was observed): faults that follow from that clause's fault, counted
+    # there only (docs/contract.md, "Where a derived fault is counted")
+    derived: list[tuple[str, str]] = attrs.Factory(list)
     # thread -> (stage, head) where a schema-invalid resume value was refused while it was parked
     refused_invalid: dict[int, tuple[int, object]] = attrs.Factory(dict)
+
+
+def parent_changes(history: History, observation: Observation) -> dict[int, str]:
+    """Parent thread -> what changed in its checkpoints or recorded inputs since a fork was
+    made from it (the first such fork), for every parent that changed."""
+    changed: dict[int, str] = {}
+    for f, fork in sorted(history.forks.items()):
+        if fork.parent in changed or fork.parent >= len(observation.threads):
+            continue
+        now = observation.threads[fork.parent]
+        made = f"after fork t{f} was made from its checkpoint {fork.base}"
+        point = fork.snapshot[-1].pc if fork.snapshot else None
+        if tuple(now.chain[: len(fork.parent_chain)]) != fork.parent_chain:
+            k = next((k for k, (was, is_) in enumerate(zip(fork.parent_chain, now.chain)) if was != is_),
+                     min(len(now.chain), len(fork.parent_chain)))
+            changed[fork.parent] = f"the parent t{fork.parent}'s checkpoint {k} changed {made}"
+            continue
+        if fork.parent_inputs is None or now.inputs is None:
+            continue
+        for stage, value in sorted(fork.parent_inputs.items()):
+            if now.inputs.get(stage) != value:
+                where = " (the fork point)" if stage == point else ""
+                became = value_name(now.inputs[stage]) if stage in now.inputs else "no record"
+                changed[fork.parent] = (f"the parent t{fork.parent}'s recorded input at stage {stage}{where} "
+                                        f"changed from {value_name(value)} to {became} {made}")
+                break
+    return changed
+
+
+def as_when_forked(history: History, observation: Observation) -> Observation:
+    """`observation` read as if no fork had changed its parent: every fork parent's checkpoints
+    and recorded inputs as they were when its first fork was made (what was added since is
+    kept), and every fork's inherited inputs that it copied from a parent record an earlier
+    fork had changed, as that record was before the change."""
+    views = list(observation.threads)
+    original: dict[int, dict[int, int]] = {}  # parent -> its recorded inputs before any fork changed them
+    for _f, fork in sorted(history.forks.items(), reverse=True):  # the earliest overlays last
+        if fork.parent >= len(views):
+            continue
+        view = views[fork.parent]
+        chain = fork.parent_chain + tuple(view.chain[len(fork.parent_chain):])
+        inputs = view.inputs
+        if inputs is not None and fork.parent_inputs is not None:
+            inputs = {**inputs, **fork.parent_inputs}
+            original[fork.parent] = {**original.get(fork.parent, {}), **fork.parent_inputs}
+        views[fork.parent] = attrs.evolve(view, chain=chain, inputs=inputs)
+    for f, fork in sorted(history.forks.items()):
+        if f >= len(views) or views[f].inputs is None or fork.parent_inputs is None:
+            continue
+        before = original.get(fork.parent, {})
+        copied = {stage: before[stage] for stage, value in fork.parent_inputs.items()
+                  if stage < fork.inherited and stage in before and before[stage] != value
+                  and views[f].inputs.get(stage) == value}
+        if copied:
+            views[f] = attrs.evolve(views[f], inputs={**views[f].inputs, **copied})
+    return Observation(tuple(views))
 
 
 def committed_upto(chain) -> int:

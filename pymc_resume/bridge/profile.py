@@ -12,10 +12,17 @@ scenario first shows it, the confirmed and minimized one right after the battery
 profile so far through `publish` at each of these moments. A time budget (`Budget`) stops the
 battery between scenarios and the fuzzing between steps; the profile then reports what it found.
 
-Verdicts: `violated` (with its repro), `holds` (no scenario and no fuzzed example failed it),
-`not-applicable` (the framework cannot express what the clause is about) or `skipped` (the
-adapter cannot observe what the clause needs). Notes record evidence a reader needs next to the
-verdicts, such as whether work whose checkpoint was durably written ran again after a SIGKILL.
+Verdicts: `violated` (with its repro, and in how many of how many replays it reproduced),
+`unconfirmed` (seen, never reproduced by a replay; never counted as violated), `holds` (no
+scenario and no fuzzed example failed it; the reason counts only those that ran the id's
+operations, and says where, `bridge/evidence.py`), `not-applicable` (the framework cannot
+express what the clause is about) or `skipped` (the adapter cannot observe what the clause
+needs, or nothing ran its operations). Notes record evidence a reader needs next to the
+verdicts: whether work whose checkpoint was durably written ran again after a SIGKILL (the
+profile's), and the sink's counts of fires and applications, the key it deduplicated by and
+every re-fire a key hid (the `effect-exactly-once` cell's). Each profile also carries its
+operation table (`operation_table`): each contract operation and the framework call the adapter
+declares for it.
 """
 
 from __future__ import annotations
@@ -26,10 +33,18 @@ from pathlib import Path
 
 import attrs
 
-from pymc_resume.bridge.adapter import CRASHED, expressible_workflow, unsupported_operations
+from pymc_resume.bridge.adapter import (
+    CONTRACT_OPERATIONS, CRASHED, expressible_workflow, framework_calls, unsupported_operations,
+)
 from pymc_resume.bridge.clauses import not_expressible, unobservable
 from pymc_resume.bridge.budget import Budget, BudgetSpent
-from pymc_resume.bridge.fuzz import ClauseResult, Findings, FuzzReport, Recorder, Target, being_confirmed, run_fuzz
+from pymc_resume.bridge.evidence import (
+    EffectCounts, Evidence, effect_notes, effects_json, holds_reason, not_exercised_reason,
+)
+from pymc_resume.bridge.fuzz import (
+    UNCONFIRMED, ClauseResult, Findings, FuzzReport, Recorder, Target, being_confirmed, run_fuzz,
+)
+from pymc_resume.bridge.host import AdapterInfo
 from pymc_resume.bridge.registry import AdapterBuilder, Configuration, factory
 from pymc_resume.bridge.scenarios import Scenario, scenarios
 from pymc_resume.bridge.session import AdapterFailure, Session, Violation
@@ -37,6 +52,25 @@ from pymc_resume.bridge.sink import SinkEvent
 from pymc_resume.bridge.workdirs import sweep
 from pymc_resume.model.bounds import Bounds
 from pymc_resume.model.contract import CLAUSE_IDS, HOLDS, NOT_APPLICABLE, SKIPPED, VIOLATED
+
+# An operation the adapter performs without naming the framework call it uses.
+NOT_DECLARED = "(not declared)"
+NOT_APPLICABLE_CALL = "not-applicable: "
+
+
+def operation_table(info: AdapterInfo) -> dict[str, str]:
+    """Contract operation -> the framework's public call the adapter declares for it
+    (`framework_calls`), `not-applicable: <reason>` for one it declares `unsupported`, or
+    `(not declared)`, in contract order. Raises ValueError for an unknown operation."""
+    unsupported = unsupported_operations(info)
+    declared = framework_calls(info)
+    table = {}
+    for operation in CONTRACT_OPERATIONS:
+        if operation in unsupported:
+            table[operation] = NOT_APPLICABLE_CALL + unsupported[operation]
+        else:
+            table[operation] = declared.get(operation, NOT_DECLARED)
+    return table
 
 
 @attrs.frozen
@@ -52,10 +86,17 @@ class Profile:
     error: str | None = None  # the adapter raised or hung: the verdicts are incomplete
     stopped: str | None = None  # why the profile ended early (a time budget)
     finished: bool = True  # False while the run is still going (a profile published on the way)
+    operations: dict[str, str] = attrs.Factory(dict)  # `operation_table`
+    effects: dict | None = None  # the sink's counts, the key and why (`evidence.effects_json`)
 
     @property
     def violated(self) -> list[str]:
         return [cid for cid, result in self.clauses.items() if result.verdict == VIOLATED]
+
+    @property
+    def unconfirmed(self) -> list[str]:
+        """Ids seen violated whose repro no replay reproduced: listed apart, never violated."""
+        return [cid for cid, result in self.clauses.items() if result.verdict == UNCONFIRMED]
 
     def signature(self) -> tuple[str, ...]:
         """The verdicts in contract order: profiles with equal signatures are identical."""
@@ -68,8 +109,10 @@ class Profile:
             "config": self.configuration.name,
             "adapter_spec": self.configuration.adapter,
             "adapter_options": self.configuration.options,
+            "operations": dict(self.operations),
             "clauses": {cid: result.as_json() for cid, result in self.clauses.items()},
             "notes": list(self.notes),
+            "effects": self.effects,
             "scenarios": self.scenarios,
             "examples": self.examples,
             "seconds": round(self.seconds, 1),
@@ -86,6 +129,9 @@ class BatteryResult:
     evidence: list[tuple[Scenario, list[SinkEvent]]] = attrs.Factory(list)  # crashed scenarios
     error: str | None = None
     stopped: bool = False  # the time budget ran out before every scenario ran
+    exercise: Evidence = attrs.Factory(Evidence)  # what each scenario run exercised (once per scenario)
+    effects: EffectCounts = attrs.Factory(EffectCounts)  # the sink's counts over every battery session
+    sessions: int = 0  # battery sessions (a scenario run again ignoring found clauses counts again)
 
 
 def run_profile(
@@ -183,9 +229,46 @@ class ProfileRun:
         if (battery is not None and battery.stopped) or (fuzzed is not None and fuzzed.stopped):
             stopped = self.budget.stopped_reason()
         notes = tuple(evidence_notes(battery.evidence)) if battery is not None else ()
+        effects = self._effects()
+        if clauses["effect-exactly-once"].verdict != NOT_APPLICABLE:
+            clauses["effect-exactly-once"] = attrs.evolve(
+                clauses["effect-exactly-once"], notes=effect_notes(info.effect_key, effects, self._sessions_text()))
         return Profile(self.family, self.configuration, info.version, clauses, notes,
                        battery.ran if battery is not None else 0, fuzzed.examples if fuzzed is not None else 0,
-                       time.perf_counter() - self.started, error, stopped, finished)
+                       time.perf_counter() - self.started, error, stopped, finished,
+                       operation_table(info), effects_json(info.effect_key, effects))
+
+    def _effects(self) -> EffectCounts:
+        """The sink's counts over the battery's sessions and the fuzzed examples."""
+        effects = self.battery.effects if self.battery is not None else EffectCounts()
+        if self.fuzzed is not None and self.fuzzed.effects is not None:
+            fuzzed = self.fuzzed.effects
+            effects = effects + EffectCounts(
+                fuzzed["fires"], fuzzed["applications"], fuzzed["keyed_fires"], fuzzed["keyed_applications"],
+                fuzzed["hidden_refires"], tuple(fuzzed["hidden_refire_examples"]), tuple(fuzzed["example_keys"]))
+        return effects
+
+    def _sessions_text(self) -> str:
+        sessions = self.battery.sessions if self.battery is not None else 0
+        text = f"{sessions} battery sessions"
+        if self.fuzzed is not None:
+            text += f" and {self.fuzzed.examples} fuzzed examples"
+        return text
+
+    def _evidence_parts(self) -> list[tuple[Evidence, str]]:
+        parts = [(self.battery.exercise, "targeted scenarios")]
+        if self.fuzzed is not None:
+            parts.append((self.fuzzed.evidence, "fuzzed examples"))
+        return parts
+
+    def _unfailed(self, clause_id: str, suffix: str = "") -> ClauseResult:
+        """A clause nothing failed: `holds`, counting the scenarios and examples that ran its
+        operations and where; `skipped` when none did (it was not checked)."""
+        parts = self._evidence_parts()
+        reason = holds_reason(clause_id, parts)
+        if reason is None:
+            return ClauseResult(SKIPPED, reason=not_exercised_reason(clause_id, parts) + suffix)
+        return ClauseResult(HOLDS, reason=reason + suffix)
 
     def _verdict(self, clause_id: str, finished: bool) -> ClauseResult:
         battery, fuzzed, info = self.battery, self.fuzzed, self.target.info
@@ -210,20 +293,18 @@ class ProfileRun:
             if battery.stopped and battery.ran == 0:
                 return ClauseResult(SKIPPED, reason=f"not judged: {self.budget.stopped_reason()} "
                                                     "before any scenario ran")
-            scope = f"{battery.ran} targeted scenarios"
             if battery.stopped:
-                return ClauseResult(HOLDS, reason=f"held in {scope}; stopped early: {self.budget.stopped_reason()}")
-            return ClauseResult(HOLDS, reason=f"held in {scope} (no fuzzing)")
+                return self._unfailed(clause_id, f"; stopped early: {self.budget.stopped_reason()}")
+            return self._unfailed(clause_id, " (no fuzzing)")
         result = fuzzed.clauses[clause_id]
-        if result.verdict == HOLDS:
-            reason = (f"held in {battery.ran} targeted scenarios and {fuzzed.examples} fuzzed examples "
-                      f"({fuzzed.steps} steps)")
-            if fuzzed.stopped:
-                reason += f"; stopped early: {fuzzed.stopped}"
-            if not fuzzed.finished:
-                reason += " so far (the run is still going)"
-            return attrs.evolve(result, reason=reason)
-        return result
+        if result.verdict in (VIOLATED, UNCONFIRMED) or fuzzed.error is not None:
+            return result
+        suffix = f"; {fuzzed.steps} fuzzed steps"
+        if fuzzed.stopped:
+            suffix += f"; stopped early: {fuzzed.stopped}"
+        if not fuzzed.finished:
+            suffix += " so far (the run is still going)"
+        return self._unfailed(clause_id, suffix)
 
 
 def run_battery(build: AdapterBuilder, bounds: Bounds, battery: list[Scenario], step_timeout,
@@ -246,6 +327,21 @@ def run_battery(build: AdapterBuilder, bounds: Bounds, battery: list[Scenario], 
 def _run_until_no_new_clause(build, bounds: Bounds, scenario: Scenario, step_timeout, result: BatteryResult) -> bool:
     """Run `scenario`, then again with each newly found clause ignored, until it finds no new
     one; whether the adapter could express it."""
+    exercised: dict[str, set[str]] = {}  # what every run of this scenario exercised, together
+
+    def closed(session: Session, events: list[SinkEvent]) -> None:
+        result.sessions += 1
+        result.effects = result.effects + EffectCounts.of(events, f"scenario {scenario.name}")
+        for kind, places in session.exercised.items():
+            exercised.setdefault(kind, set()).update(places)
+
+    ran = _runs_of(build, bounds, scenario, step_timeout, result, closed)
+    if ran:  # one scenario, however many times it ran: a scenario the budget cut is not counted
+        result.exercise.add(exercised)
+    return ran
+
+
+def _runs_of(build, bounds: Bounds, scenario: Scenario, step_timeout, result: BatteryResult, closed) -> bool:
     ran = False
     ignore: set[str] = set()
     for _ in range(len(CLAUSE_IDS)):  # once more per new clause found, ignoring the found ones
@@ -260,6 +356,7 @@ def _run_until_no_new_clause(build, bounds: Bounds, scenario: Scenario, step_tim
         if any(not session.can(op) for op in scenario.needs):
             session.close()
             return ran
+        session.on_close = closed
         ran = True
         violation = _run_scenario(session, scenario, result)
         if result.error is not None or violation is None:

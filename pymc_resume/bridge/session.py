@@ -34,17 +34,34 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from pymc_resume.bridge.adapter import (
-    CRASHED, OK, REFUSED, CrashPoint, FuzzSetup, Observation, expressible_workflow, unsupported_operations,
+    CRASHED,
+    OK,
+    REFUSED,
+    CrashPoint,
+    FuzzSetup,
+    Observation,
+    expressible_workflow,
+    unsupported_operations,
 )
-from pymc_resume.bridge.host import RAISED, HostedAdapter, HostProblem
 from pymc_resume.bridge.clauses import judge_liveness, judge_world, not_expressible, ordered, unobservable
+from pymc_resume.bridge.evidence import CRASH, INVALID_INPUT, effect_places
+from pymc_resume.bridge.evidence import DRAIN as DRAIN_EXERCISE
+from pymc_resume.bridge.host import RAISED, HostedAdapter, HostProblem
 from pymc_resume.bridge.nodes import FuzzNodes
-from pymc_resume.bridge.observe import ForkRecord, History, build_world, committed_upto
-from pymc_resume.bridge.sink import Sink
+from pymc_resume.bridge.observe import (
+    ForkRecord,
+    History,
+    as_when_forked,
+    build_world,
+    committed_upto,
+    parent_changes,
+)
+from pymc_resume.bridge.sink import Sink, SinkEvent
 from pymc_resume.bridge.workdirs import default_workroot, make_workdir
+from pymc_resume.model.clauses import CHECKS
 from pymc_resume.model.contract import CLAUSE_IDS
 from pymc_resume.model.state import NO_VALUE
-from pymc_resume.model.workflow import INVALID, Workflow
+from pymc_resume.model.workflow import INVALID, Workflow, value_name
 
 DRAIN = "drain"
 
@@ -164,9 +181,12 @@ class Session:
         on_violation: Callable[[Violation], None] | None = None,
         ignore: frozenset[str] = frozenset(),
         workroot: str | Path | None = None,
+        on_close: Callable[[Session, list[SinkEvent]], None] | None = None,
     ) -> None:
         self.adapter = hosted(adapter, step_timeout)
         self.workdir: Path | None = None
+        self.on_close = None  # not before the session is set up: nothing ran yet
+        self.exercised: dict[str, set[str]] = {}  # kind of operation -> where (bridge/evidence.py)
         try:
             self._setup(workflow, values, step_timeout, workroot)
         except BaseException:
@@ -180,6 +200,7 @@ class Session:
         self.steps: list[dict] = []
         self.drained = False
         self.failed = False  # a step raised (a violation or an adapter failure)
+        self.on_close = on_close
 
     def _setup(self, workflow: Workflow, values: int, step_timeout: float | None, workroot) -> None:
         """What the example needs from the adapter's declarations, a fresh directory and sink,
@@ -280,6 +301,7 @@ class Session:
         """Update the bridge's history with what the step did and what it should have done."""
         action, t = step["action"], step["thread"]
         history = self.history
+        self._exercise(step, outcomes, before)
         if any(o.status == CRASHED for o in outcomes):
             history.crashed.add(t)
             history.crashed_since_fork.add(t)
@@ -296,7 +318,13 @@ class Session:
                     elif (parked := self._parked(before, t)) is not None:
                         history.refused_invalid[t] = parked
                 elif target is not None and outcome.status != REFUSED:
-                    history.second_records.setdefault(t, []).append((target, value))
+                    if self._rewound_across(before, t, target):
+                        history.derived.append(("prefix-continuation", (
+                            f"a resume of {value_name(value)} to the interrupt at stage {target} of t{t} was "
+                            "accepted only because its committed node ran again and waits again (the second "
+                            "record consume-once-value would count is derived from this re-execution)")))
+                    else:
+                        history.second_records.setdefault(t, []).append((target, value))
                 elif outcome.status == REFUSED and action == "resume":
                     self._judge_refused_valid(t, before)
         if action == "update" and step["value"] == INVALID and outcomes[0].status != REFUSED:
@@ -304,21 +332,60 @@ class Session:
         if action == "fork" and outcomes[0].status == OK:
             self._remember_fork(step, outcomes[0], before)
 
+    def _exercise(self, step: dict, outcomes: list, before: Observation) -> None:
+        """Record what kind of operation the step ran and where (`bridge/evidence.py`): the
+        stage a thread was at, the checkpoint a fork was made from, the crash point."""
+        action, t = step["action"], step["thread"]
+        view = before.threads[t] if t < len(before.threads) else None
+        pc = view.chain[-1].pc if view is not None else 0
+        places = self.exercised
+        if action == "resume":
+            places.setdefault("resume", set()).add(f"stage {pc}")
+        elif action == "resume-together":
+            places.setdefault("resume-together", set()).add(f"stage {pc}, window {step.get('window')}")
+        elif action == "recover":
+            places.setdefault("recover", set()).add(f"stage {pc}")
+        elif action == "fork" and outcomes[0].status == OK and view is not None:
+            c = step["checkpoint"]
+            head = ", the head" if c == len(view.chain) - 1 else ""
+            fork_point = f"checkpoint {c} (stage {view.chain[c].pc}{head}), {step['intent']}"
+            places.setdefault("fork", set()).add(fork_point)
+        elif action == "update":
+            places.setdefault("update", set()).add(f"stage {pc}")
+        values = [step.get("value")] if action in ("resume", "update") else list(step.get("values") or [])
+        if INVALID in values:
+            sent = "update" if action == "update" else "resume"
+            places.setdefault(INVALID_INPUT, set()).add(f"{sent} at stage {pc}")
+        for outcome in outcomes:
+            if outcome.status == CRASHED and step.get("crash"):
+                crash = step["crash"]
+                places.setdefault(CRASH, set()).add(f"stage {crash['stage']} {crash['when']}")
+
     def _remember_fork(self, step: dict, outcome, before: Observation) -> None:
         t, c = step["thread"], step["checkpoint"]
         new = len(before.threads)
         if outcome.thread is not None and outcome.thread != new:
             raise AdapterFailure(f"the adapter numbered the new fork {outcome.thread}, expected {new}")
-        chain = before.threads[t].chain
+        parent = before.threads[t]
+        chain = parent.chain
         edit = step["intent"] == "edit"
         self.history.forks[new] = ForkRecord(
             parent=t, base=c, intent=step["intent"],
             edit_value=step["value"] if edit else NO_VALUE,
             inherited=chain[c].pc if edit else committed_upto(chain),
             snapshot=tuple(chain[: c + 1]),
+            parent_chain=tuple(chain),
+            parent_inputs=None if parent.inputs is None else dict(parent.inputs),
         )
         if t in self.history.crashed:
             self.history.crashed.add(new)
+
+    @staticmethod
+    def _rewound_across(observation: Observation, thread: int, stage: int) -> bool:
+        """Whether `thread`'s head is back at or before `stage` although a checkpoint records
+        `stage` committed: the node ran again after its commit (prefix-continuation's fault)."""
+        chain = observation.threads[thread].chain
+        return chain[-1].pc <= stage and any(entry.stage == stage for entry in chain)
 
     def _parked(self, observation: Observation, thread: int) -> tuple[int, object] | None:
         """(stage, head) when `thread` is parked at an interrupt with no value recorded for it."""
@@ -380,19 +447,44 @@ class Session:
         violated = judge_world(self.workflow, world, self.skip)
         for clause_id, seen in self.history.findings:
             violated.setdefault(clause_id, seen)
+        changed = parent_changes(self.history, self.observation)
         for f, fork in self.history.forks.items():
             threads = self.observation.threads
-            if f >= len(threads):
+            if f >= len(threads) or fork.parent in changed:
                 continue
-            parent_now = threads[fork.parent].chain[: fork.base + 1]
-            fork_now = threads[f].chain[: fork.base + 1]
-            if parent_now != fork.snapshot:
-                violated.setdefault("fork-determinism", f"the parent t{fork.parent}'s checkpoints up "
-                                    f"to {fork.base} changed after fork t{f} was made from them")
-            elif fork_now != fork.snapshot:
+            if threads[f].chain[: fork.base + 1] != fork.snapshot:
                 violated.setdefault("fork-determinism", f"fork t{f} does not start from exactly "
                                     f"checkpoint {fork.base} of t{fork.parent} and its ancestry")
+        if changed and "fork-determinism" not in self.skip:
+            violated = self._count_parent_changes(violated, changed)
+        for root, seen in self.history.derived:  # the root's fault was seen when these were
+            if root not in violated:
+                violated[root] = seen
+            elif seen not in violated[root]:
+                violated[root] += f"; {seen}"
         return violated
+
+    def _count_parent_changes(self, violated: dict[str, str], changed: dict[int, str]) -> dict[str, str]:
+        """A fork changed its parent's checkpoints or recorded inputs: fork-determinism's fault,
+        counted there and only there (docs/contract.md, "Where a derived fault is counted").
+        A clause that fails on the changed parent but holds once the parent is read as it was
+        when the fork was made (its snapshot) fails only because of that change: it is named
+        in fork-determinism's finding, not reported itself."""
+        seen = "; ".join(changed[t] for t in sorted(changed))
+        repaired = as_when_forked(self.history, self.observation)
+        events = self.sink.events()
+        still = judge_world(self.workflow, build_world(self.workflow, self.history, repaired, events,
+                                                       self.capabilities), self.skip)
+        derived = [cid for cid in violated
+                   if cid in CHECKS and cid != "fork-determinism" and cid not in still]
+        if derived:
+            verb = "fails" if len(derived) == 1 else "fail"
+            seen += (f"; on the changed record {', '.join(derived)} also {verb}, "
+                     "counted here only (derived from this change)")
+        kept = {cid: reason for cid, reason in violated.items() if cid not in derived}
+        own = kept.get("fork-determinism")
+        kept["fork-determinism"] = seen if own is None else f"{own}; {seen}"
+        return kept
 
     def _judge(self, at: int | str, extra: dict[str, str] | None = None) -> None:
         world = self._world()
@@ -461,12 +553,27 @@ class Session:
             self._discard()
 
     def _discard(self) -> None:
-        """Stop the host (and every process of its group) and remove the work directory."""
+        """Stop the host (and every process of its group), hand the sink's log to `on_close`,
+        and remove the work directory."""
         try:
             self.adapter.stop()
         finally:
-            if self.workdir is not None:
-                shutil.rmtree(self.workdir, ignore_errors=True)
+            try:
+                if self.on_close is not None:
+                    self._closing()
+            finally:
+                if self.workdir is not None:
+                    shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def _closing(self) -> None:
+        """What the session exercised, with what the sink's log shows, to `on_close`."""
+        on_close, self.on_close = self.on_close, None  # once
+        events = self.sink.events()
+        for kind, places in effect_places(self.workflow, events).items():
+            self.exercised.setdefault(kind, set()).update(places)
+        if self.drained:
+            self.exercised.setdefault(DRAIN_EXERCISE, set())
+        on_close(self, events)
 
     # -- adapter calls -------------------------------------------------------------------
 

@@ -7,16 +7,17 @@ import sys
 from collections import defaultdict
 
 import click
+from click.core import ParameterSource
 
 from pymc_resume.cli import Terminated, main
 from pymc_resume.cli.errors import fail
 from pymc_resume.cli.options import Seconds, adapter_option_flag, adapter_options
 from pymc_resume.cli.paths import writable_file, writable_folder
+from pymc_resume.cli.tables import table
 from pymc_resume.errors import AdapterError
 from pymc_resume.files import write_atomically, write_json
 from pymc_resume.model.bounds import BoundsError, load_bounds
 from pymc_resume.model.contract import CLAUSE_IDS, HOLDS, NOT_APPLICABLE, SKIPPED, VIOLATED
-from pymc_resume.cli.tables import table
 
 CELL = {HOLDS: "holds", VIOLATED: "violated", NOT_APPLICABLE: "n/a", SKIPPED: "skipped",
         "unconfirmed": "unconfirmed"}
@@ -52,10 +53,15 @@ CELL = {HOLDS: "holds", VIOLATED: "violated", NOT_APPLICABLE: "n/a", SKIPPED: "s
               help="Write the profiles as JSON to this path (atomically, and again at every finding).")
 @click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), default=None,
               help="Write the table as Markdown to this path (atomically).")
+@click.option("--operations", "operations", is_flag=True,
+              help="Print each configuration's operation table (contract operation -> the framework call "
+                   "its adapter declares); alone, without running anything else (exit 0); with --examples, "
+                   "before the profiles.")
 @adapter_option_flag
-def profile_command(adapter, every, only_configs, examples, steps, seed, bounds_name, repro_dir,
+@click.pass_context
+def profile_command(context, adapter, every, only_configs, examples, steps, seed, bounds_name, repro_dir,
                     step_timeout, max_seconds, shrink_seconds, no_shrink, json_path, markdown_path,
-                    adapter_option_pairs):
+                    operations, adapter_option_pairs):
     """The conformance profile of ADAPTER (a framework such as `langgraph`, a built-in adapter
     name, or module:Class), or of every framework with --all."""
     from pymc_resume.bridge.budget import Budget, stop_on_signal
@@ -85,8 +91,16 @@ def profile_command(adapter, every, only_configs, examples, steps, seed, bounds_
             known = ", ".join(c.name for c in family.configurations)
             fail(f"--config: {family.name} has no configuration {', '.join(only_configs)} (known: {known})")
         runs += [(family, with_options(configuration, adapter_option_pairs)) for configuration in configurations]
-    writable_folder(repro_dir, "--repro-dir")
     writable_file(json_path, "--json")
+    if operations:
+        tables = operation_tables(runs, every, skipped, step_timeout)
+        click.echo(operations_text(tables))
+        if context.get_parameter_source("examples") is not ParameterSource.COMMANDLINE:
+            if json_path:  # the tables alone: no battery, no fuzzing
+                write_json(json_path, _document(bounds, seed, 0, [], skipped, tables))
+            return
+        click.echo("")
+    writable_folder(repro_dir, "--repro-dir")
     writable_file(markdown_path, "--markdown")
     budget = Budget(max_seconds, shrink_seconds)
     profiles: list = []
@@ -126,6 +140,46 @@ def profile_command(adapter, every, only_configs, examples, steps, seed, bounds_
         sys.exit(1)
 
 
+def operation_tables(runs, every: bool, skipped: list[dict], step_timeout) -> list[dict]:
+    """Each configuration's operation table, read from an adapter built in a host process (as
+    every profile builds it); one that cannot be built is a skipped entry with --all, else exit 2."""
+    from pymc_resume.bridge.profile import operation_table
+    from pymc_resume.bridge.registry import AdapterSpecError, factory
+
+    tables = []
+    for family, configuration in runs:
+        try:
+            info = factory(configuration.adapter, configuration.options, timeout=step_timeout).info
+            table_of = operation_table(info)
+        except (AdapterSpecError, AdapterError, ValueError) as error:
+            if not every:
+                fail(f"adapter {configuration.adapter!r}: {error}")
+            skipped.append({"adapter": family.name, "config": configuration.name, "reason": str(error),
+                            "install": family.install})
+            continue
+        tables.append({"adapter": family.name, "version": info.version, "config": configuration.name,
+                       "adapter_spec": configuration.adapter, "adapter_options": configuration.options,
+                       "operations": table_of, "clauses": None})
+    return tables
+
+
+def operations_text(tables: list[dict]) -> str:
+    """Per configuration: each contract operation and the framework call its adapter declares."""
+    from pymc_resume.bridge.profile import NOT_APPLICABLE_CALL, NOT_DECLARED
+
+    lines = []
+    for entry in tables:
+        calls = entry["operations"]
+        lines += [f"{entry['adapter']} {entry['config']} ({entry['version']}): operations",
+                  table(["operation", "framework call"], [[op, call] for op, call in calls.items()])]
+        missing = [op for op, call in calls.items() if call == NOT_DECLARED]
+        if missing:
+            lines.append(f"  performed without naming its framework call: {', '.join(missing)}")
+        expressed = [op for op, call in calls.items() if not call.startswith(NOT_APPLICABLE_CALL)]
+        lines += [f"  not-applicable: {len(calls) - len(expressed)} of {len(calls)} operations", ""]
+    return "\n".join(lines).rstrip()
+
+
 def with_options(configuration, pairs):
     """`configuration` with the `--adapter-option` pairs over its own options, checked against
     its adapter's constructor now (one line, exit 2, before any configuration runs)."""
@@ -143,12 +197,14 @@ def with_options(configuration, pairs):
     return attrs.evolve(configuration, options=options)
 
 
-def _document(bounds, seed, examples, profiles, skipped) -> dict:
+def _document(bounds, seed, examples, profiles, skipped, operations_only: list[dict] | None = None) -> dict:
+    """The JSON document; with `operations_only`, each profile is a configuration's operation
+    table alone (`"clauses": null`: nothing was judged)."""
     return {
         "bounds": bounds.as_json(),
         "seed": seed,
         "examples": examples,
-        "profiles": [p.as_json() for p in profiles],
+        "profiles": operations_only if operations_only is not None else [p.as_json() for p in profiles],
         "skipped": skipped,
     }
 
@@ -169,35 +225,48 @@ def identical_line(profiles) -> str:
 
 
 def profile_text(profiles, skipped) -> str:
+    """The table, then per configuration every cell's explanation as its JSON has it (reason,
+    repro, replays, notes): the text says nothing the JSON does not."""
     rows = [_row_name(p) + [CELL[p.clauses[cid].verdict] for cid in CLAUSE_IDS] for p in profiles]
     lines = [table(["framework", "version", "config", *CLAUSE_IDS], rows), "", identical_line(profiles)]
     for entry in skipped:
         config = f" {entry['config']}" if entry.get("config") else ""
         install = f" ({entry['install']})" if entry.get("install") else ""
         lines.append(f"skipped: {entry['adapter']}{config}: {entry['reason']}{install}")
+    unconfirmed = [(p, cid) for p in profiles for cid in p.unconfirmed]
+    if unconfirmed:
+        lines += ["", "unconfirmed (seen in a live run, never reproduced by a replay of its repro; "
+                      "not counted as violated):"]
+        lines += [f"  {p.family} {p.configuration.name} {cid}: {p.clauses[cid].repro}"
+                  for p, cid in unconfirmed]
     for profile in profiles:
-        lines += ["", f"{profile.family} {profile.configuration.name} ({profile.version}): "
-                      f"{profile.scenarios} targeted scenarios, {profile.examples} fuzzed examples, "
-                      f"{profile.seconds:.0f}s"]
-        if profile.error:
-            lines.append(f"  ERROR (verdicts incomplete): {profile.error}")
-        if profile.stopped:
-            lines.append(f"  stopped early: {profile.stopped}; everything found until then is reported")
-        for cid in CLAUSE_IDS:
-            result = profile.clauses[cid]
-            if result.verdict == VIOLATED:
-                lines.append(f"  {cid} violated: {result.reason}")
-                lines.append(f"    repro ({result.repro_steps} steps): {result.repro}")
-            elif result.verdict in (NOT_APPLICABLE, SKIPPED):
-                lines.append(f"  {cid} {result.verdict}: {result.reason}")
-        lines += [f"  note: {note}" for note in profile.notes]
+        lines += ["", *_profile_lines(profile.as_json())]
     return "\n".join(lines)
+
+
+def _profile_lines(data: dict) -> list[str]:
+    """One configuration's explanations, read from its profile JSON."""
+    lines = [f"{data['adapter']} {data['config']} ({data['version']}): {data['scenarios']} targeted "
+             f"scenarios, {data['examples']} fuzzed examples, {data['seconds']:.0f}s"]
+    if data["error"]:
+        lines.append(f"  ERROR (verdicts incomplete): {data['error']}")
+    if data["stopped"]:
+        lines.append(f"  stopped early: {data['stopped']}; everything found until then is reported")
+    for cid, cell in data["clauses"].items():
+        lines.append(f"  {cid} {cell['verdict']}: {cell['reason']}")
+        if cell["verdict"] in (VIOLATED, "unconfirmed"):
+            replays = cell["replays"]
+            lines.append(f"    repro ({cell['repro_steps']} steps, reproduced in {replays['reproduced']} of "
+                         f"{replays['of']} replays): {cell['repro']}")
+        lines += [f"    note: {note}" for note in cell["notes"]]
+    lines += [f"  note: {note}" for note in data["notes"]]
+    return lines
 
 
 def markdown_table(profiles, skipped) -> str:
     def cell(result) -> str:
-        if result.verdict == VIOLATED and result.repro:
-            return f"violated ([repro]({result.repro}))"
+        if result.verdict in (VIOLATED, "unconfirmed") and result.repro:
+            return f"{result.verdict} ([repro]({result.repro}))"
         return CELL[result.verdict]
 
     header = ["framework", "version", "config", *(f"`{cid}`" for cid in CLAUSE_IDS)]

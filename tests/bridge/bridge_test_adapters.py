@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 from pymc_resume.bridge.adapters.reference import ReferenceAdapter
+from pymc_resume.runtime import faults_for
 
 
 class HangingAdapter(ReferenceAdapter):
@@ -116,3 +117,63 @@ class LeasedAdapter(ReferenceAdapter):
 
     def options(self):
         return {**super().options(), "lease_seconds": self.lease_seconds}
+
+
+class ParentRewritingForkAdapter(ReferenceAdapter):
+    """A faulty fork: after forking, it rewrites the parent's recorded input at the fork point
+    (the interrupt the fork's checkpoint is parked at) to another value, as a fork that wrote
+    through to its parent's record would. The parent's checkpoints are untouched, so only a
+    fork-determinism check that snapshots the parent's recorded inputs sees it."""
+
+    def open(self, setup):
+        super().open(setup)
+        self.values = setup.values
+
+    def fork(self, thread, checkpoint, intent, value, client=None):
+        outcome = super().fork(thread, checkpoint, intent, value, client=client)
+        if outcome.status != "ok":
+            return outcome
+        with self.runtime.store.transaction() as db:
+            position = self.runtime.store.chain(db, thread)[checkpoint].pc
+            where = "WHERE thread = ? AND stage = ?"
+            row = db.execute(f"SELECT value FROM inputs {where}", (thread, position)).fetchone()
+            if row is not None:
+                other = value if intent == "edit" else row[0] % self.values + 1
+                db.execute(f"UPDATE inputs SET value = ? {where}", (other, thread, position))
+        return outcome
+
+
+class DeclaringAdapter(ReferenceAdapter):
+    """Declares the framework calls of some operations, an unsupported one and its effect key,
+    for the operation table and the effects' report."""
+
+    framework_calls = {"start": "Runtime.start(thread, op)", "resume": "Runtime.resume(thread, value, op)",
+                       "fork": "Runtime.fork(thread, checkpoint, intent, value)"}
+    unsupported = {"update": "no client call writes a thread's state"}
+    effect_key = {"key": "Runtime.effect_key: (lineage, node, inputs consumed)",
+                  "why": "the runtime derives it from the effect's contract identity, the same on every "
+                         "re-execution"}
+
+
+class OnceFaultyAdapter(ReferenceAdapter):
+    """Persists the first schema-invalid update any of its builds receives, then refuses every
+    later one, as a fault seen once that no replay shows again. Builds run in their own host
+    processes, so "first" is kept in a file (`marker`)."""
+
+    def __init__(self, fault=None, marker=""):
+        super().__init__(fault)
+        self.marker = Path(marker)
+
+    def options(self):
+        return {**super().options(), "marker": str(self.marker)}
+
+    def update(self, thread, note):
+        if note != -1 or self.marker.exists():
+            return super().update(thread, note)
+        self.marker.write_text("seen")
+        correct = self.runtime.faults
+        self.runtime.faults = faults_for("persist-unvalidated")
+        try:
+            return super().update(thread, note)
+        finally:
+            self.runtime.faults = correct

@@ -208,7 +208,9 @@ def test_max_seconds_on_a_correct_adapter_exits_0_with_every_id_holding(tmp_path
     run, seconds, data = _fuzz_json(tmp_path, "--max-seconds", "3")
     assert run.returncode == 0, run.stdout + run.stderr
     assert seconds < 3 + 20
-    assert data["stopped"] and all(c["verdict"] == "holds" for c in data["clauses"].values())
+    assert data["stopped"] and all(c["verdict"] == "holds" or c["reason"].startswith("not checked")
+                                   for c in data["clauses"].values())  # skipped: nothing ran its operations
+    assert data["clauses"]["liveness"]["verdict"] == "holds"
 
 
 def test_sigterm_ends_a_fuzz_run_its_findings_kept_and_nothing_left(tmp_path):
