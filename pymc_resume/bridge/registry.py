@@ -81,6 +81,9 @@ FAMILIES: dict[str, Family] = {
         "langgraph",
         (
             Configuration("sqlite/sync", "langgraph", {"durability": "sync"}),
+            # The contract's effect-then-interrupt as one LangGraph node (effect, then interrupt()).
+            Configuration("sqlite/sync+one-node", "langgraph",
+                          {"durability": "sync", "effect_then_interrupt": "one-node"}),
             Configuration("sqlite/async", "langgraph", {"durability": "async"}),
             Configuration("sqlite/exit", "langgraph", {"durability": "exit"}),
             Configuration("postgres/sync", "langgraph", {"durability": "sync", "store": "postgres"}),

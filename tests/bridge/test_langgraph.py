@@ -5,8 +5,10 @@ constraints/langgraph-1.2.9.txt`). The hand-written runs are quick; the fuzz run
 """
 
 import json
+import sqlite3
 import subprocess
 import sys
+import traceback
 
 import pytest
 
@@ -18,23 +20,163 @@ pytest.importorskip("langgraph.checkpoint.sqlite",
 
 from live_steps import DEFAULT, START, apply_steps, crash, resume  # noqa: E402
 
+from pymc_resume.bridge.adapter import CONTRACT_OPERATIONS, framework_calls  # noqa: E402
 from pymc_resume.bridge.adapters.langgraph import (  # noqa: E402
+    THREAD_KEY,
     LangGraphAdapter,
     LangGraphAsync,
     LangGraphExit,
     postgres_url,
 )
-from pymc_resume.bridge.registry import AdapterSpecError, factory, resolve  # noqa: E402
+from pymc_resume.bridge.registry import FAMILIES, AdapterSpecError, factory, resolve  # noqa: E402
 from pymc_resume.bridge.repro import load_repro, replay_repro  # noqa: E402
 from pymc_resume.bridge.session import Session  # noqa: E402
+from pymc_resume.model.bounds import load_bounds  # noqa: E402
+from pymc_resume.model.contract import CLAUSE_IDS  # noqa: E402
 from pymc_resume.model.state import INITIAL  # noqa: E402
 
 
-def run(steps, durability="sync", drain=True, store="sqlite"):
+def run(steps, durability="sync", drain=True, store="sqlite", **options):
     """Apply steps (then the drain); (violated clause ids, the session)."""
-    adapter = LangGraphAdapter(durability, store)
+    adapter = LangGraphAdapter(durability, store, **options)
     session = Session(adapter, DEFAULT.workflow, DEFAULT.values, step_timeout=60)
     return apply_steps(session, steps, drain)
+
+
+def fork(checkpoint, intent, value=None, thread=0):
+    return {"action": "fork", "thread": thread, "checkpoint": checkpoint, "intent": intent, "value": value}
+
+
+def rows(session):
+    """The SqliteSaver's rows: (thread id, checkpoint id, parent id, metadata) per checkpoint, and
+    (checkpoint id, task id, channel) per pending write."""
+    with sqlite3.connect(session.workdir / "langgraph.db") as db:
+        checkpoints = db.execute("SELECT thread_id, checkpoint_id, parent_checkpoint_id, metadata "
+                                 "FROM checkpoints ORDER BY checkpoint_id").fetchall()
+        writes = db.execute("SELECT checkpoint_id, task_id, channel FROM writes ORDER BY checkpoint_id").fetchall()
+    return [(t, c, p, json.loads(m)) for t, c, p, m in checkpoints], writes
+
+
+def test_every_operation_names_the_langgraph_call_it_is():
+    calls = framework_calls(LangGraphAdapter())
+    assert tuple(calls) == CONTRACT_OPERATIONS
+    assert "checkpoint_id" in calls["fork"] and "update_state" in calls["fork"]
+    assert "saver" not in " ".join(calls.values())  # no operation writes the checkpointer itself
+    assert "ConsumeOnceGate" in framework_calls(LangGraphAdapter(gate=True))["resume"]
+
+
+def test_a_replay_fork_is_a_branch_of_the_same_thread_made_by_time_travel():
+    # How the fork is made, not what is judged of it (fork-intent is violated: LangGraph asks again).
+    session = Session(LangGraphAdapter(), DEFAULT.workflow, DEFAULT.values, step_timeout=60,
+                      ignore=frozenset(CLAUSE_IDS))
+    try:
+        for step in (START, resume(1), fork(3, "replay")):
+            session.apply(step)
+        before = rows(session)
+        session.apply({"action": "start", "thread": 1, "crash": None})
+        checkpoints, _ = rows(session)
+        assert {thread for thread, *_ in checkpoints} == {thread for thread, *_ in before[0]}  # one thread id
+        [copy] = [row for row in checkpoints if row[3].get("source") == "fork"]
+        point = session.observation.threads[0].chain[3]
+        assert point.pc == 3 and copy[3][THREAD_KEY] == 1
+        parked_at = [c for _, c, _, m in before[0] if m.get("step") == 3 and m.get("source") == "loop"]
+        assert copy[2] == parked_at[0]  # branches from the fork point's checkpoint id
+        assert session.observation.threads[1].chain[-1].pc == 3  # time travel asks the interrupt again
+    finally:
+        session.close()
+
+
+def test_a_fork_writes_nothing_itself_and_an_edit_fork_is_update_state_at_the_past_checkpoint(
+        tmp_path, monkeypatch):
+    # Every put/put_writes on the saver, in every process, records who called the checkpointer:
+    # LangGraph's own code must be the caller (the adapter's Saver only watches).
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    callers = tmp_path / "callers"
+
+    def recording(method):
+        def wrapper(self, *args, **kwargs):
+            stack = traceback.extract_stack()[:-1]
+            outside = [f for f in stack if not (f.name in ("put", "put_writes")
+                                                and f.filename.endswith("adapters/langgraph.py"))]
+            with callers.open("a") as out:
+                out.write(f"{method.__name__} {outside[-1].filename}:{outside[-1].name}\n")
+            return method(self, *args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(SqliteSaver, "put", recording(SqliteSaver.put))
+    monkeypatch.setattr(SqliteSaver, "put_writes", recording(SqliteSaver.put_writes))
+    session = Session(LangGraphAdapter(), DEFAULT.workflow, DEFAULT.values, step_timeout=60,
+                      ignore=frozenset(CLAUSE_IDS))
+    try:
+        for step in (START, resume(1)):
+            session.apply(step)
+        checkpoints_before, _ = rows(session)
+        callers.write_text("")
+        session.apply(fork(0, "replay"))
+        assert callers.read_text() == "" and rows(session)[0] == checkpoints_before  # nothing written
+        session.apply(fork(3, "edit", 2))
+        written = callers.read_text().splitlines()
+        # update_state's own superstep (bulk_update_state) wrote them: LangGraph's code, not ours
+        assert written and all("/langgraph/pregel/main.py:perform_superstep" in line for line in written), written
+        checkpoints, _ = rows(session)
+        [update] = [row for row in checkpoints if row not in checkpoints_before]
+        assert update[3]["source"] == "update" and update[3][THREAD_KEY] == 2
+        assert session.observation.threads[2].inputs[3] == 2  # the new input, as the interrupt's output
+    finally:
+        session.close()
+
+
+def test_an_edit_fork_at_a_parked_head_records_its_input_on_the_parents_checkpoint():
+    # update_state at the parent's parked checkpoint, as the interrupt's node, writes that
+    # node's output under the parent's interrupted task on the parent's own checkpoint: read on
+    # every checkpoint, the parent's recorded input at its fork point changes from none to v2.
+    session = Session(LangGraphAdapter(), DEFAULT.workflow, DEFAULT.values, step_timeout=60,
+                      ignore=frozenset(CLAUSE_IDS))
+    try:
+        session.apply(START)
+        assert 3 not in session.observation.threads[0].inputs
+        session.apply(fork(3, "edit", 2))
+        parent, edit = session.observation.threads
+        assert parent.chain[-1].pc == 3 and parent.inputs[3] == 2
+        assert edit.inputs[3] == 2 and edit.chain[-1].stage == 3
+    finally:
+        session.close()
+    violated, _ = run([START, fork(3, "edit", 2)], drain=False)
+    assert violated & {"fork-determinism", "fork-intent"}
+
+
+def test_one_node_effect_then_interrupt_is_a_configuration_of_its_own():
+    [one_node] = [c for c in FAMILIES["langgraph"].configurations if c.name == "sqlite/sync+one-node"]
+    assert one_node.options == {"durability": "sync", "effect_then_interrupt": "one-node"}
+    assert LangGraphAdapter(effect_then_interrupt="one-node").options()["effect_then_interrupt"] == "one-node"
+    with pytest.raises(AdapterSpecError, match="effect_then_interrupt"):
+        factory("langgraph", {"effect_then_interrupt": "three-nodes"})
+
+
+def test_one_node_reruns_its_effect_on_resume_under_the_same_task_id():
+    # The node fires, then interrupt() parks it; the resume re-runs it from its top: the effect
+    # fires again, with the same task id (key), so the sink applies it once.
+    session = Session(LangGraphAdapter(effect_then_interrupt="one-node"), DEFAULT.workflow, DEFAULT.values,
+                      step_timeout=60)
+    try:
+        session.apply(START)
+        view = session.observation.threads[0]
+        assert [c.stage for c in view.chain[1:]] == [0, 1, 2]  # stage 2 recorded by its interrupt
+        assert view.chain[-1].pc == 3  # parked at the interrupt, inside the same LangGraph node
+        session.apply(resume(1))
+        assert [c.stage for c in session.observation.threads[0].chain[1:]] == [0, 1, 2, 3]
+        fires = [e for e in session.sink.events() if e.kind == "fire" and e.stage == 2]
+        assert len(fires) == 2 and len({e.key for e in fires}) == 1
+        assert [e.applied for e in fires] == [True, False]
+    finally:
+        session.close()
+
+
+def test_one_node_replay_fork_reruns_the_effect_before_its_fork_point_under_a_new_key():
+    violated, _ = run([START, fork(3, "replay"), {"action": "start", "thread": 1, "crash": None}],
+                      drain=False, effect_then_interrupt="one-node")
+    assert {"effect-exactly-once", "fork-determinism"} <= violated
 
 
 def test_registered_as_langgraph_with_a_durability_per_configuration():
@@ -45,6 +187,7 @@ def test_registered_as_langgraph_with_a_durability_per_configuration():
     assert LangGraphAdapter().version.startswith("langgraph 1.")
     with pytest.raises(AdapterSpecError, match="durability"):
         factory("langgraph", {"durability": "sometimes"})
+    assert [c.name for c in FAMILIES["langgraph"].configurations][:2] == ["sqlite/sync", "sqlite/sync+one-node"]
 
 
 def test_capabilities_are_what_langgraph_lets_us_observe():
@@ -145,6 +288,18 @@ def test_exit_durability_loses_a_fired_effect_and_refires_it_under_a_new_key():
              {"action": "recover", "thread": 0, "crash": None}]
     violated, _ = run(steps, durability="exit")
     assert violated == {"effect-exactly-once"}
+
+
+
+def test_a_node_output_that_breaks_the_schema_is_persisted_by_default():
+    # The fuzz bounds' overflow node writes -1 from valid inputs (v1 then v2: an odd sum); the
+    # framework stores that state and only the next node's input validation raises ValidationError.
+    fuzz = load_bounds("fuzz")
+    session = Session(LangGraphAdapter(), fuzz.workflow, fuzz.values, step_timeout=60)
+    violated, session = apply_steps(session, [START, resume(1), resume(2)], drain=False)
+    assert violated == {"checkpoint-validity"}
+    assert session.steps[-1]["outcome"][0]["status"] == "refused"
+    assert "ValidationError" in session.steps[-1]["outcome"][0]["detail"]
 
 
 @pytest.mark.slow

@@ -19,16 +19,18 @@ pytest.importorskip("pydantic_graph.persistence.file",
 
 from live_steps import DEFAULT, START, apply_steps, crash, resume  # noqa: E402
 
-from pymc_resume.bridge.adapters.pydantic_graph import PydanticGraphAdapter  # noqa: E402
+from pymc_resume.bridge.adapter import framework_calls  # noqa: E402
+from pymc_resume.bridge.adapters.pydantic_graph import (  # noqa: E402
+    ADAPTER_RULE,
+    PydanticGraphAdapter,
+    _from_pydantic_graph,
+)
 from pymc_resume.bridge.repro import load_repro, replay_repro  # noqa: E402
 from pymc_resume.bridge.session import Session  # noqa: E402
+from pymc_resume.model.bounds import load_bounds  # noqa: E402
 from pymc_resume.model.state import INITIAL  # noqa: E402
 
 SPEC = "pymc_resume.bridge.adapters.pydantic_graph:PydanticGraphAdapter"
-
-
-def fork(checkpoint, intent, value=None):
-    return {"action": "fork", "thread": 0, "checkpoint": checkpoint, "intent": intent, "value": value}
 
 
 def run(steps, drain=True):
@@ -41,11 +43,48 @@ def statuses(session, thread=0):
     return [o["status"] for step in session.steps if step["thread"] == thread for o in step["outcome"]]
 
 
-def test_declares_what_the_file_store_shows_and_update_as_unsupported():
+def test_declares_what_the_file_store_shows_and_fork_and_update_as_unsupported():
     adapter = PydanticGraphAdapter()
     assert adapter.version.startswith("pydantic-graph 1.")
     assert adapter.capabilities == {"recorded-inputs", "leases", "executions", "late-inputs"}
-    assert set(adapter.unsupported) == {"update"}
+    assert set(adapter.unsupported) == {"update", "fork"}
+    assert "no fork API" in adapter.unsupported["fork"]
+    assert not hasattr(adapter, "fork")  # no snapshot-file copy stands in for a fork API
+
+
+def test_every_operation_it_performs_names_its_pydantic_graph_call():
+    calls = framework_calls(PydanticGraphAdapter())
+    assert list(calls) == ["start", "resume", "resume-together", "crash", "recover"]
+    assert "load_next" in calls["resume"] and "iter_from_persistence" in calls["recover"]
+
+
+def test_fork_determinism_and_fork_intent_are_not_applicable_in_its_profile():
+    session = Session(PydanticGraphAdapter(), DEFAULT.workflow, DEFAULT.values, step_timeout=60)
+    try:
+        assert not session.can("fork")
+        for clause_id in ("fork-determinism", "fork-intent"):
+            assert "no fork API" in session.not_applicable[clause_id]
+    finally:
+        session.close()
+
+
+def test_a_refusal_made_by_the_client_says_the_rule_is_the_adapters():
+    # pydantic-graph leaves it to user code whether a run is parked: the adapter's client decides.
+    violated, session = run([START, resume(1), resume(2), resume(1)], drain=False)
+    assert violated == set()
+    [late] = session.steps[-1]["outcome"]
+    assert late["status"] == "refused" and late["detail"].startswith(ADAPTER_RULE)
+
+
+def test_a_refusal_counts_as_pydantic_graphs_only_where_pydantic_graph_raised_it():
+    from pydantic_graph.exceptions import GraphRuntimeError
+
+    def raised_in_this_test():
+        raise GraphRuntimeError("raised by our code, though of pydantic-graph's type")
+
+    with pytest.raises(GraphRuntimeError) as ours:
+        raised_in_this_test()
+    assert not _from_pydantic_graph(ours.value)
 
 
 def test_a_start_commits_up_to_the_first_interrupt_and_parks_there():
@@ -115,18 +154,6 @@ def test_concurrent_deliveries_are_served_once_by_load_next(window):
     assert sorted(o["status"] for o in session.steps[1]["outcome"]) == ["ok", "refused"]
 
 
-def test_an_edit_fork_runs_from_a_copy_of_the_snapshots():
-    violated, session = run([START, resume(1), resume(2), fork(3, "edit", 2),
-                             {"action": "start", "thread": 1, "crash": None}, resume(1, thread=1)])
-    assert violated == set()
-    assert session.observation.threads[1].inputs == {3: 2, 4: 1}
-
-
-def test_a_replay_fork_does_not_reuse_the_inputs_recorded_after_its_fork_point():
-    violated, _ = run([START, resume(1), resume(2), fork(0, "replay")], drain=False)
-    assert violated == {"fork-intent"}
-
-
 def test_newest_release_without_persistence_is_refused_with_a_reason(tmp_path, monkeypatch):
     # pydantic-graph 2.x ships no pydantic_graph.graph / .persistence: the adapter cannot be built.
     import builtins
@@ -140,6 +167,18 @@ def test_newest_release_without_persistence_is_refused_with_a_reason(tmp_path, m
     monkeypatch.setattr(builtins, "__import__", without_persistence)
     with pytest.raises(RuntimeError, match="no state persistence"):
         PydanticGraphAdapter()
+
+
+
+def test_a_node_output_that_breaks_the_schema_is_persisted_by_default():
+    # The fuzz bounds' overflow node writes -1 from valid inputs (v1 then v2: an odd sum); the
+    # framework stores that state and only its reload of the file raises ValidationError.
+    fuzz = load_bounds("fuzz")
+    session = Session(PydanticGraphAdapter(), fuzz.workflow, fuzz.values, step_timeout=60)
+    violated, session = apply_steps(session, [START, resume(1), resume(2)], drain=False)
+    assert violated == {"checkpoint-validity"}
+    assert session.steps[-1]["outcome"][0]["status"] == "refused"
+    assert "ValidationError" in session.steps[-1]["outcome"][0]["detail"]
 
 
 @pytest.mark.slow

@@ -1,39 +1,51 @@
 """The bridge adapter for LangGraph: a real `StateGraph` on a real `SqliteSaver` file (or, with
 `store="postgres"`, a `PostgresSaver` on the server at `PYMC_RESUME_POSTGRES_URL`).
 
-The fuzzing workflow becomes a linear `StateGraph`, one node per stage of the model (an
-effect-then-interrupt node is two LangGraph nodes, effect then `interrupt()`, the placement
-LangGraph's own docs recommend for side effects around an interrupt). Node code is the bridge's
-`run_node`; a consuming stage calls `interrupt()` first and takes the value it returns. The state
-schema is a Pydantic model whose fields are `>= 0`, so LangGraph is given the chance to refuse
-the schema's forbidden value (-1).
+The fuzzing workflow becomes a linear `StateGraph`. By default each stage of the model is a
+LangGraph node, so an effect-then-interrupt node is two LangGraph nodes (the effect, then
+`interrupt()`: the placement LangGraph's docs recommend for side effects around an interrupt).
+With `effect_then_interrupt="one-node"` it is one LangGraph node that fires the effect and then
+calls `interrupt()` (the contract's pattern as one node; LangGraph re-runs a node from its top on
+resume). Node code is the bridge's `run_node`; a consuming stage calls `interrupt()` first and
+takes the value it returns. The state schema is a Pydantic model whose fields are `>= 0`, so
+LangGraph is given the chance to refuse the schema's forbidden value (-1).
 
 Operations that run nodes (start, resume, recover) run in a forked child process that opens
 its own connection to the store; a crash point is a real SIGKILL of that child: before or after
 a node's code (inside the node wrapper), or after the checkpointer's `put` of the checkpoint
-that records the stage (a wrapper around `SqliteSaver.put`). `durability` (`sync`, `async`,
+that records the stage (a wrapper around `SqliteSaver.put`; for the effect of a one-node
+effect-then-interrupt, after the `put_writes` of its interrupt). `durability` (`sync`, `async`,
 `exit`) is passed to every `invoke`; each mode is its own configuration.
 
-What LangGraph gives and what it does not:
+Every operation is a public LangGraph call (`FRAMEWORK_CALLS`); the adapter never writes the
+checkpointer itself (it reads it, with `list` and `get_tuple`, to observe). What LangGraph gives
+and what it does not:
 
 - resume is `invoke(Command(resume=v))`; recovery is `invoke(None)` (or the initial input
   again when no checkpoint survived the crash): LangGraph has no other recovery procedure.
+- forks are LangGraph's time travel, branches inside the same LangGraph thread id: a replay fork
+  is `invoke(None, config)` with the past `checkpoint_id` (LangGraph writes a `fork` checkpoint
+  and re-runs from there); an edit fork is `update_state(config, {field: v}, as_node=...)` on the
+  past checkpoint, recording v as the interrupt node's output (LangGraph's "fork from a specific
+  node"), then `invoke(None, config)` at the checkpoint it made. Each bridge thread is a branch:
+  its LangGraph thread id, the checkpoint it forks from, and the checkpoints LangGraph wrote for
+  it, which carry the bridge thread in their metadata (`THREAD_KEY`, passed in the run's
+  `configurable`, which LangGraph copies into every checkpoint it writes). A branch whose head is
+  the LangGraph thread's newest checkpoint is addressed by thread id alone; any other (a parent
+  after a fork of it ran, a fork not yet started) by its head's `checkpoint_id`, the only way
+  LangGraph offers to run an older branch, which is time travel: its run drops the `__resume__`
+  writes of that checkpoint (see `PregelLoop._first`).
 - keys: node code gets LangGraph's task id (in `checkpoint_ns`, "node:task-id"), derived
   from the checkpoint id it runs from, so a re-execution from the same checkpoint gets the
   same key; it is handed to the sink as the idempotency key.
-- recorded inputs: the committed interrupt values, plus `__resume__` pending writes on a
-  checkpoint (LangGraph's durable record of a delivered resume value, i.e. the claim);
-  `late-inputs`: `__resume__` writes on a completed thread's head (recorded, never read).
+- recorded inputs, read on every checkpoint of a branch: for an interrupt, the record on the
+  checkpoint it parked at (the interrupted task's own `__resume__` write, else its write of the
+  interrupt's field, else the `__resume__` write `Command(resume=v)` makes, i.e. the claim),
+  and the committed value where there is none; an edit fork's input is the state its
+  `update_state` wrote. `late-inputs`: `__resume__` writes on a completed thread's head.
 - no leases: LangGraph has no run lease or claim holder, so `leases` is not declared and
   `liveness` comes out skipped. The adapter itself remembers which thread's process it
   killed (`dead`) so that the bridge recovers it; that is the client's memory, not the store's.
-- forks: LangGraph forks by time travel inside one thread (invoking at an old checkpoint id),
-  which moves the thread's head; a contract fork is a new thread, so the adapter copies the
-  checkpoint ancestry up to the fork point into a new LangGraph thread with the checkpointer's
-  own `put`/`put_writes` (`SqliteSaver` has no `copy_thread`). A replay fork keeps the fork
-  point's pending writes (its recorded resume value), an edit fork drops them and its start
-  records the new input as a `__resume__` pending write on the fork point (the write
-  `Command(resume=v)` makes), which its start (`invoke(None)`) reads.
 
 `gate=True` puts the consume-once gate (`pymc_resume.gate`) in front: a delivery validates its
 value, then claims the parked interrupt in the same store before LangGraph runs anything, and a
@@ -46,13 +58,14 @@ from __future__ import annotations
 import importlib
 import os
 import sqlite3
-import types
+import traceback
 import uuid
 from pathlib import Path
 
 from pymc_resume.bridge.adapter import (
     OK, REFUSED, CrashPoint, FuzzSetup, Observation, Outcome, ThreadView,
 )
+from pymc_resume.bridge.nodes import NodeContext
 from pymc_resume.bridge.process import ClientControl, Gate, run_in_children, settle
 from pymc_resume.gate import ConsumeOnceGate, GateRefusal
 from pymc_resume.model.state import INITIAL, UPDATE, Checkpoint
@@ -60,13 +73,48 @@ from pymc_resume.model.workflow import UNSET, NodeKind, StageKind, Workflow
 
 DURABILITY = ("sync", "async", "exit")
 STORES = ("sqlite", "postgres")
+# How an effect-then-interrupt node is built: two LangGraph nodes (effect, then interrupt()), or
+# one node that fires the effect and then calls interrupt().
+EFFECT_THEN_INTERRUPT = ("two-nodes", "one-node")
 POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
 
 def postgres_url() -> str:
     return os.environ.get("PYMC_RESUME_POSTGRES_URL", POSTGRES_URL)
+
+
 RESUME = "__resume__"
+INTERRUPT = "__interrupt__"
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"  # LangGraph's task id for Command(resume=v)
+# The `configurable` key that names the bridge thread a run serves; LangGraph copies it into the
+# metadata of every checkpoint it writes for that run, so each branch of a thread is readable.
+THREAD_KEY = "pymc_resume_thread"
+# Sources of the checkpoints LangGraph writes: a step of a run, a client's update_state, the
+# copy time travel makes before it re-runs from a past checkpoint, a run's input.
+LOOP, UPDATE_SOURCE, FORK_SOURCE, INPUT_SOURCE = "loop", "update", "fork", "input"
+# The modules whose exceptions are LangGraph's answer to its client (Pydantic validates its state).
+FRAMEWORK_MODULES = ("langgraph", "pydantic", "pydantic_core")
+
+FRAMEWORK_CALLS = {
+    "start": "graph.invoke(initial_state, {'configurable': {'thread_id': t}}, durability=d)",
+    "resume": "graph.invoke(Command(resume=v), config, durability=d); config is the thread id, plus the "
+              "branch head's checkpoint_id when the branch is not the thread's newest",
+    "resume-together": "k processes, each graph.invoke(Command(resume=v), config, durability=d)",
+    "crash": "SIGKILL of the client process running graph.invoke (inside a node, or right after the "
+             "checkpointer's put of the stage's checkpoint)",
+    "recover": "graph.invoke(None, config, durability=d) in a fresh process",
+    "fork": "time travel in the same thread id: replay is graph.invoke(None, {'thread_id': t, "
+            "'checkpoint_id': c}); edit is graph.update_state({'thread_id': t, 'checkpoint_id': c}, "
+            "{field: v}, as_node=the interrupt's node), then graph.invoke(None, config)",
+    "update": "graph.update_state(config, {'note': v})",
+}
+GATE_CALLS = {
+    "resume": "ConsumeOnceGate.resume(graph, config, v) (validate, claim in the store, then "
+              "graph.invoke(Command(resume=v), config))",
+    "resume-together": "k processes, each ConsumeOnceGate.resume(graph, config, v)",
+    "recover": "ConsumeOnceGate.recover(graph, config) (graph.invoke(Command(resume=claimed value)) "
+               "for an outstanding claim, else graph.invoke(None, config))",
+}
 
 
 def _langgraph_version() -> str:
@@ -81,15 +129,25 @@ def _field(node: int) -> str:
     return f"n{node}"
 
 
+def _node_name(first_stage: int) -> str:
+    """A LangGraph node is named by the first stage it runs (its trigger channel is
+    `branch:to:s<stage>`, which is how a checkpoint's position is read)."""
+    return f"s{first_stage}"
+
+
 class LangGraphAdapter:
     name = "langgraph"
     capabilities = frozenset({"recorded-inputs", "executions", "late-inputs"})
 
-    def __init__(self, durability: str = "sync", store: str = "sqlite", gate: bool = False) -> None:
+    def __init__(self, durability: str = "sync", store: str = "sqlite", gate: bool = False,
+                 effect_then_interrupt: str = "two-nodes") -> None:
         if durability not in DURABILITY:
             raise KeyError(f"durability {durability!r} (one of {', '.join(DURABILITY)})")
         if store not in STORES:
             raise KeyError(f"store {store!r} (one of {', '.join(STORES)})")
+        if effect_then_interrupt not in EFFECT_THEN_INTERRUPT:
+            raise KeyError(f"effect_then_interrupt {effect_then_interrupt!r} "
+                           f"(one of {', '.join(EFFECT_THEN_INTERRUPT)})")
         module = "langgraph.checkpoint.sqlite" if store == "sqlite" else "langgraph.checkpoint.postgres"
         try:
             importlib.import_module(module)
@@ -98,15 +156,22 @@ class LangGraphAdapter:
         self.durability = durability
         self.store = store
         self.gate = bool(gate)
+        self.effect_then_interrupt = effect_then_interrupt
         self.version = f"langgraph {_langgraph_version()}"
         self.path: Path | None = None
         self.prefix = ""  # thread ids are unique per example (a Postgres database is shared)
         self.workflow: Workflow | None = None
         self.run_node = None
-        self.threads: list[dict] = []  # per bridge thread: its LangGraph thread id and run state
+        # Per bridge thread: its LangGraph thread id ("lg"), the checkpoint id its branch forks
+        # from ("base", None for a root) and the client's memory of its last process ("run").
+        self.threads: list[dict] = []
         self._saver = None
         self._graph = None
         self._gate: ConsumeOnceGate | None = None  # the bridge process's own, to observe claims
+
+    @property
+    def framework_calls(self) -> dict[str, str]:
+        return {**FRAMEWORK_CALLS, **GATE_CALLS} if self.gate else dict(FRAMEWORK_CALLS)
 
     def options(self) -> dict:
         options = {"durability": self.durability}
@@ -114,9 +179,32 @@ class LangGraphAdapter:
             options["store"] = self.store
         if self.gate:
             options["gate"] = True
+        if self.effect_then_interrupt != "two-nodes":
+            options["effect_then_interrupt"] = self.effect_then_interrupt
         return options
 
     # -- the graph -----------------------------------------------------------------------
+
+    def _node_stages(self) -> list[tuple[int, ...]]:
+        """The stages each LangGraph node runs, in order: one stage per node, except that a
+        one-node effect-then-interrupt runs both of its stages."""
+        groups: list[tuple[int, ...]] = []
+        for s, stage in enumerate(self.workflow.stages):
+            joined = (self.effect_then_interrupt == "one-node" and groups
+                      and self.workflow.stages[groups[-1][0]].node == stage.node)
+            if joined:
+                groups[-1] += (s,)
+            else:
+                groups.append((s,))
+        return groups
+
+    def _first_stage_of(self, stage: int) -> int:
+        """The first stage of the LangGraph node that runs `stage`."""
+        return next(group[0] for group in self._node_stages() if stage in group)
+
+    def _one_node_effect(self, pc: int) -> bool:
+        """Whether the LangGraph node at position `pc` fires an effect and then interrupts."""
+        return any(len(group) > 1 and group[0] == pc for group in self._node_stages())
 
     def _build(self, saver):
         from typing import Annotated
@@ -132,10 +220,11 @@ class LangGraphAdapter:
 
         graph = StateGraph(state_model)
         previous = START
-        for s, stage in enumerate(workflow.stages):
-            graph.add_node(f"s{s}", _node(s, stage, names, run_node))
-            graph.add_edge(previous, f"s{s}")
-            previous = f"s{s}"
+        for stages in self._node_stages():
+            name = _node_name(stages[0])
+            graph.add_node(name, _node(stages, workflow, names, run_node))
+            graph.add_edge(previous, name)
+            previous = name
         graph.add_edge(previous, END)
         return graph.compile(checkpointer=saver)
 
@@ -150,12 +239,21 @@ class LangGraphAdapter:
             from psycopg.rows import dict_row
 
             conn = psycopg.connect(postgres_url(), autocommit=True, prepare_threshold=0, row_factory=dict_row)
+        adapter = self
 
         class Saver(base):
+            """The checkpointer, with the after-commit crash point after each write that records
+            a stage (it only watches: every write is LangGraph's own)."""
+
             def put(self, config, checkpoint, metadata, new_versions):
                 result = super().put(config, checkpoint, metadata, new_versions)
-                if _CONTROL is not None and metadata.get("source") == "loop":
-                    _CONTROL.committed(range(int(metadata.get("step", -1))))  # stages before the step
+                adapter._stored_checkpoint(checkpoint, metadata)
+                return result
+
+            def put_writes(self, config, writes, task_id, task_path=""):
+                result = super().put_writes(config, writes, task_id, task_path)
+                if any(channel == INTERRUPT for channel, _ in writes):
+                    adapter._stored_interrupt(self.get_tuple(config))
                 return result
 
         saver = Saver(conn)
@@ -163,13 +261,41 @@ class LangGraphAdapter:
             saver.setup()
         return saver
 
+    def _stored_checkpoint(self, checkpoint, metadata) -> None:
+        """A run's checkpoint is stored: it commits every stage before its position."""
+        if _CONTROL is not None and metadata.get("source") == LOOP:
+            _CONTROL.committed(range(self._pc_of(checkpoint)))
+
+    def _stored_interrupt(self, entry) -> None:
+        """A node's interrupt is stored: for a one-node effect-then-interrupt, the record that
+        its effect stage ran (LangGraph writes no checkpoint between the two stages)."""
+        if _CONTROL is not None and entry is not None:
+            pc = self._pc_of(entry.checkpoint)
+            if self._one_node_effect(pc):
+                _CONTROL.committed((pc,))
+
     def _initial(self) -> dict:
         return {_field(n): 0 for n in range(len(self.workflow.nodes))} | {"note": 0}
 
-    def _config(self, thread: int, checkpoint_id: str | None = None) -> dict:
-        configurable = {"thread_id": self.prefix + self.threads[thread]["id"], "checkpoint_ns": ""}
-        if checkpoint_id is not None:
-            configurable["checkpoint_id"] = checkpoint_id
+    def _thread_id(self, thread: int) -> str:
+        return self.prefix + self.threads[thread]["lg"]
+
+    def _thread_config(self, thread: int) -> dict:
+        """The LangGraph thread of a bridge thread, without a checkpoint (for reading)."""
+        return {"configurable": {"thread_id": self._thread_id(thread), "checkpoint_ns": ""}}
+
+    def _run_config(self, thread: int) -> dict:
+        """The config a call for bridge thread `thread` passes to LangGraph: its thread id, the
+        bridge thread (copied into the metadata of the checkpoints the call writes) and, unless
+        the branch's head is the LangGraph thread's newest checkpoint of a branch that has run,
+        the head's checkpoint id (time travel: the only way to run an older branch)."""
+        configurable = {"thread_id": self._thread_id(thread), "checkpoint_ns": "", THREAD_KEY: thread}
+        entries = self._entries(thread)
+        head = self._head(thread, entries)
+        if head is not None:
+            own = any(_owner(entry) == thread for entry in entries)
+            if not own or head.checkpoint["id"] != entries[0].checkpoint["id"]:
+                configurable["checkpoint_id"] = head.checkpoint["id"]
         return {"configurable": configurable}
 
     def open(self, setup: FuzzSetup) -> None:
@@ -177,7 +303,7 @@ class LangGraphAdapter:
         self.workflow = setup.workflow
         self.run_node = setup.run_node
         self.prefix = f"{uuid.uuid4().hex}-"
-        self.threads = [{"id": "t0", "run": "new"}]
+        self.threads = [{"lg": "t0", "base": None, "run": "new"}]
         self._saver = self._connect(setup=True)
         self._graph = self._build(self._saver)
         self._gate = ConsumeOnceGate.for_checkpointer(self._saver) if self.gate else None
@@ -186,10 +312,10 @@ class LangGraphAdapter:
         if self._saver is not None:
             try:
                 if self.store != "sqlite":  # the shared database keeps nothing of the example
-                    for thread in self.threads:
-                        self._saver.delete_thread(self.prefix + thread["id"])
+                    for thread_id in {self.prefix + thread["lg"] for thread in self.threads}:
+                        self._saver.delete_thread(thread_id)
                         if self._gate is not None:
-                            self._gate.forget(self.prefix + thread["id"])
+                            self._gate.forget(thread_id)
             finally:
                 self._saver.conn.close()
         self._saver = self._graph = self._gate = None
@@ -197,36 +323,40 @@ class LangGraphAdapter:
     # -- operations that run nodes: in child processes -------------------------------------
 
     def start(self, thread: int, crash: CrashPoint | None, op: str) -> Outcome:
-        # A fork's copied checkpoints are there (with an edit fork's new input): continue them.
-        payload = None if self._checkpoints(thread) else self._initial()
-        return self._run(thread, lambda: payload, "run", crash, op)
+        return self._run(thread, self._start_payload(thread), "run", crash, op)
 
     def resume(self, thread: int, value: int, crash: CrashPoint | None, op: str) -> Outcome:
         from langgraph.types import Command
         return self._run(thread, lambda: Command(resume=value), "delivery", crash, op)
 
     def recover(self, thread: int, crash: CrashPoint | None, op: str) -> Outcome:
-        payload = None if self._checkpoints(thread) else self._initial()
-        return self._run(thread, lambda: payload, "recovery", crash, op)
+        return self._run(thread, self._start_payload(thread), "recovery", crash, op)
+
+    def _start_payload(self, thread: int):
+        """The input of a run that continues a branch: none (continue its head), or the
+        initial state when the branch has no checkpoint yet (a root never run, or whose first
+        run was killed before LangGraph stored anything)."""
+        payload = None if self._head(thread, self._entries(thread)) is not None else self._initial()
+        return lambda: payload
 
     def resume_together(self, thread: int, values: list[int], window: str | None, op: str) -> list[Outcome]:
         from langgraph.types import Command
-        tasks = [self._task(thread, lambda v=v: Command(resume=v), "delivery", None, f"{op}.{i}", window)
+        config = self._run_config(thread)
+        tasks = [self._task(thread, config, lambda v=v: Command(resume=v), "delivery", None, f"{op}.{i}", window)
                  for i, v in enumerate(values)]
         results = run_in_children(tasks, synchronized=window is not None)
         return [self._settle(thread, result) for result in results]
 
     def _run(self, thread, payload, role, crash, op) -> Outcome:
-        [result] = run_in_children([self._task(thread, payload, role, crash, op, None)])
+        [result] = run_in_children([self._task(thread, self._run_config(thread), payload, role, crash, op, None)])
         return self._settle(thread, result)
 
-    def _task(self, thread: int, payload, role: str, crash, op: str, window: str | None):
+    def _task(self, thread: int, config: dict, payload, role: str, crash, op: str, window: str | None):
         def task(gate: Gate) -> dict:
             global _CONTROL
             _CONTROL = ClientControl(thread, op, role, crash, window, gate)
             saver = self._connect()  # this process's own connection
             graph = self._build(saver)
-            config = self._config(thread)
             gate = ConsumeOnceGate.for_checkpointer(saver) if self.gate else None
             try:
                 seen = None
@@ -235,7 +365,7 @@ class LangGraphAdapter:
                     _CONTROL.at("after-load", -1)
                 self._invoke(graph, gate, config, role, payload(), seen)
             except Exception as error:  # noqa: BLE001 - what LangGraph (or the gate) returns to its client
-                if isinstance(error, GateRefusal) or type(error).__module__.startswith(("langgraph", "pydantic")):
+                if isinstance(error, GateRefusal) or _raised_by_framework(error):  # the gate's, or LangGraph's
                     return {"status": REFUSED, "detail": f"{type(error).__name__}: {error}"}
                 raise
             return {"status": OK, "detail": ""}
@@ -258,69 +388,82 @@ class LangGraphAdapter:
     # -- client calls that run no node -----------------------------------------------------
 
     def fork(self, thread: int, checkpoint: int, intent: str, value: int | None) -> Outcome:
-        tuples = self._chain_tuples(thread)  # oldest first, the input checkpoint included
-        view = self._view_chain(tuples)
+        """A branch of the same LangGraph thread from one of `thread`'s checkpoints (time
+        travel). A replay fork is made by its first run (`invoke(None)` at the checkpoint); an
+        edit fork now, by `update_state` at the checkpoint as the interrupt's node."""
+        view = self._view_chain(self._chain_tuples(thread))
         if not 0 <= checkpoint < len(view):
             return Outcome(REFUSED, f"no checkpoint {checkpoint}")
-        source = view[checkpoint][1]
+        position, source = view[checkpoint]
         if source is None:
-            return Outcome(REFUSED, f"checkpoint {checkpoint} is inside a checkpoint LangGraph wrote "
-                                    "for several nodes at once: there is no LangGraph checkpoint to fork from")
-        upto = tuples[: tuples.index(source) + 1]
+            return Outcome(REFUSED, f"checkpoint {checkpoint} is inside a checkpoint LangGraph wrote for several "
+                                    "nodes at once: LangGraph has no checkpoint there to travel to")
         new = len(self.threads)
-        self.threads.append({"id": f"t{new}", "run": "new"})
-        parent_id = None
-        for k, entry in enumerate(upto):
-            configurable = {"thread_id": f"{self.prefix}t{new}", "checkpoint_ns": ""}
-            if parent_id is not None:
-                configurable["checkpoint_id"] = parent_id
-            stored = self._saver.put({"configurable": configurable}, entry.checkpoint, entry.metadata,
-                                     entry.checkpoint["channel_versions"])
-            last = k == len(upto) - 1
-            if last and intent == "edit":  # the new input, recorded as Command(resume=v) records it
-                self._saver.put_writes(stored, [(RESUME, value)], NULL_TASK_ID)
-            else:
-                by_task: dict[str, list] = {}
-                for task_id, channel, written in entry.pending_writes or ():
-                    by_task.setdefault(task_id, []).append((channel, written))
-                for task_id, writes in by_task.items():
-                    self._saver.put_writes(stored, writes, task_id)
-            parent_id = entry.checkpoint["id"]
-        return Outcome(OK, f"forked as thread {new}", thread=new)
+        self.threads.append({"lg": self.threads[thread]["lg"], "base": source.checkpoint["id"], "run": "new"})
+        if intent != "edit":
+            return Outcome(OK, f"forked as thread {new} (a branch from checkpoint {source.checkpoint['id']})", thread=new)
+        stage = position.pc
+        values = {_field(self.workflow.stages[stage].node): value}
+        try:
+            self._graph.update_state(self._run_config(new), values, as_node=_node_name(self._first_stage_of(stage)))
+        except Exception as error:  # noqa: BLE001 - what LangGraph returns to its client
+            if not _raised_by_framework(error):
+                raise
+            self.threads.pop()
+            return Outcome(REFUSED, f"{type(error).__name__}: {error}")
+        return Outcome(OK, f"forked as thread {new} (update_state at checkpoint {source.checkpoint['id']})", thread=new)
 
     def update(self, thread: int, note: int) -> Outcome:
         try:
-            self._graph.update_state(self._config(thread), {"note": note})
+            self._graph.update_state(self._run_config(thread), {"note": note})
         except Exception as error:  # noqa: BLE001 - what LangGraph returns to its client
-            if type(error).__module__.startswith(("langgraph", "pydantic")):
+            if _raised_by_framework(error):
                 return Outcome(REFUSED, f"{type(error).__name__}: {error}")
             raise
         return Outcome(OK, "updated")
 
-    # -- observation -------------------------------------------------------------------------
+    # -- observation: read-only ----------------------------------------------------------------
 
-    def _checkpoints(self, thread: int) -> bool:
-        return self._saver.get_tuple(self._config(thread)) is not None
+    def _entries(self, thread: int) -> list:
+        """Every checkpoint of the bridge thread's LangGraph thread (all its branches), newest
+        first, each a CheckpointTuple with its pending writes."""
+        return [entry for entry in self._saver.list(self._thread_config(thread))
+                if entry.config["configurable"].get("checkpoint_ns", "") == ""]
 
-    def _chain_tuples(self, thread: int) -> list:
-        """The head's ancestry, oldest first (CheckpointTuples with their pending writes)."""
-        entries = {entry.checkpoint["id"]: entry for entry in self._saver.list(self._config(thread))}
-        head = self._saver.get_tuple(self._config(thread))
+    def _head(self, thread: int, entries: list):
+        """The head of the bridge thread's branch: the newest checkpoint LangGraph wrote for it,
+        else the checkpoint it forks from (None: a root with no checkpoint yet)."""
+        for entry in entries:
+            if _owner(entry) == thread:
+                return entry
+        base = self.threads[thread]["base"]
+        return None if base is None else next(entry for entry in entries if entry.checkpoint["id"] == base)
+
+    def _chain_tuples(self, thread: int, entries: list | None = None) -> list:
+        """The branch's checkpoints back to the thread's first, oldest first."""
+        entries = self._entries(thread) if entries is None else entries
+        by_id = {entry.checkpoint["id"]: entry for entry in entries}
+        head = self._head(thread, entries)
         chain = []
         while head is not None:
-            chain.append(entries.get(head.checkpoint["id"], head))
+            chain.append(head)
             parent = head.parent_config
-            head = entries.get(parent["configurable"]["checkpoint_id"]) if parent else None
+            head = by_id.get(parent["configurable"]["checkpoint_id"]) if parent else None
         return chain[::-1]
 
     def _view_chain(self, tuples: list) -> list[tuple[Checkpoint, object]]:
-        """The model's chain for LangGraph checkpoints, each with the CheckpointTuple it shows.
+        """The model's chain for a branch's LangGraph checkpoints, each with the CheckpointTuple
+        it shows.
 
         A LangGraph checkpoint that records several nodes at once (durability "exit" writes one
         when the run parks or ends) is shown as one model checkpoint per stage it commits, each
         with the state after that stage, which is exact here: every stage writes only its own
         node's field. Those in-between entries (and the initial one when LangGraph wrote none)
-        have no LangGraph checkpoint of their own (None).
+        have no LangGraph checkpoint of their own (None). A `fork` checkpoint (time travel's
+        copy of the checkpoint it re-runs from) shows nothing new; an `update` checkpoint that
+        moves past an interrupt (an edit fork's update_state as the interrupt's node) commits
+        that stage; another update is an UPDATE entry. The interrupt write of a one-node
+        effect-then-interrupt records its effect stage (shown as that stage's commit).
         """
         workflow = self.workflow
         names = [_field(n) for n in range(len(workflow.nodes))] + ["note"]
@@ -328,63 +471,150 @@ class LangGraphAdapter:
         for entry in tuples:
             step = entry.metadata.get("step", -1)
             source = entry.metadata.get("source")
-            if source == "input" or step < 0:
+            if source == INPUT_SOURCE or step < 0:
                 continue
             values = entry.checkpoint["channel_values"]
             app = tuple(int(values.get(name, 0)) for name in names)
             pc = self._pc(entry)
-            if not chain and (source != "loop" or pc > 0):  # LangGraph wrote no initial checkpoint
+            if source == FORK_SOURCE and chain:
+                if chain[-1][0].pc == pc + 1 and self._one_node_effect(pc):
+                    chain.pop()  # the effect record of the checkpoint it copies: its own comes below
+                self._add_effect_record(chain, entry, app, pc)
+                continue
+            if not chain and (source != LOOP or pc > 0):  # LangGraph wrote no initial checkpoint
                 initial = self.workflow.initial_state()[:-1] + (app[-1],)
                 chain.append((Checkpoint(0, initial, INITIAL), None))
-            if source != "loop":
+            before = chain[-1][0].pc if chain else 0
+            if source != LOOP and pc <= before:
                 chain.append((Checkpoint(pc, app, UPDATE), entry))
-                continue
-            if pc == 0:
+            elif pc == 0:
                 chain.append((Checkpoint(0, app, INITIAL), entry))
-                continue
-            before = chain[-1][0].pc
-            for stage in range(before, pc):  # the stages this checkpoint commits
-                last = stage == pc - 1
-                chain.append((Checkpoint(stage + 1, app if last else _after(workflow, app, stage), stage),
-                              entry if last else None))
+            else:
+                for stage in range(before, pc):  # the stages this checkpoint commits
+                    last = stage == pc - 1
+                    chain.append((Checkpoint(stage + 1, app if last else _after(workflow, app, stage), stage),
+                                  entry if last else None))
+            self._add_effect_record(chain, entry, app, pc)
         return chain
 
+    def _add_effect_record(self, chain: list, entry, app: tuple, pc: int) -> None:
+        """After a checkpoint parked before a one-node effect-then-interrupt: the commit of its
+        effect stage when its interrupt is stored on the checkpoint."""
+        if self._one_node_effect(pc) and any(channel == INTERRUPT for _, channel, _ in entry.pending_writes or ()):
+            chain.append((Checkpoint(pc + 1, app, pc), entry))
+
     def _pc(self, entry) -> int:
-        """The checkpoint's position: the stage of the node LangGraph runs next, or the end.
+        return self._pc_of(entry.checkpoint)
+
+    def _pc_of(self, checkpoint) -> int:
+        """The checkpoint's position: the first stage of the node LangGraph runs next, or the end.
 
         Read from the raw checkpoint (the node's trigger channel `branch:to:sK` holds a value),
         not from `get_state`, which raises on a checkpoint whose state breaks the schema.
         """
-        waiting = [int(key[len("branch:to:s"):]) for key in entry.checkpoint["channel_values"]
+        waiting = [int(key[len("branch:to:s"):]) for key in checkpoint["channel_values"]
                    if key.startswith("branch:to:s")]
         return min(waiting) if waiting else self.workflow.end
+
+    def _inputs(self, tuples: list, view: list[tuple[Checkpoint, object]]) -> dict[int, int]:
+        """Recorded inputs on every checkpoint of the branch: the committed values, then, for
+        each interrupt, the record on the checkpoint it parked at (see `_record`), unless its
+        branch went on from a checkpoint that is not a run's commit of that one (an edit fork's
+        update_state, whose input is the state it wrote; time travel's copy, which drops them)."""
+        workflow = self.workflow
+        chain = [c for c, _ in view]
+        inputs = {e.stage: e.app[workflow.stages[e.stage].node]
+                  for e in chain if e.stage >= 0 and workflow.consumes[e.stage]}
+        parked_at = _parked_positions(tuples, view)
+        for index, entry in enumerate(tuples):
+            pc = parked_at.get(entry.checkpoint["id"])
+            if pc is None or pc >= workflow.end or not workflow.consumes[pc]:
+                continue
+            following = tuples[index + 1] if index + 1 < len(tuples) else None
+            if following is not None and following.metadata.get("source") != LOOP:
+                continue  # the branch went on from a checkpoint of its own: these records are not read
+            recorded = _record(entry, _field(workflow.stages[pc].node))
+            if recorded is not None:
+                inputs[pc] = recorded
+        return inputs
 
     def observe(self) -> Observation:
         workflow = self.workflow
         views = []
         for t, thread in enumerate(self.threads):
             tuples = self._chain_tuples(t)
-            chain = [c for c, _ in self._view_chain(tuples)]
+            view = self._view_chain(tuples)
+            chain = [c for c, _ in view]
             if not chain:
                 chain = [Checkpoint(0, tuple(self._initial().values()), INITIAL)]
-            inputs = {e.stage: e.app[workflow.stages[e.stage].node]
-                      for e in chain if e.stage >= 0 and workflow.consumes[e.stage]}
+            inputs = self._inputs(tuples, view)
             late = []
             head = tuples[-1] if tuples else None
-            claim = self._gate.outstanding_claim(self._config(t)) if self._gate is not None else None
+            claim = self._gate.outstanding_claim(self._thread_config(t)) if self._gate is not None else None
             if claim is not None and head is not None and head.checkpoint["id"] == claim.checkpoint_id:
                 inputs.setdefault(chain[-1].pc, int(claim.value))  # claimed, not yet recorded by LangGraph
             if head is not None:
                 resumes = [w for _, channel, w in head.pending_writes or () if channel == RESUME]
                 pc = chain[-1].pc
-                if resumes and pc < workflow.end and workflow.consumes[pc]:
-                    inputs.setdefault(pc, _value(resumes[-1]))
-                elif resumes and workflow.consuming:
+                if resumes and not (pc < workflow.end and workflow.consumes[pc]) and workflow.consuming:
                     reached = [s for s in workflow.consuming if s < pc]
                     if reached:
                         late += [(reached[-1], _value(w)) for w in resumes]
             views.append(ThreadView(tuple(chain), thread["run"], inputs, tuple(late)))
         return Observation(tuple(views))
+
+
+def _owner(entry) -> int | None:
+    """The bridge thread a checkpoint was written for (its metadata), or None."""
+    owner = entry.metadata.get(THREAD_KEY)
+    return None if owner is None else int(owner)
+
+
+def _parked_positions(tuples: list, view: list[tuple[Checkpoint, object]]) -> dict[str, int]:
+    """Checkpoint id -> the model position its branch was at on it (its last view entry; a
+    checkpoint the view shows nothing for keeps the position before it)."""
+    positions: dict[str, int] = {}
+    by_id = {}
+    for checkpoint, entry in view:
+        if entry is not None:
+            by_id[entry.checkpoint["id"]] = checkpoint.pc
+    pc = view[0][0].pc if view else 0
+    for entry in tuples:
+        pc = by_id.get(entry.checkpoint["id"], pc)
+        positions[entry.checkpoint["id"]] = pc
+    return positions
+
+
+def _record(entry, field: str) -> int | None:
+    """The input recorded on a checkpoint for the interrupt parked there: the interrupted task's
+    own `__resume__` record (what `interrupt()` returned to it), else its write of the
+    interrupt's field (an output recorded for it, e.g. by update_state as that node), else the
+    `__resume__` write of a `Command(resume=v)` not yet read (the claim); None when none."""
+    writes = entry.pending_writes or ()
+    own = [w for task, channel, w in writes if channel == RESUME and task != NULL_TASK_ID]
+    if own:
+        return _value(own[-1])
+    outputs = [w for task, channel, w in writes if channel == field and task != NULL_TASK_ID]
+    if outputs:
+        return int(outputs[-1])
+    delivered = [w for task, channel, w in writes if channel == RESUME and task == NULL_TASK_ID]
+    return _value(delivered[-1]) if delivered else None
+
+
+def _raised_by_framework(error: BaseException) -> bool:
+    """Whether LangGraph (or the Pydantic validation it runs) raised `error` to its client, rather
+    than the bridge's node code or this adapter: the innermost frame on its traceback that belongs
+    to LangGraph, Pydantic or pymc_resume is LangGraph's or Pydantic's."""
+    innermost = None
+    for frame in traceback.extract_tb(error.__traceback__):
+        path = frame.filename.replace("\\", "/")
+        if "/pymc_resume/" in path:
+            innermost = "pymc_resume"
+        elif any(f"/{module}/" in path for module in FRAMEWORK_MODULES):
+            innermost = "framework"
+    if innermost is None:  # raised from compiled code with no Python frame of its own
+        return type(error).__module__.split(".")[0] in FRAMEWORK_MODULES
+    return innermost == "framework"
 
 
 def _after(workflow: Workflow, app: tuple[int, ...], stage: int) -> tuple[int, ...]:
@@ -416,26 +646,30 @@ def _value(written) -> int:
     return int(written)
 
 
-def _node(s: int, stage, names: list[str], run_node):
+def _node(stages: tuple[int, ...], workflow: Workflow, names: list[str], run_node):
+    """The LangGraph node that runs `stages` in order (one stage, or a one-node
+    effect-then-interrupt's effect and then its interrupt); a consuming stage calls
+    `interrupt()` before its code."""
     from langgraph.config import get_config
     from langgraph.types import interrupt
 
     def node(state):
-        value = interrupt({"stage": s}) if stage.consumes else None
         control = _CONTROL
-        control.at("before-execute", s)
-        namespace = get_config()["configurable"].get("checkpoint_ns", "")
-        context = types.SimpleNamespace(
-            thread=control.thread, stage=s, node=stage.node, op=control.op, role=control.role,
-            idempotency_key=namespace or None,
-        )
         app = tuple(getattr(state, name) for name in names)
-        out = run_node(s, app, value, context)
-        control.executed.add(s)
-        control.at("after-execute", s)
-        return {names[stage.node]: out[stage.node]}
+        for s in stages:
+            stage = workflow.stages[s]
+            value = interrupt({"stage": s}) if stage.consumes else None
+            control.at("before-execute", s)
+            namespace = get_config()["configurable"].get("checkpoint_ns", "")
+            context = NodeContext(thread=control.thread, stage=s, node=stage.node, op=control.op,
+                                  role=control.role, idempotency_key=namespace or None)
+            app = run_node(s, app, value, context)
+            control.executed.add(s)
+            control.at("after-execute", s)
+        node_index = workflow.stages[stages[0]].node
+        return {names[node_index]: app[node_index]}
 
-    node.__name__ = f"s{s}"
+    node.__name__ = _node_name(stages[0])
     return node
 
 
@@ -465,3 +699,10 @@ class LangGraphPostgres(LangGraphAdapter):
 
     def __init__(self, durability: str = "sync", store: str = "postgres") -> None:
         super().__init__(durability, store)
+
+
+class LangGraphOneNode(LangGraphAdapter):
+    """An effect-then-interrupt node as one LangGraph node (effect, then `interrupt()`)."""
+
+    def __init__(self, durability: str = "sync", effect_then_interrupt: str = "one-node") -> None:
+        super().__init__(durability, effect_then_interrupt=effect_then_interrupt)

@@ -91,11 +91,20 @@ class LangGraphAsyncAdapter(LangGraphAdapter):
             connection = await AsyncConnection.connect(base.postgres_url(), autocommit=True, prepare_threshold=0,
                                                        row_factory=dict_row)
 
+        adapter = self
+
         class Saver(saver_class):
+            """The async checkpointer, with the after-commit crash point (it only watches)."""
+
             async def aput(self, config, checkpoint, metadata, new_versions):
                 result = await super().aput(config, checkpoint, metadata, new_versions)
-                if base._CONTROL is not None and metadata.get("source") == "loop":
-                    base._CONTROL.committed(range(int(metadata.get("step", -1))))
+                adapter._stored_checkpoint(checkpoint, metadata)
+                return result
+
+            async def aput_writes(self, config, writes, task_id, task_path=""):
+                result = await super().aput_writes(config, writes, task_id, task_path)
+                if any(channel == base.INTERRUPT for channel, _ in writes):
+                    adapter._stored_interrupt(await self.aget_tuple(config))
                 return result
 
         async with connection as conn:

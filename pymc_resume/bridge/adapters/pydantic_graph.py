@@ -30,10 +30,14 @@ How the contract's operations map (docs/pydantic-graph.md says more):
   SIGKILL in the middle of a node that snapshot stays `running` forever and there is no
   `created` snapshot, so pydantic-graph raises `GraphRuntimeError`: the adapter returns it as a
   refusal.
-- fork: a new persistence file with copies of the parent's snapshots up to the fork point (ids
-  kept, so effect keys of a replay fork equal the parent's), the fork point set back to
-  `created`; at an interrupt it carries the recorded value (replay) or the new one (edit).
-- update: not expressible (see `unsupported`).
+- fork and update: not expressible (see `unsupported`); the adapter never writes the
+  persistence file itself (it reads it to observe).
+
+Refusals say whose they are. One that pydantic-graph raised to its client (`_from_pydantic_graph`:
+the innermost frame of pydantic-graph or pymc_resume on the traceback is pydantic-graph's) is
+pydantic-graph's. The human-in-the-loop pattern leaves to user code the decision whether a run
+is parked at all and what to do when `load_next` finds no snapshot; the adapter's client decides
+that, and its refusal says that the rule is the adapter's (`ADAPTER_RULE`), never pydantic-graph's.
 
 Crash points are real SIGKILLs of the child process that runs the graph: before or after the
 node's code (in the node), or after the persistence appended the snapshot that records the
@@ -48,14 +52,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import types
-import uuid
 from pathlib import Path
 from typing import Annotated, Optional
 
 from pymc_resume.bridge.adapter import (
     OK, REFUSED, CrashPoint, FuzzSetup, Observation, Outcome, ThreadView,
 )
+from pymc_resume.bridge.nodes import NodeContext
 from pymc_resume.bridge.process import ClientControl, Gate, run_in_children, settle
 from pymc_resume.model.state import INITIAL, Checkpoint
 from pymc_resume.model.workflow import Workflow
@@ -65,6 +68,24 @@ UPDATE_UNSUPPORTED = (
     "running graph, and iter_from_persistence resumes the first 'created' snapshot, so a "
     "snapshot a client appends is not the one that runs"
 )
+FORK_UNSUPPORTED = (
+    "pydantic-graph 1.x has no fork API: a run's persistence holds one run, iter_from_persistence "
+    "continues it, and nothing starts a second run from an earlier snapshot (a copy of the "
+    "persistence file would be the adapter's fork, not pydantic-graph's)"
+)
+# How a refusal made by the adapter's client code (not raised by pydantic-graph) begins.
+ADAPTER_RULE = "the adapter's rule, not pydantic-graph's"
+
+FRAMEWORK_CALLS = {
+    "start": "graph.iter(S0(), state=FuzzState(), persistence=FileStatePersistence(path)), driven with "
+             "GraphRun.next() until the next node waits for a value or the run ends",
+    "resume": "persistence.load_next() (created -> pending), then graph.iter(S{k}(value=v), "
+              "state=snapshot.state, persistence=...) (the human-in-the-loop pattern)",
+    "resume-together": "k processes, each persistence.load_next() then graph.iter(S{k}(value=v), ...)",
+    "crash": "SIGKILL of the client process running the graph (inside a node, or right after "
+             "FileStatePersistence.snapshot_node / snapshot_end appended the next snapshot)",
+    "recover": "graph.iter_from_persistence(persistence) in a fresh process, driven with GraphRun.next()",
+}
 
 
 def _pydantic_graph_version() -> str:
@@ -86,7 +107,8 @@ def _stage_of(node_id: str) -> int:
 class PydanticGraphAdapter:
     name = "pydantic-graph"
     capabilities = frozenset({"recorded-inputs", "leases", "executions", "late-inputs"})
-    unsupported = {"update": UPDATE_UNSUPPORTED}
+    unsupported = {"update": UPDATE_UNSUPPORTED, "fork": FORK_UNSUPPORTED}
+    framework_calls = FRAMEWORK_CALLS
 
     def __init__(self) -> None:
         try:
@@ -191,7 +213,7 @@ class PydanticGraphAdapter:
             try:
                 detail = asyncio.run(getattr(client, action)(value))
             except _Refusal as refusal:
-                return {"status": REFUSED, "detail": str(refusal)}
+                return {"status": REFUSED, "detail": f"{ADAPTER_RULE}: {refusal}"}
             except Exception as error:  # noqa: BLE001 - what pydantic-graph returns to its client
                 if _from_pydantic_graph(error):
                     return {"status": REFUSED, "detail": f"{type(error).__name__}: {error}"}
@@ -202,40 +224,10 @@ class PydanticGraphAdapter:
     def _settle(self, thread: int, result) -> Outcome:
         return settle(self.threads[thread], result, "pydantic-graph")
 
-    # -- client calls that run no node -----------------------------------------------------
-
-    def fork(self, thread: int, checkpoint: int, intent: str, value: int | None) -> Outcome:
-        """A new persistence file: the parent's snapshots up to the fork point, copied."""
-        snapshots = _read(self._path(thread))
-        chain, sources = self._view(snapshots)
-        if not 0 <= checkpoint < len(chain) - 1:
-            return Outcome(REFUSED, f"no checkpoint {checkpoint} to fork from")
-        index = sources[checkpoint]
-        copied = [dict(s) for s in snapshots[: index + 1]]
-        point = dict(copied[-1], status="created", start_ts=None, duration=None)
-        stage = chain[checkpoint].pc
-        if self.workflow.consumes[stage]:
-            recorded = _claims(snapshots, stage)
-            if intent == "edit":
-                point["node"] = dict(point["node"], value=value)
-                point["id"] = f"{point['node']['node_id']}:{uuid.uuid4().hex}"
-            elif recorded:  # replay: the value the parent recorded, under its snapshot id
-                claim = recorded[0]
-                point["node"], point["id"] = dict(claim["node"]), claim["id"]
-        copied[-1] = point
-        new = len(self.threads)
-        self.threads.append({"file": f"t{new}.json", "run": "new"})
-        _write(self._path(new), copied)
-        return Outcome(OK, f"forked as thread {new}", thread=new)
-
-    def update(self, thread: int, note: int) -> Outcome:
-        """Not expressible (`unsupported`); refused in case a bridge still asks."""
-        return Outcome(REFUSED, UPDATE_UNSUPPORTED)
-
     # -- observation: the raw JSON file, as stored (no validation) -------------------------
 
-    def _view(self, snapshots: list[dict]) -> tuple[list[Checkpoint], list[int]]:
-        """The model's chain for a snapshot list, and the snapshot index each checkpoint is.
+    def _view(self, snapshots: list[dict]) -> list[Checkpoint]:
+        """The model's chain for a snapshot list.
 
         Every node run appends the snapshot of the next node with the state after it, so a
         snapshot whose node comes later than the previous checkpoint's commits the stage before
@@ -245,18 +237,14 @@ class PydanticGraphAdapter:
         workflow = self.workflow
         names = [_field(n) for n in range(len(workflow.nodes))] + ["note"]
         chain: list[Checkpoint] = []
-        sources: list[int] = []
-        for index, snapshot in enumerate(snapshots):
+        for snapshot in snapshots:
             pc = _pc(workflow, snapshot)
             app = tuple(int(snapshot["state"].get(name, 0)) for name in names)
             if not chain:
                 chain.append(Checkpoint(pc, app, INITIAL if pc == 0 else pc - 1))
             elif pc > chain[-1].pc:
                 chain.append(Checkpoint(pc, app, pc - 1))
-            else:
-                continue
-            sources.append(index)
-        return chain, sources
+        return chain
 
     def _inputs(self, snapshots: list[dict]) -> tuple[dict[int, int], tuple[tuple[int, int], ...]]:
         """Recorded values (the first per interrupt) and any recorded after it (late)."""
@@ -273,7 +261,7 @@ class PydanticGraphAdapter:
         views = []
         for t, thread in enumerate(self.threads):
             snapshots = _read(self._path(t))
-            chain, _ = self._view(snapshots)
+            chain = self._view(snapshots)
             if not chain:
                 chain = [Checkpoint(0, self.workflow.initial_state(), INITIAL)]
             inputs, late = self._inputs(snapshots)
@@ -323,8 +311,6 @@ class _Client:
         return snapshots[-1] if snapshots else None
 
     async def start(self, _value) -> str:
-        if await self._head() is not None:  # a fork's copied snapshots: continue them
-            return await self._from_persistence()
         async with self.graph.iter(self.classes[0](), state=self.state_model(),
                                    persistence=self.persistence) as run:
             return await self._drive(run)
@@ -369,7 +355,7 @@ def _node_class(s: int, workflow: Workflow, names: list[str], run_node, followin
     async def run(self, ctx):
         control = _CONTROL
         control.at("before-execute", s)
-        context = types.SimpleNamespace(
+        context = NodeContext(
             thread=control.thread, stage=s, node=stage.node, op=control.op, role=control.role,
             idempotency_key=self.get_snapshot_id(),
         )
@@ -419,13 +405,8 @@ def _claims(snapshots: list[dict], stage: int) -> list[dict]:
 
 
 def _read(path: Path) -> list[dict]:
+    """The persistence file as stored (read-only, no validation)."""
     try:
         return json.loads(path.read_bytes())
     except FileNotFoundError:
         return []
-
-
-def _write(path: Path, snapshots: list[dict]) -> None:
-    temporary = path.with_suffix(".tmp")
-    temporary.write_text(json.dumps(snapshots, indent=2))
-    temporary.replace(path)

@@ -32,10 +32,25 @@ def _valid_value(value: int) -> bool:
     return value != INVALID
 
 
+# The reference runtime's own public calls (`pymc_resume.runtime.Runtime`), per contract operation.
+FRAMEWORK_CALLS = {
+    "start": "Runtime.start(thread, op) in a fresh process (or a warm client's Runtime)",
+    "resume": "Runtime.resume(thread, v, op) (validate, claim, execute, commit)",
+    "resume-together": "k processes, each Runtime.resume(thread, v, op), released from a barrier",
+    "crash": "SIGKILL of the process running the Runtime at a probe point (before or after a stage's "
+             "code, or after its commit)",
+    "recover": "Runtime.recover(thread, op) in a fresh process (takes over a dead lease, continues a claim)",
+    "fork": "Runtime.fork(thread, checkpoint, intent, value) (a new thread: the checkpoint's ancestry "
+            "copied, with the declared intent)",
+    "update": "Runtime.update(thread, note) (validated before it is persisted)",
+}
+
+
 class ReferenceAdapter:
     name = "reference"
     version = __version__
     capabilities = CAPABILITIES | {WARM_CLIENTS, ORDERED_RELEASE}
+    framework_calls = FRAMEWORK_CALLS
 
     def __init__(self, fault: str | None = None) -> None:
         self.faults = faults_for(fault)  # KeyError on an unknown fault
