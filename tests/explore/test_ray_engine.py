@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -36,10 +38,11 @@ def summary(result):
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    """A local Ray cluster of two nodes, its files under pytest's temporary folder (Ray
-    writes its address file under RAY_TMPDIR), shut down after the module's tests."""
-    folder = tmp_path_factory.mktemp("ray")
+def cluster():
+    """A local Ray cluster of two nodes, shut down after the module's tests, its files in a
+    folder of its own (Ray writes its address file under RAY_TMPDIR) that is removed after
+    it. Not under pytest's temporary folder: Ray's socket paths must fit in 107 bytes."""
+    folder = Path(tempfile.mkdtemp(prefix="pmr-ray-"))
     (folder / "ray").mkdir()
     previous = os.environ.get("RAY_TMPDIR")
     os.environ["RAY_TMPDIR"] = str(folder)
@@ -51,30 +54,31 @@ def cluster(tmp_path_factory):
         yield started
     finally:
         started.shutdown()
+        shutil.rmtree(folder, ignore_errors=True)
         if previous is None:
             os.environ.pop("RAY_TMPDIR", None)
         else:
             os.environ["RAY_TMPDIR"] = previous
 
 
-@pytest.mark.parametrize("mutant", [None, "no-claim"])
 def test_reference_counts_verdicts_and_trace_lengths_match_the_multiprocess_engine(
-        cluster, explored, mutant):
-    model = ResumeModel(load_bounds("small"), mutant)
+        cluster, explored):
+    """At `small`, the `no-claim` mutant (its violation's trace rebuilt by asking the actors);
+    the reference semantics itself is compared through `check`, below."""
+    model = ResumeModel(load_bounds("small"), "no-claim")
     on_ray = explore(model, canonical=model.canonical, workers=2, engine="ray",
                      address=cluster.address)
-    assert summary(on_ray) == summary(explored("small", mutant, workers=2))
+    assert summary(on_ray) == summary(explored("small", "no-claim", workers=2))
     assert len(on_ray.worker_peak_rss) == 2 and all(on_ray.worker_peak_rss)
-
-
-def test_a_plain_model_matches_too_and_its_traces_are_real_paths(cluster):
-    on_ray = explore(TwoPhase(4), workers=2, engine="ray", address=cluster.address)
-    assert summary(on_ray) == summary(explore(TwoPhase(4), workers=2))
-    model = ResumeModel(load_bounds("small"), "no-claim")
-    trace = explore(model, canonical=model.canonical, workers=2, engine="ray",
-                    address=cluster.address).violations["consume-once-consumption"].trace
+    trace = on_ray.violations["consume-once-consumption"].trace
     for before, after in zip(trace, trace[1:]):
         assert (after.action, after.state) in list(model.successors(before.state))
+
+
+def test_a_plain_model_matches_too(cluster):
+    """TwoPhase written plainly: the derived codec's keys and tables cross between nodes."""
+    on_ray = explore(TwoPhase(4), workers=2, engine="ray", address=cluster.address)
+    assert summary(on_ray) == summary(explore(TwoPhase(4), workers=2))
 
 
 def test_a_ray_run_stopped_midway_recovers_on_ray_to_the_same_result(cluster, explored,
