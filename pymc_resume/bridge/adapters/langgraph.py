@@ -171,7 +171,11 @@ class LangGraphAdapter:
 
     @property
     def framework_calls(self) -> dict[str, str]:
-        return {**FRAMEWORK_CALLS, **GATE_CALLS} if self.gate else dict(FRAMEWORK_CALLS)
+        calls = {**FRAMEWORK_CALLS, **GATE_CALLS} if self.gate else dict(FRAMEWORK_CALLS)
+        if self.effect_then_interrupt == "one-node":
+            calls["crash"] += ("; for the effect of the one-node effect-then-interrupt, after the put_writes "
+                               "of its interrupt")
+        return calls
 
     def options(self) -> dict:
         options = {"durability": self.durability}
@@ -342,13 +346,14 @@ class LangGraphAdapter:
     def resume_together(self, thread: int, values: list[int], window: str | None, op: str) -> list[Outcome]:
         from langgraph.types import Command
         config = self._run_config(thread)
-        tasks = [self._task(thread, config, lambda v=v: Command(resume=v), "delivery", None, f"{op}.{i}", window)
-                 for i, v in enumerate(values)]
+        tasks = [self._task(thread, config, lambda v=v: Command(resume=v), "delivery", None, f"{op}.{i}",
+                            window) for i, v in enumerate(values)]
         results = run_in_children(tasks, synchronized=window is not None)
         return [self._settle(thread, result) for result in results]
 
     def _run(self, thread, payload, role, crash, op) -> Outcome:
-        [result] = run_in_children([self._task(thread, self._run_config(thread), payload, role, crash, op, None)])
+        task = self._task(thread, self._run_config(thread), payload, role, crash, op, None)
+        [result] = run_in_children([task])
         return self._settle(thread, result)
 
     def _task(self, thread: int, config: dict, payload, role: str, crash, op: str, window: str | None):
@@ -365,7 +370,7 @@ class LangGraphAdapter:
                     _CONTROL.at("after-load", -1)
                 self._invoke(graph, gate, config, role, payload(), seen)
             except Exception as error:  # noqa: BLE001 - what LangGraph (or the gate) returns to its client
-                if isinstance(error, GateRefusal) or _raised_by_framework(error):  # the gate's, or LangGraph's
+                if isinstance(error, GateRefusal) or _raised_by_framework(error):  # the gate's or LangGraph's
                     return {"status": REFUSED, "detail": f"{type(error).__name__}: {error}"}
                 raise
             return {"status": OK, "detail": ""}
@@ -396,22 +401,25 @@ class LangGraphAdapter:
             return Outcome(REFUSED, f"no checkpoint {checkpoint}")
         position, source = view[checkpoint]
         if source is None:
-            return Outcome(REFUSED, f"checkpoint {checkpoint} is inside a checkpoint LangGraph wrote for several "
-                                    "nodes at once: LangGraph has no checkpoint there to travel to")
+            return Outcome(REFUSED, f"checkpoint {checkpoint} is inside a checkpoint LangGraph wrote for "
+                                    "several nodes at once: LangGraph has no checkpoint there to travel to")
         new = len(self.threads)
         self.threads.append({"lg": self.threads[thread]["lg"], "base": source.checkpoint["id"], "run": "new"})
         if intent != "edit":
-            return Outcome(OK, f"forked as thread {new} (a branch from checkpoint {source.checkpoint['id']})", thread=new)
+            return Outcome(OK, f"forked as thread {new} (a branch from checkpoint {source.checkpoint['id']})",
+                           thread=new)
         stage = position.pc
         values = {_field(self.workflow.stages[stage].node): value}
         try:
-            self._graph.update_state(self._run_config(new), values, as_node=_node_name(self._first_stage_of(stage)))
+            as_node = _node_name(self._first_stage_of(stage))
+            self._graph.update_state(self._run_config(new), values, as_node=as_node)
         except Exception as error:  # noqa: BLE001 - what LangGraph returns to its client
             if not _raised_by_framework(error):
                 raise
             self.threads.pop()
             return Outcome(REFUSED, f"{type(error).__name__}: {error}")
-        return Outcome(OK, f"forked as thread {new} (update_state at checkpoint {source.checkpoint['id']})", thread=new)
+        return Outcome(OK, f"forked as thread {new} (update_state at checkpoint {source.checkpoint['id']})",
+                       thread=new)
 
     def update(self, thread: int, note: int) -> Outcome:
         try:
@@ -500,7 +508,8 @@ class LangGraphAdapter:
     def _add_effect_record(self, chain: list, entry, app: tuple, pc: int) -> None:
         """After a checkpoint parked before a one-node effect-then-interrupt: the commit of its
         effect stage when its interrupt is stored on the checkpoint."""
-        if self._one_node_effect(pc) and any(channel == INTERRUPT for _, channel, _ in entry.pending_writes or ()):
+        interrupted = any(channel == INTERRUPT for _, channel, _ in entry.pending_writes or ())
+        if self._one_node_effect(pc) and interrupted:
             chain.append((Checkpoint(pc + 1, app, pc), entry))
 
     def _pc(self, entry) -> int:
