@@ -1,6 +1,8 @@
 """Explorer benchmark: pymc_resume at 1 and 2 workers against minicheck 0.4.0, in one run.
 
     python bench/explore.py --json bench.json                      # everything (~40 min)
+    python bench/explore.py --only twophase --n 8 --engines multiprocess,ray --skip-minicheck \
+        --json engines.json                                        # both engines (the ray extra)
     python bench/explore.py --only twophase --n 8 --json tp8.json  # one TwoPhase size
     python bench/explore.py --only plain --n 8 --json b.json       # TwoPhase written plainly
     python bench/explore.py --only checkpoint --json cr.json       # CheckpointResume, N=4 K=5
@@ -18,6 +20,12 @@ Models:
                      at each worker count and with minicheck (--n N, --k K; default 4 and 5).
   reference-default  the reference semantics at the bundled bounds, with symmetry reduction,
   reference-paper    pymc_resume only (the paper bounds take ~8 minutes per worker count).
+
+Engines (--engines): `multiprocess` is tool `pymc_resume` (one worker: in-process); `ray` is
+tool `pymc_resume-ray`, every worker count a Ray actor per partition on a local Ray instance
+the run starts before the clock does. For Ray runs, cpu_seconds counts the driver only (the
+actors are not its children), and the baseline per worker is the RSS of a Ray worker process
+that imported the explorer (about 150 MiB), not of a forked child.
 
 Every run happens in a fresh child process (this script re-invoked with --run-one), so each
 run's memory is its own. Reported per run:
@@ -51,6 +59,7 @@ from __future__ import annotations
 import argparse
 import glob
 import json
+import logging
 import os
 import platform
 import resource
@@ -140,8 +149,33 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+RAY_TOOL = "pymc_resume-ray"
+
+
+def _start_ray(workers: int) -> int:
+    """Start a local Ray instance for the run (before the clock) and return the resident bytes
+    of one of its worker processes once it has imported the explorer: what an actor starts
+    with, the Ray runs' baseline per worker."""
+    import ray
+
+    search_path = os.pathsep.join(folder for folder in sys.path if folder)
+    ray.init(num_cpus=max(workers, os.cpu_count() or 1), include_dashboard=False,
+             log_to_driver=False, logging_level=logging.ERROR,
+             runtime_env={"env_vars": {"PYTHONPATH": search_path}})
+
+    @ray.remote(num_cpus=1)
+    def started_worker_rss() -> int:
+        import pymc_resume.explore.service  # noqa: F401 - what an actor imports
+        from pymc_resume.explore.memory import resident_bytes
+
+        return resident_bytes()
+
+    return ray.get(started_worker_rss.remote())
+
+
 def _prepare_pymc_resume(spec: dict):
-    """Import and build everything first (so the baseline RSS includes it); return the run."""
+    """Import and build everything first (so the baseline RSS includes it); return the run
+    (for a Ray run, with the resident bytes a Ray worker starts with: `worker_start_rss`)."""
     from pymc_resume.explore import explore
     from pymc_resume.explore.progress import ProgressPrinter
 
@@ -164,10 +198,13 @@ def _prepare_pymc_resume(spec: dict):
         model = ResumeModel(load_bounds(spec["bounds"]))
         canonical = model.canonical
     progress = ProgressPrinter(sys.stderr, interval=15.0)
+    engine = "ray" if spec["tool"] == RAY_TOOL else "multiprocess"
+    worker_start_rss = _start_ray(spec["workers"]) if engine == "ray" else 0
 
     def run() -> dict:
         started = time.perf_counter()
-        result = explore(model, canonical=canonical, workers=spec["workers"], progress=progress)
+        result = explore(model, canonical=canonical, workers=spec["workers"], progress=progress,
+                         engine=engine)
         seconds = time.perf_counter() - started
         if not result.complete:
             raise RuntimeError(f"search stopped early: {result.stopped_because}")
@@ -181,6 +218,7 @@ def _prepare_pymc_resume(spec: dict):
             "worker_peak_rss": list(result.worker_peak_rss),
         }
 
+    run.worker_start_rss = worker_start_rss  # type: ignore[attr-defined]
     return run
 
 
@@ -226,8 +264,11 @@ def run_one(spec: dict) -> dict:
                 f"{MINICHECK_VERSION}")
     prepare = _prepare_minicheck if spec["tool"] == "minicheck" else _prepare_pymc_resume
     run = prepare(spec)
-    workers = spec["workers"] if spec["tool"] == "pymc_resume" and spec["workers"] > 1 else 0
-    baseline = _rss_bytes() + (workers * _forked_rss_bytes() if workers else 0)
+    on_ray = spec["tool"] == RAY_TOOL
+    workers = spec["workers"] if on_ray or (spec["tool"] == "pymc_resume"
+                                            and spec["workers"] > 1) else 0
+    per_worker = run.worker_start_rss if on_ray else (_forked_rss_bytes() if workers else 0)
+    baseline = _rss_bytes() + workers * per_worker
     cpu_before = _cpu_seconds()
     sampler = TreeSampler()
     sampler.start()
@@ -265,12 +306,15 @@ def run_one(spec: dict) -> dict:
 
 def plan(args) -> list[dict]:
     workers_list = [int(w) for w in args.workers_list.split(",")]
+    tools = [{"multiprocess": "pymc_resume", "ray": RAY_TOOL}[engine]
+             for engine in args.engines.split(",")]
     runs = []
     if args.only in (None, "twophase"):
         for n in [args.n] if args.n else TWOPHASE_SIZES:
-            for workers in workers_list:
-                runs.append({"model": f"twophase-{n}", "tool": "pymc_resume", "workers": workers,
-                             "n": n})
+            for tool in tools:
+                for workers in workers_list:
+                    runs.append({"model": f"twophase-{n}", "tool": tool, "workers": workers,
+                                 "n": n})
             if not args.skip_minicheck:
                 runs.append({"model": f"twophase-{n}", "tool": "minicheck", "workers": 1, "n": n})
     if args.only in (None, "plain"):
@@ -324,6 +368,10 @@ def ratios(runs: list[dict]) -> dict:
         one = done.get(("pymc_resume", 1))
         mini = done.get(("minicheck", 1))
         for (tool, workers), run in sorted(done.items()):
+            same = done.get(("pymc_resume", workers))
+            if tool == RAY_TOOL and same:
+                entry[f"ray_over_multiprocess_{workers}w"] = (
+                    run["states_per_second"] / same["states_per_second"])
             if tool != "pymc_resume":
                 continue
             if one and workers > 1:
@@ -375,11 +423,11 @@ def write_json(path: str, document: dict) -> None:
 
 
 def table(runs: list[dict], ratio_table: dict) -> str:
-    head = (f"{'model':<22} {'tool':<12} {'w':>2} {'distinct':>12} {'seconds':>9} "
+    head = (f"{'model':<22} {'tool':<15} {'w':>2} {'distinct':>12} {'seconds':>9} "
             f"{'states/s':>10} {'cpu s':>8} {'peak MiB':>9} {'B/state':>8}")
     lines = [head, "-" * len(head)]
     for run in runs:
-        prefix = f"{run['model']:<22} {run['tool']:<12} {run['workers']:>2}"
+        prefix = f"{run['model']:<22} {run['tool']:<15} {run['workers']:>2}"
         if "skipped" in run:
             lines.append(f"{prefix}  skipped: {run['skipped']}")
             continue
@@ -403,11 +451,16 @@ def main(argv=None) -> int:
                                               "processes (default: 4)")
     parser.add_argument("--k", type=int, default=5, help="CheckpointResume's count (default: 5)")
     parser.add_argument("--workers-list", default="1,2", help="pymc_resume worker counts")
+    parser.add_argument("--engines", default="multiprocess",
+                        help="pymc_resume engines for the TwoPhase runs: multiprocess, ray, or "
+                             "both comma-separated (default: multiprocess)")
     parser.add_argument("--skip-paper", action="store_true", help="skip reference-paper")
     parser.add_argument("--skip-minicheck", action="store_true", help="pymc_resume runs only")
     parser.add_argument("--run-one", help=argparse.SUPPRESS)  # internal: one run, this process
     parser.add_argument("--result-file", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if not set(args.engines.split(",")) <= {"multiprocess", "ray"}:
+        parser.error(f"--engines: multiprocess, ray or both, got {args.engines!r}")
 
     if args.run_one:
         measured = run_one(json.loads(args.run_one))
