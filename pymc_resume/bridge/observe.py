@@ -88,8 +88,9 @@ def parent_changes(history: History, observation: Observation) -> dict[int, str]
 def as_when_forked(history: History, observation: Observation) -> Observation:
     """`observation` read as if no fork had changed its parent: every fork parent's checkpoints
     and recorded inputs as they were when its first fork was made (what was added since is
-    kept), and every fork's inherited inputs that it copied from a parent record an earlier
-    fork had changed, as that record was before the change."""
+    kept), and without the forks made from a record already changed (the first such fork and
+    every thread after it: what they ran follows from the change). Threads are numbered in
+    creation order, so the threads kept never name a dropped one as their parent."""
     views = list(observation.threads)
     original: dict[int, dict[int, int]] = {}  # parent -> its recorded inputs before any fork changed them
     for _f, fork in sorted(history.forks.items(), reverse=True):  # the earliest overlays last
@@ -103,14 +104,10 @@ def as_when_forked(history: History, observation: Observation) -> Observation:
             original[fork.parent] = {**original.get(fork.parent, {}), **fork.parent_inputs}
         views[fork.parent] = attrs.evolve(view, chain=chain, inputs=inputs)
     for f, fork in sorted(history.forks.items()):
-        if f >= len(views) or views[f].inputs is None or fork.parent_inputs is None:
-            continue
         before = original.get(fork.parent, {})
-        copied = {stage: before[stage] for stage, value in fork.parent_inputs.items()
-                  if stage < fork.inherited and stage in before and before[stage] != value
-                  and views[f].inputs.get(stage) == value}
-        if copied:
-            views[f] = attrs.evolve(views[f], inputs={**views[f].inputs, **copied})
+        copied = fork.parent_inputs or {}
+        if any(before.get(stage, value) != value for stage, value in copied.items()):
+            return Observation(tuple(views[:f]))
     return Observation(tuple(views))
 
 

@@ -255,9 +255,7 @@ def _profile_lines(data: dict) -> list[str]:
     for cid, cell in data["clauses"].items():
         lines.append(f"  {cid} {cell['verdict']}: {cell['reason']}")
         if cell["verdict"] in (VIOLATED, "unconfirmed"):
-            replays = cell["replays"]
-            lines.append(f"    repro ({cell['repro_steps']} steps, reproduced in {replays['reproduced']} of "
-                         f"{replays['of']} replays): {cell['repro']}")
+            lines.append(f"    repro ({cell['repro_steps']} steps): {cell['repro']}")
         lines += [f"    note: {note}" for note in cell["notes"]]
     lines += [f"  note: {note}" for note in data["notes"]]
     return lines

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from bridge_test_adapters import ParentRewritingForkAdapter
 
+from pymc_resume.bridge.fuzz import run_fuzz
 from pymc_resume.bridge.host import AdapterInfo
 from pymc_resume.bridge.profile import NOT_DECLARED, operation_table, run_profile
 from pymc_resume.bridge.registry import Configuration, factory
@@ -129,6 +130,12 @@ def test_the_faulty_fork_profiles_fork_determinism_violated_with_a_replayed_repr
         f"reproduced in {cell['replays']['reproduced']} of {cell['replays']['of']} replays" in cell["reason"]
     )
     assert replay_repro(load_repro(cell["repro"]), allowed=(REWRITING,)).reproduces
+
+
+def test_fuzzing_the_faulty_fork_finds_fork_determinism_and_nothing_it_derives(tmp_path):
+    report = run_fuzz(REWRITING, {}, SMALL, examples=15, steps=8, seed=1, repro_dir=tmp_path, shrink=False)
+    assert report.violated == ["fork-determinism"], {c: r.verdict for c, r in report.clauses.items()}
+    assert report.clauses["fork-determinism"].replays[0] >= 1
 
 
 # -- evidence on every cell -------------------------------------------------------------------
