@@ -31,6 +31,7 @@ BUILT_IN = {
     "pydantic-graph": "pymc_resume.bridge.adapters.pydantic_graph:PydanticGraphAdapter",
     "crewai": "pymc_resume.bridge.adapters.crewai:CrewAIAdapter",
     "agent-framework": "pymc_resume.bridge.adapters.agent_framework:AgentFrameworkAdapter",
+    "llama-index": "pymc_resume.bridge.adapters.llama_index:LlamaIndexAdapter",
 }
 
 # Module paths the built-in adapters had before they moved to `bridge/adapters/`: repro files
@@ -120,6 +121,13 @@ FAMILIES: dict[str, Family] = {
         ),
         requires="agent_framework",
         install="pip install 'pymc-resume[agent-framework]'",
+    ),
+    "llama-index": Family(
+        "llama-index",
+        # The run's Context serialized with its JsonSerializer to a JSON file, as the docs persist one.
+        (Configuration("context-json", "llama-index"),),
+        requires="workflows",
+        install="pip install 'pymc-resume[llama-index]'",
     ),
 }
 

@@ -25,7 +25,7 @@ from pymc_resume.bridge.repro import load_repro, replay_repro
 from pymc_resume.model.contract import CLAUSE_IDS
 
 pytestmark = [pytest.mark.slow, pytest.mark.langgraph, pytest.mark.crewai, pytest.mark.pydantic_graph,
-              pytest.mark.agent_framework]
+              pytest.mark.agent_framework, pytest.mark.llama_index]
 
 CONFIGURATIONS = [(name, c.name) for name, family in FAMILIES.items() for c in family.configurations]
 
