@@ -338,24 +338,25 @@ class Session:
         action, t = step["action"], step["thread"]
         view = before.threads[t] if t < len(before.threads) else None
         pc = view.chain[-1].pc if view is not None else 0
+        at = f"stage {pc}" + (" (the end)" if pc == self.workflow.end else "")
         places = self.exercised
         if action == "resume":
-            places.setdefault("resume", set()).add(f"stage {pc}")
+            places.setdefault("resume", set()).add(at)
         elif action == "resume-together":
-            places.setdefault("resume-together", set()).add(f"stage {pc}, window {step.get('window')}")
+            places.setdefault("resume-together", set()).add(f"{at}, window {step.get('window')}")
         elif action == "recover":
-            places.setdefault("recover", set()).add(f"stage {pc}")
+            places.setdefault("recover", set()).add(at)
         elif action == "fork" and outcomes[0].status == OK and view is not None:
             c = step["checkpoint"]
             head = ", the head" if c == len(view.chain) - 1 else ""
             fork_point = f"checkpoint {c} (stage {view.chain[c].pc}{head}), {step['intent']}"
             places.setdefault("fork", set()).add(fork_point)
         elif action == "update":
-            places.setdefault("update", set()).add(f"stage {pc}")
+            places.setdefault("update", set()).add(at)
         values = [step.get("value")] if action in ("resume", "update") else list(step.get("values") or [])
         if INVALID in values:
             sent = "update" if action == "update" else "resume"
-            places.setdefault(INVALID_INPUT, set()).add(f"{sent} at stage {pc}")
+            places.setdefault(INVALID_INPUT, set()).add(f"{sent} at {at}")
         for outcome in outcomes:
             if outcome.status == CRASHED and step.get("crash"):
                 crash = step["crash"]

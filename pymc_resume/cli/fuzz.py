@@ -14,7 +14,7 @@ from pymc_resume.cli.paths import writable_file, writable_folder
 from pymc_resume.errors import AdapterError
 from pymc_resume.files import write_json
 from pymc_resume.model.bounds import BoundsError, load_bounds
-from pymc_resume.model.contract import CLAUSES, VIOLATED
+from pymc_resume.model.contract import CLAUSES, HOLDS, VIOLATED
 from pymc_resume.cli.tables import table
 
 
@@ -111,9 +111,15 @@ def fuzz_text(report, shrunk: bool = True) -> str:
         result = report.clauses[clause.id]
         detail = result.reason or ""
         if result.verdict in (VIOLATED, UNCONFIRMED):
-            detail = f"repro: {result.repro_steps} steps"
-        rows.append([clause.id, clause.kind, result.verdict, detail])
-    lines += ["", table(["id", "kind", "verdict", "detail"], rows)]
+            reproduced, of = result.replays or (0, 0)
+            detail = f"repro: {result.repro_steps} steps, reproduced in {reproduced} of {of} replays"
+        rows.append([clause.id, clause.kind, result.verdict, detail.split(" (at: ")[0]])  # where: below
+    lines += ["", table(["id", "kind", "verdict", "detail"], rows), ""]
+    for clause in CLAUSES:
+        result = report.clauses[clause.id]
+        if result.verdict == HOLDS and result.reason and " (at: " in result.reason:
+            lines.append(f"{clause.id} exercised at: {_places(result.reason)}")
+        lines += [f"{clause.id} note: {note}" for note in result.notes]
     for clause in CLAUSES:
         result = report.clauses[clause.id]
         if result.verdict not in (VIOLATED, UNCONFIRMED):
@@ -122,3 +128,14 @@ def fuzz_text(report, shrunk: bool = True) -> str:
         lines += [f"  {i}. {describe_step(step)}" for i, step in enumerate(result.steps or [])]
         lines += [f"  repro: {result.repro}", f"  pytest: {result.pytest}"]
     return "\n".join(lines)
+
+
+def _places(reason: str) -> str:
+    """The places a holds reason lists, "(at: ...)", up to the parenthesis that closes it."""
+    text = reason.split(" (at: ", 1)[1]
+    depth = 0
+    for index, char in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth < 0:
+            return text[:index]
+    return text
