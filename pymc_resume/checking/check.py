@@ -40,6 +40,8 @@ class CheckReport:
     workers: int
     result: ExplorationResult | SimulationResult
     verdicts: dict[str, Verdict]
+    # What ran the partitions (`explore.search.ENGINES`); None for a simulation (one process).
+    engine: str | None = "multiprocess"
 
     @property
     def violated(self) -> list[str]:
@@ -52,6 +54,7 @@ class CheckReport:
             "mutant": self.mutant,
             "symmetry": self.symmetry,
             "workers": self.workers,
+            "engine": self.engine,
             **r.counts_json(),
             "peak_rss_mib": peak_rss_mib(r),
             "clauses": {cid: verdict.as_json() for cid, verdict in self.verdicts.items()},
@@ -205,7 +208,7 @@ def run_check(
         engine=engine,
         address=address,
     )
-    return CheckReport(bounds, mutant, symmetry, workers, result, judge(model, result))
+    return CheckReport(bounds, mutant, symmetry, workers, result, judge(model, result), engine)
 
 
 def simulate_check(
@@ -225,4 +228,4 @@ def simulate_check(
     model = ResumeModel(bounds, mutant)
     result = simulate(model, seed=seed, depth=depth, walks=walks, max_seconds=max_seconds,
                       progress=progress)
-    return CheckReport(bounds, mutant, False, 1, result, judge(model, result))
+    return CheckReport(bounds, mutant, False, 1, result, judge(model, result), engine=None)

@@ -44,6 +44,8 @@ class ExploreReport:
     workers: int
     result: ExplorationResult | SimulationResult
     verdicts: tuple[PropertyVerdict, ...]
+    # What ran the partitions (`explore.search.ENGINES`); None for a simulation (one process).
+    engine: str | None = "multiprocess"
 
     @property
     def violated(self) -> list[str]:
@@ -54,6 +56,7 @@ class ExploreReport:
         return {
             "target": self.target,
             "workers": self.workers,
+            "engine": self.engine,
             **r.counts_json(),
             "peak_rss_mib": peak_rss_mib(r),
             "properties": {v.name: v.as_json() for v in self.verdicts},
@@ -132,7 +135,7 @@ def run_explore(
     result = explore(valid, workers=workers, max_states=max_states, max_seconds=max_seconds,
                      max_memory=max_memory, stop_at_first=stop_at_first, progress=progress,
                      checkpoint=checkpoint, resume=resume, engine=engine, address=address)
-    return ExploreReport(target, workers, result, judge(valid, result))
+    return ExploreReport(target, workers, result, judge(valid, result), engine)
 
 
 def simulate_explore(
@@ -152,7 +155,7 @@ def simulate_explore(
     valid = validated(model, check_deadlock)
     result = simulate(valid, seed=seed, depth=depth, walks=walks, max_seconds=max_seconds,
                       stop_at_first=stop_at_first, progress=progress)
-    return ExploreReport(target, 1, result, judge(valid, result))
+    return ExploreReport(target, 1, result, judge(valid, result), engine=None)
 
 
 __all__ = ["ExploreReport", "PropertyVerdict", "run_explore", "simulate_explore"]

@@ -63,6 +63,7 @@ def check_text(report: CheckReport) -> str:
             f"{title} at bounds {report.bounds.name!r}: {r.distinct_states:,} distinct states, "
             f"{r.states_generated:,} generated, depth {r.depth}, {r.seconds:.1f}s, "
             f"{report.workers} worker{'s' if report.workers > 1 else ''}"
+            f"{' (Ray actors)' if report.engine == 'ray' else ''}"
             f"{'' if report.symmetry else ', no symmetry reduction'}"
             f"{'' if r.complete else ' (INCOMPLETE: ' + str(r.stopped_because) + ')'}"
         )

@@ -41,6 +41,7 @@ def explore_text(report: ExploreReport) -> str:
             f"{report.target}: {r.distinct_states:,} distinct states, {r.states_generated:,} "
             f"generated, depth {r.depth}, {r.seconds:.1f}s, {report.workers} "
             f"worker{'s' if report.workers > 1 else ''}"
+            f"{' (Ray actors)' if report.engine == 'ray' else ''}"
             f"{'' if r.complete else ' (INCOMPLETE: ' + str(r.stopped_because) + ')'}"
         )
     lines = [

@@ -111,3 +111,4 @@ def test_check_engine_ray_gives_the_multiprocess_counts_and_nine_verdicts(cluste
     counts = ("distinct_states", "states_generated", "depth", "complete")
     assert [on_ray[key] for key in counts] == [here[key] for key in counts]
     assert on_ray["clauses"] == here["clauses"] and len(on_ray["clauses"]) == 9
+    assert (on_ray["engine"], here["engine"]) == ("ray", "multiprocess")

@@ -117,6 +117,7 @@ def test_check_simulate_finds_no_claim_at_paper_with_its_trace(tmp_path):
     assert "consume-once-consumption violated (a walk's trace, not promised shortest)" in done.stdout
     report = json.loads(out.read_text())
     assert report["mode"] == "simulate" and report["complete"] is False
+    assert report["engine"] is None and report["distinct_states"] is None
     assert report["simulation"]["seed"] == 1 and report["simulation"]["walks"] > 0
     assert report["simulation"]["shortest_traces"] is False
     clauses = report["clauses"]
