@@ -12,12 +12,12 @@ pytestmark = pytest.mark.agent_framework
 pytest.importorskip("agent_framework", reason="agent-framework-core is not installed "
                     "(pip install 'pymc-resume[agent-framework]' -c constraints/agent-framework-1.23.0.txt)")
 
-from live_steps import START, apply_steps, crash, resume  # noqa: E402
+from live_steps import START, apply_steps, crash, resume
 
-from pymc_resume.bridge.adapters.agent_framework import AgentFrameworkAdapter  # noqa: E402
-from pymc_resume.bridge.session import Session  # noqa: E402
-from pymc_resume.model.bounds import load_bounds  # noqa: E402
-from pymc_resume.model.state import INITIAL  # noqa: E402
+from pymc_resume.bridge.adapters.agent_framework import AgentFrameworkAdapter
+from pymc_resume.bridge.session import Session
+from pymc_resume.model.bounds import load_bounds
+from pymc_resume.model.state import INITIAL
 
 SMALL = load_bounds("small")  # step, effect-then-interrupt, gated: stages 0..3
 

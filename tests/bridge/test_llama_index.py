@@ -15,12 +15,12 @@ pytestmark = pytest.mark.llama_index
 pytest.importorskip("workflows", reason="llama-index-workflows is not installed "
                     "(pip install 'pymc-resume[llama-index]' -c constraints/llama-index-2.26.1.txt)")
 
-from live_steps import START, apply_steps, crash, resume  # noqa: E402
+from live_steps import START, apply_steps, crash, resume
 
-from pymc_resume.bridge.adapters.llama_index import LlamaIndexAdapter  # noqa: E402
-from pymc_resume.bridge.session import Session, Violation  # noqa: E402
-from pymc_resume.model.bounds import load_bounds  # noqa: E402
-from pymc_resume.model.state import INITIAL  # noqa: E402
+from pymc_resume.bridge.adapters.llama_index import LlamaIndexAdapter
+from pymc_resume.bridge.session import Session, Violation
+from pymc_resume.model.bounds import load_bounds
+from pymc_resume.model.state import INITIAL
 
 SMALL = load_bounds("small")  # step, effect-then-interrupt, gated: stages 0..3
 
@@ -38,7 +38,8 @@ def test_declares_its_calls_and_fork_as_unsupported():
     assert adapter.version.startswith("llama-index-workflows 2.")
     assert adapter.capabilities == {"recorded-inputs", "executions"}
     assert set(adapter.unsupported) == {"fork"} and "no checkpoint history" in adapter.unsupported["fork"]
-    assert set(adapter.framework_calls) == {"start", "resume", "resume-together", "crash", "recover", "update"}
+    performed = {"start", "resume", "resume-together", "crash", "recover", "update"}
+    assert set(adapter.framework_calls) == performed
 
 
 def test_a_start_saves_the_idle_context_parked_at_the_wait():

@@ -60,7 +60,6 @@ record.
 import asyncio
 import dataclasses
 import logging
-from pathlib import Path
 
 from pymc_resume.bridge.adapter import OK, REFUSED, Observation, Outcome, ThreadView
 from pymc_resume.bridge.kit import ChildProcessAdapter, Refusal
@@ -77,16 +76,18 @@ UPDATE_UNSUPPORTED = (
 )
 
 FRAMEWORK_CALLS = {
-    "start": "WorkflowBuilder(start_executor=..., checkpoint_storage=FileCheckpointStorage(dir)).add_chain(...)"
-             ".build().run(FuzzState(...))",
-    "resume": "workflow.run(checkpoint_id=head, responses={request_id: v}) on a fresh workflow in a fresh process",
+    "start": "WorkflowBuilder(start_executor=..., checkpoint_storage=FileCheckpointStorage(dir))"
+             ".add_chain(...).build().run(FuzzState(...))",
+    "resume": "workflow.run(checkpoint_id=head, responses={request_id: v}) on a fresh workflow in a "
+              "fresh process",
     "resume-together": "k processes, each workflow.run(checkpoint_id=head, responses={request_id: v})",
     "crash": "SIGKILL of the child process running workflow.run (around an executor's node code, or "
              "right after FileCheckpointStorage.save returned)",
     "recover": "workflow.run(checkpoint_id=head) on a fresh workflow in a fresh process",
     "fork": "a new workflow instance (its own workflow name) restores an earlier checkpoint when started: "
             "workflow.run(checkpoint_id=c); an edit fork first records its input with "
-            "run(checkpoint_id=c, responses={request_id: v}, stream=True), read up to the first superstep_started",
+            "run(checkpoint_id=c, responses={request_id: v}, stream=True), read up to the first "
+            "superstep_started",
 }
 
 
@@ -131,7 +132,8 @@ class AgentFrameworkAdapter(ChildProcessAdapter):
                                "pip install 'pymc-resume[agent-framework]'") from None
         self.allowed_types = bool(allowed_types)
         self.version = f"agent-framework-core {_agent_framework_version()}"
-        logging.getLogger("agent_framework").setLevel(logging.ERROR)  # a refused save is observed, not printed
+        # A refused save is observed in the store, not printed.
+        logging.getLogger("agent_framework").setLevel(logging.ERROR)
 
     def options(self) -> dict:
         return {"allowed_types": self.allowed_types}
@@ -167,13 +169,13 @@ class AgentFrameworkAdapter(ChildProcessAdapter):
         from agent_framework import WorkflowBuilder
 
         executors = [_executor(self, node) for node in range(len(self.workflow.nodes))]
-        return WorkflowBuilder(name=WORKFLOW_PREFIX + self.threads[thread]["name"], start_executor=executors[0],
-                               checkpoint_storage=self._storage()).add_chain(executors).build()
+        builder = WorkflowBuilder(name=WORKFLOW_PREFIX + self.threads[thread]["name"],
+                                  start_executor=executors[0], checkpoint_storage=self._storage())
+        return builder.add_chain(executors).build()
 
     # -- the client hooks, in the child process --------------------------------------------
 
     def client_start(self, thread: int) -> str:
-        memory = self.threads[thread]
         head = self._head(thread)
         if head is not None:
             return self._run(thread, checkpoint_id=head.checkpoint_id)
@@ -198,7 +200,7 @@ class AgentFrameworkAdapter(ChildProcessAdapter):
             return await self._workflow(thread).run(**arguments)
         try:
             result = asyncio.run(run())
-        except Exception as error:  # noqa: BLE001 - what Agent Framework returns to its client
+        except Exception as error:
             if _from_agent_framework(error):
                 raise AgentFrameworkRefusal(f"{type(error).__name__}: {error}") from None
             raise
@@ -225,7 +227,8 @@ class AgentFrameworkAdapter(ChildProcessAdapter):
             if not point.pending_request_info_events:
                 return Outcome(REFUSED, f"checkpoint {checkpoint} has no pending request to answer")
             try:
-                self._deliver_edit(new, point.checkpoint_id, next(iter(point.pending_request_info_events)), value)
+                request_id = next(iter(point.pending_request_info_events))
+                self._deliver_edit(new, point.checkpoint_id, request_id, value)
             except AgentFrameworkRefusal as refusal:
                 self.threads.pop()
                 return Outcome(REFUSED, str(refusal))
@@ -245,7 +248,7 @@ class AgentFrameworkAdapter(ChildProcessAdapter):
                     break
         try:
             asyncio.run(deliver())
-        except Exception as error:  # noqa: BLE001 - what Agent Framework returns to its client
+        except Exception as error:
             if _from_agent_framework(error):
                 raise AgentFrameworkRefusal(f"{type(error).__name__}: {error}") from None
             raise
@@ -331,7 +334,8 @@ class AgentFrameworkAdapter(ChildProcessAdapter):
             app = tuple(stored.values) if stored is not None else workflow.initial_state()
             for stage in range(chain[-1].pc, pc):
                 last = stage == pc - 1
-                chain.append(Checkpoint(stage + 1, app if last else _before_later(workflow, app, stage), stage))
+                state = app if last else _before_later(workflow, app, stage)
+                chain.append(Checkpoint(stage + 1, state, stage))
                 sources.append(index if last else None)
         return chain, sources
 
@@ -350,8 +354,9 @@ class AgentFrameworkAdapter(ChildProcessAdapter):
     def observe(self) -> Observation:
         checkpoints = self._checkpoints()
         views = []
-        for t, memory in enumerate(self.threads):
-            latest = [cp for cp in checkpoints.values() if cp.workflow_name == WORKFLOW_PREFIX + memory["name"]]
+        for memory in self.threads:
+            name = WORKFLOW_PREFIX + memory["name"]
+            latest = [cp for cp in checkpoints.values() if cp.workflow_name == name]
             head = max(latest, key=lambda cp: cp.timestamp).checkpoint_id if latest else memory["fork_point"]
             lineage = self._lineage(checkpoints, head)
             chain, _ = self._view(lineage)

@@ -60,10 +60,16 @@ from pymc_resume.model.state import INITIAL, Checkpoint
 from pymc_resume.model.workflow import UNSET, NodeKind, StageKind, Workflow
 
 try:
-    from workflows import Context, Workflow as LlamaWorkflow, step
+    from workflows import Context, step
+    from workflows import Workflow as LlamaWorkflow
     from workflows.context.serializers import JsonSerializer
     from workflows.events import (
-        Event, HumanResponseEvent, InputRequiredEvent, StartEvent, StopEvent, UnhandledEvent,
+        Event,
+        HumanResponseEvent,
+        InputRequiredEvent,
+        StartEvent,
+        StopEvent,
+        UnhandledEvent,
         WorkflowIdleEvent,
     )
 except ImportError as error:  # the registry reports it in one line, with the extra to install
@@ -231,7 +237,7 @@ class LlamaIndexAdapter(ChildProcessAdapter):
     def _framework(self, call) -> str:
         try:
             return call()
-        except Exception as error:  # noqa: BLE001 - what LlamaIndex Workflows returns to its client
+        except Exception as error:
             if _from_llama_index(error):
                 raise LlamaIndexRefusal(f"{type(error).__name__}: {error}") from None
             raise
@@ -268,7 +274,7 @@ class LlamaIndexAdapter(ChildProcessAdapter):
             return restored.to_dict(serializer=JsonSerializer())
         try:
             data = asyncio.run(update())
-        except Exception as error:  # noqa: BLE001 - what LlamaIndex Workflows returns to its client
+        except Exception as error:
             if _from_llama_index(error):
                 return Outcome(REFUSED, f"{type(error).__name__}: {error}")
             raise
@@ -309,7 +315,8 @@ class LlamaIndexAdapter(ChildProcessAdapter):
                 app, pc = self._app(saved), self._position(saved)
                 for stage in range(pc):
                     last = stage == pc - 1
-                    chain.append(Checkpoint(stage + 1, app if last else _before_later(workflow, app, stage), stage))
+                    state = app if last else _before_later(workflow, app, stage)
+                    chain.append(Checkpoint(stage + 1, state, stage))
                 if pc == 0 and app != chain[0].app:  # an update before the first stage ran
                     chain[0] = Checkpoint(0, app, INITIAL)
             inputs = {c.stage: c.app[workflow.stages[c.stage].node]
@@ -320,7 +327,8 @@ class LlamaIndexAdapter(ChildProcessAdapter):
 
 def _in_flight(data: dict) -> bool:
     """Whether a saved context has queued or running step work (not only waiters)."""
-    return any(worker.get("queue") or worker.get("in_progress") for worker in data.get("workers", {}).values())
+    workers = data.get("workers", {}).values()
+    return any(worker.get("queue") or worker.get("in_progress") for worker in workers)
 
 
 def _write_atomically(path: Path, data: dict) -> None:
