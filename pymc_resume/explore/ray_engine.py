@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Hashable
@@ -29,6 +30,7 @@ from typing import Any
 from pymc_resume.errors import BadInput, EnvironmentProblem
 from pymc_resume.explore import snapshot
 from pymc_resume.explore.limits import Limits, results_reserve
+from pymc_resume.explore.memory import die_with_parent
 from pymc_resume.explore.partition import Partition, owner_of, state_hasher
 from pymc_resume.explore.reachability import GraphPiece
 from pymc_resume.explore.service import PartitionService, Stepped, own_peak_bytes
@@ -52,6 +54,9 @@ class RayPartition:
 
     def __init__(self, model: ValidModel, index: int, count: int, canonical, stop_at_first: bool,
                  limits: Limits, started_at: float) -> None:
+        # The actor's parent is its node's raylet: when a killed driver takes the local instance
+        # down with it, the partition goes too instead of lingering as an orphan.
+        die_with_parent()
         self.limits = limits
         # The driver's start on this host's monotonic clock.
         self.started = time.monotonic() - (time.time() - started_at)
@@ -112,6 +117,9 @@ def _start(address: str | None, count: int) -> bool:
     options: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False,
                "include_dashboard": False,
                "runtime_env": {"env_vars": {"PYTHONPATH": search_path}}}
+    # Ray's core installs its own handlers (SIGTERM aborts the process): the command's own
+    # handlers are put back, so that SIGTERM and Ctrl-C still stop the run cleanly.
+    handlers = {number: signal.getsignal(number) for number in (signal.SIGTERM, signal.SIGINT)}
     try:
         if address:
             ray.init(address=address, **options)
@@ -121,6 +129,10 @@ def _start(address: str | None, count: int) -> bool:
         where = f"the Ray cluster at {address}" if address else "a local Ray instance"
         raise EnvironmentProblem(f"--engine ray: could not start or join {where}: "
                                  f"{' '.join(str(error).split())[:300]}") from None
+    finally:
+        for number, handler in handlers.items():
+            if handler is not None:
+                signal.signal(number, handler)
     return True
 
 
