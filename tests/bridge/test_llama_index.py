@@ -20,13 +20,18 @@ from live_steps import START, apply_steps, crash, resume
 from pymc_resume.bridge.adapters.llama_index import LlamaIndexAdapter
 from pymc_resume.bridge.session import Session, Violation
 from pymc_resume.model.bounds import load_bounds
-from pymc_resume.model.state import INITIAL
+from pymc_resume.model.state import INITIAL, UPDATE
 
 SMALL = load_bounds("small")  # step, effect-then-interrupt, gated: stages 0..3
 
 
-def session_of():
-    return Session(LlamaIndexAdapter(), SMALL.workflow, SMALL.values, step_timeout=60)
+def session_of(ignore=frozenset()):
+    return Session(LlamaIndexAdapter(), SMALL.workflow, SMALL.values, step_timeout=60, ignore=ignore)
+
+
+# The effect before a wait fires again at every resume (the step is replayed): judged at once, so
+# the tests of later behaviour set it aside.
+REFIRE = frozenset({"effect-exactly-once"})
 
 
 def statuses(session, thread=0):
@@ -86,3 +91,20 @@ def test_a_kill_after_the_context_was_saved_recovers_to_the_saved_park():
         assert len([e for e in session.sink.events() if e.kind == "execute" and e.stage == 0]) == 1
     finally:
         session.close()
+
+
+def test_an_update_shows_as_its_own_checkpoint_so_recovery_replays_it():
+    # Each operation writes the saved context at most once: the versions read after each
+    # operation are its history, and an update is a version at the same position.
+    steps = [START, resume(1), resume(1, crash=crash(3, "after-execute")),
+             {"action": "update", "thread": 0, "value": 2},
+             {"action": "recover", "thread": 0, "crash": None}, resume(2)]
+    violated, session = apply_steps(session_of(REFIRE), steps, drain=False)
+    assert len(session.steps) == len(steps) and "recovery-determinism" not in violated
+    assert any(c.stage == UPDATE and c.app[-1] == 2 for c in session.observation.threads[0].chain)
+
+
+def test_a_resume_to_a_completed_run_starts_it_again():
+    violated, session = apply_steps(session_of(REFIRE), [START, resume(1), resume(1), resume(2)], drain=False)
+    assert statuses(session) == ["ok", "ok", "ok", "ok"]  # not refused: the stopped context runs again
+    assert {"prefix-continuation", "consume-once-value"} & violated

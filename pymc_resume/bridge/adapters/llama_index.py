@@ -25,10 +25,10 @@ The client drives a run through `handler.stream_events(expose_internal=True)` un
 framework reports `WorkflowIdleEvent` (every step waits on external input) or the run stops,
 then serializes the context to the thread's file (written atomically: the durable point, the
 after-commit crash point of every stage the saved context has passed) and, when idle, cancels
-the run (`handler.cancel_run()`), as the docs' human-in-the-loop persistence does. The model's
-chain is read from the one saved context (the framework keeps no checkpoint history): the head,
-and before it one model checkpoint per stage it has passed, each with the state after that
-stage.
+the run (`handler.cancel_run()`), as the docs' human-in-the-loop persistence does. The framework
+keeps no checkpoint history: the model's chain is read from the versions of the saved context,
+in the order the adapter read them after each operation (each operation writes the file at most
+once), each version further on committing the stages in between.
 
 How the contract's operations map (docs/llama-index.md says more):
 
@@ -56,7 +56,7 @@ from pydantic import Field, create_model
 
 from pymc_resume.bridge.adapter import OK, REFUSED, Observation, Outcome, ThreadView
 from pymc_resume.bridge.kit import ChildProcessAdapter, Refusal
-from pymc_resume.model.state import INITIAL, Checkpoint
+from pymc_resume.model.state import INITIAL, UPDATE, Checkpoint
 from pymc_resume.model.workflow import UNSET, NodeKind, StageKind, Workflow
 
 try:
@@ -306,23 +306,44 @@ class LlamaIndexAdapter(ChildProcessAdapter):
         return workflow.end
 
     def observe(self) -> Observation:
-        workflow = self.workflow
+        """Each thread's chain from every version of its saved context this adapter has read.
+
+        The framework keeps no history, but every client operation writes the thread's file at
+        most once (when the run goes idle or stops), and the bridge observes after every
+        operation, so the versions read in order are the store's history (a version that k
+        concurrent deliveries overwrote was never durable as the run's record)."""
         views = []
         for t, memory in enumerate(self.threads):
-            chain = [Checkpoint(0, workflow.initial_state(), INITIAL)]
             saved = self._saved(t)
+            records = memory.setdefault("records", [])
             if saved is not None:
-                app, pc = self._app(saved), self._position(saved)
-                for stage in range(pc):
-                    last = stage == pc - 1
-                    state = app if last else _before_later(workflow, app, stage)
-                    chain.append(Checkpoint(stage + 1, state, stage))
-                if pc == 0 and app != chain[0].app:  # an update before the first stage ran
-                    chain[0] = Checkpoint(0, app, INITIAL)
-            inputs = {c.stage: c.app[workflow.stages[c.stage].node]
-                      for c in chain if c.stage >= 0 and workflow.consumes[c.stage]}
+                record = (self._position(saved), self._app(saved))
+                if not records or records[-1] != record:
+                    records.append(record)
+            chain = self._chain(records)
+            inputs = {c.stage: c.app[self.workflow.stages[c.stage].node]
+                      for c in chain if c.stage >= 0 and self.workflow.consumes[c.stage]}
             views.append(ThreadView(tuple(chain), memory["run"], inputs))
         return Observation(tuple(views))
+
+    def _chain(self, records: list[tuple[int, tuple[int, ...]]]) -> list[Checkpoint]:
+        """The model's chain for the saved versions in order: a version further on commits the
+        stages in between (each with the state after it); one at the same position with another
+        state is a client update; one further back (a stopped run that `run(ctx=...)` started
+        again) commits its stages again."""
+        workflow = self.workflow
+        chain = [Checkpoint(0, workflow.initial_state(), INITIAL)]
+        for pc, app in records:
+            before = chain[-1].pc
+            if pc == before:
+                if app != chain[-1].app:
+                    chain.append(Checkpoint(pc, app, UPDATE))
+                continue
+            for stage in range(before if pc > before else 0, pc):
+                last = stage == pc - 1
+                state = app if last else _before_later(workflow, app, stage)
+                chain.append(Checkpoint(stage + 1, state, stage))
+        return chain
 
 
 def _in_flight(data: dict) -> bool:
