@@ -108,6 +108,7 @@ def test_impossible_options_are_refused(options, message):
         simulate(Counter(), **options)
 
 
+@pytest.mark.slow  # 3 s idle, 7 s on a loaded machine: 1,000 walks at `paper`
 def test_check_simulate_finds_no_claim_at_paper_with_its_trace(tmp_path):
     """The issue's must-show: `check --bounds paper --mutant no-claim --simulate --seed 1`."""
     out = tmp_path / "s.json"
