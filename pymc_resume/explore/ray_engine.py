@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import pickle
 import signal
 import sys
 import time
@@ -35,7 +36,7 @@ from pymc_resume.explore.partition import Partition, owner_of, state_hasher
 from pymc_resume.explore.reachability import GraphPiece
 from pymc_resume.explore.service import PartitionService, Stepped, own_peak_bytes
 from pymc_resume.explore.snapshot import Layout
-from pymc_resume.explore.target import is_file_module
+from pymc_resume.explore.target import is_file_module, load_file
 from pymc_resume.explore.validate import ValidModel
 
 try:
@@ -52,11 +53,16 @@ class RayPartition:
     and memory as this actor's peak plus the rest of the run's, as last reported.
     """
 
-    def __init__(self, model: ValidModel, index: int, count: int, canonical, stop_at_first: bool,
-                 limits: Limits, started_at: float) -> None:
+    def __init__(self, model_files: list[str], pickled_model: bytes, index: int, count: int,
+                 stop_at_first: bool, limits: Limits, started_at: float) -> None:
         # The actor's parent is its node's raylet: when a killed driver takes the local instance
         # down with it, the partition goes too instead of lingering as an orphan.
         die_with_parent()
+        # Model files first, under the names the driver gave them: the model, and the classes
+        # of its states (which the plain codec finds by module and name), refer to them.
+        for path in model_files:
+            load_file(path)
+        model, canonical = pickle.loads(pickled_model)
         self.limits = limits
         # The driver's start on this host's monotonic clock.
         self.started = time.monotonic() - (time.time() - started_at)
@@ -136,14 +142,11 @@ def _start(address: str | None, count: int) -> bool:
     return True
 
 
-def _ship_by_value(model: ValidModel) -> None:
-    """A model loaded from a file lives in a module no other process can import by name: its
-    code travels with it (by value) instead."""
-    for thing in (model.model, type(model.model)):
-        module = sys.modules.get(getattr(thing, "__module__", "") or "")
-        if module is not None and is_file_module(module.__name__):
-            ray.cloudpickle.register_pickle_by_value(module)
-            return
+def _model_files() -> list[str]:
+    """The model files this process loaded by path (`explore path/to/model.py:factory`): an
+    actor loads them under the same module names before it unpickles the model."""
+    return [str(module.__file__) for name, module in list(sys.modules.items())
+            if is_file_module(name) and getattr(module, "__file__", None)]
 
 
 class RayEngine:
@@ -163,13 +166,14 @@ class RayEngine:
             if cpus < count:
                 raise BadInput(f"--workers {count}: the Ray cluster has {cpus:g} CPUs, and each "
                                "partition's actor takes one")
-            _ship_by_value(model)
             actor: Any = ray.remote(num_cpus=1, max_restarts=0)(RayPartition)
             started_at = time.time() - (time.monotonic() - started)
+            files = _model_files()
+            pickled_model = ray.put(ray.cloudpickle.dumps((model, canonical)))
             # SPREAD: partitions on as many nodes as there are, so that memory adds up.
             self.actors: list[Any] = [
                 actor.options(scheduling_strategy="SPREAD").remote(
-                    model, index, count, canonical, stop_at_first, limits, started_at)
+                    files, pickled_model, index, count, stop_at_first, limits, started_at)
                 for index in range(count)
             ]
         except BaseException:

@@ -30,6 +30,12 @@ def _module_name(path: Path) -> str:
     return f"{FILE_MODULE_PREFIX}{path.stem}_{digest}"
 
 
+def load_file(path: str) -> ModuleType:
+    """The model file at `path` loaded as `explore path:factory` loads it (same module name),
+    as another process must before it can unpickle a model or state defined there."""
+    return _load_file(Path(path), path)
+
+
 def is_file_module(name: str) -> bool:
     """Whether module `name` is a model file loaded by path (not importable by name elsewhere
     unless loaded the same way)."""

@@ -112,3 +112,49 @@ def test_check_engine_ray_gives_the_multiprocess_counts_and_nine_verdicts(cluste
     assert [on_ray[key] for key in counts] == [here[key] for key in counts]
     assert on_ray["clauses"] == here["clauses"] and len(on_ray["clauses"]) == 9
     assert (on_ray["engine"], here["engine"]) == ("ray", "multiprocess")
+
+
+NAMED_TUPLE_MODEL = '''
+from typing import NamedTuple
+from pymc_resume.explore import Invariant
+
+class Counter(NamedTuple):
+    count: int
+    colour: str
+
+class Model:
+    invariants = [Invariant("BelowThirty", lambda s: s.count < 30)]
+    deadlock_is_error = False
+
+    def initial_states(self):
+        return [Counter(0, "red")]
+
+    def successors(self, s):
+        if s.count < 40:
+            yield "add", Counter(s.count + 1, s.colour)
+            yield "paint", Counter(s.count, "blue" if s.colour == "red" else "red")
+
+def model():
+    return Model()
+'''
+
+
+def test_explore_a_model_file_whose_states_are_its_own_classes(cluster, tmp_path):
+    """Each actor loads the file under the driver's module name before it unpickles the model:
+    the plain codec finds the state class by module and name (it failed before, not loaded)."""
+    path = tmp_path / "counter.py"
+    path.write_text(NAMED_TUPLE_MODEL)
+
+    def run(name, *options):
+        out = tmp_path / f"{name}.json"
+        done = subprocess.run(
+            [sys.executable, "-m", "pymc_resume", "explore", f"{path}:model", "--workers", "2",
+             "--quiet", "--json", str(out), *options],
+            capture_output=True, text=True, cwd=ROOT, env=os.environ)
+        assert done.returncode == 1, done.stderr  # BelowThirty is violated
+        return json.loads(out.read_text())
+
+    on_ray = run("ray", "--engine", "ray", "--address", cluster.address)
+    here = run("multiprocess")
+    assert on_ray["distinct_states"] == here["distinct_states"] == 82
+    assert on_ray["properties"] == here["properties"]
