@@ -49,10 +49,8 @@ def _diff(path: str, before, after, out: list[str]) -> None:
         out.extend(f"{path}: - {item}" for item in removed)
         return
     parts_before, parts_after = _fields(before), _fields(after)
-    same_shape = (parts_before is not None and parts_after is not None
-                  and type(before) is type(after)
-                  and [label for label, _ in parts_before] == [label for label, _ in parts_after])
-    if not same_shape:
+    if (parts_before is None or parts_after is None or type(before) is not type(after)
+            or [label for label, _ in parts_before] != [label for label, _ in parts_after]):
         out.append(f"{path}: {shown(before)} -> {shown(after)}")
         return
     for (label, part_before), (_, part_after) in zip(parts_before, parts_after):

@@ -62,7 +62,7 @@ class InProcess:
     def id_of(self, key: Hashable) -> int | None:
         return self.partition.local_id(key)
 
-    def first_bad(self) -> dict[str, tuple[int, int]]:
+    def first_bad(self) -> dict[str, tuple[int, int, int]]:
         return dict(self.partition.first_bad)
 
     def save_state(self) -> tuple[list[bytes], snapshot.Layout]:
@@ -80,11 +80,14 @@ class InProcess:
         p = self.partition
         if not p.goals:
             return peak_bytes()
+        assert p.edge_sources is not None  # kept with goals
         return peak_bytes() + results_reserve(len(p.edge_sources), len(p))
 
     def worker_peak_rss(self) -> tuple[int, ...]:
         return ()  # no worker processes
 
     def graph_pieces(self) -> list[GraphPiece]:
+        """Asked only of a model with reachability properties (goals)."""
         p = self.partition
+        assert p.edge_sources is not None and p.edge_targets is not None  # kept with goals
         return [GraphPiece(len(p), p.level_starts, p.goal_flags, p.edge_sources, p.edge_targets)]

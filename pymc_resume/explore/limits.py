@@ -46,6 +46,7 @@ class Limits:
         return None
 
     def memory_message(self, what: str) -> str:
+        assert self.max_memory is not None  # asked only of a run with a memory budget
         return (
             f"memory budget of {self.max_memory / 2**20:,.0f} MiB: {what}; to go on, raise "
             "--max-memory or check smaller bounds"

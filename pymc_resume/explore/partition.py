@@ -17,6 +17,7 @@ from collections.abc import Callable, Hashable
 from pymc_resume.explore import persisted, snapshot
 from pymc_resume.explore.plain import PlainCodec, fits_plain_codec, tuple_mapper
 from pymc_resume.explore.result import DEADLOCK
+from pymc_resume.explore.snapshot import Layout
 from pymc_resume.explore.stable_hash import stable_hash
 from pymc_resume.explore.validate import ValidModel
 from pymc_resume.explore.visited import VisitedStore
@@ -45,8 +46,8 @@ def state_hasher(model: ValidModel) -> Callable[[Hashable], int]:
     """The hash that places a (canonical) state: the same in every process, so that a run and
     its recovery, started apart with different string-hash salts, agree on every owner. A model
     with a codec of its own keeps Python's `hash()`: its states must not hash strings."""
-    if model.partition_key is not None:
-        return lambda state: stable_hash(model.partition_key(state))
+    if model.partition_key is not None:  # (mypy does not carry this into the lambda)
+        return lambda state: stable_hash(model.partition_key(state))  # type: ignore[misc]
     return hash if model.codec is not None else stable_hash
 
 
@@ -131,7 +132,7 @@ class Partition:
         (`snapshot.partition_record` in the `persisted` format: never pickle)."""
         return persisted.dumps(snapshot.partition_record(self))
 
-    def restore(self, data: bytes, where: str, layout: snapshot.Layout) -> None:
+    def restore(self, data: bytes, where: str, layout: Layout) -> None:
         """Take the state a checkpoint file (read from `where`) holds, after checking it fits
         the model, this partition and the snapshot's `layout`; SnapshotError if it does not.
         A codec's tables are refilled in place: the codec itself is the model's."""
@@ -144,10 +145,10 @@ class Partition:
         absorb the senders' entries, as `_admit` would, in the same order)."""
         taken: list[Batch] = []
         for candidates, repeats, tables in inbound:
-            if tables is not None:
+            if tables is not None:  # (only a wire partition, which has translations, gets tables)
                 source, delta = tables
-                self.codec.absorb(self.translations[source], delta)
-                candidates = self._translated(candidates, self.translations[source])
+                self.codec.absorb(self.translations[source], delta)  # type: ignore[index]
+                candidates = self._translated(candidates, self.translations[source])  # type: ignore[index]
             elif self.encode and not self.wire:
                 candidates = [(self.encode(state), parent) for state, parent in candidates]
             taken.append((candidates, repeats, None))
@@ -229,9 +230,9 @@ class Partition:
         fresh: list[Hashable] = []
         for candidates, repeats, tables in inbound:
             if tables is not None:  # another partition's keys, and its new table entries
-                source, delta = tables
-                self.codec.absorb(self.translations[source], delta)
-                candidates = self._translated(candidates, self.translations[source])
+                source, delta = tables  # (tables come only to a wire partition: translations)
+                self.codec.absorb(self.translations[source], delta)  # type: ignore[index]
+                candidates = self._translated(candidates, self.translations[source])  # type: ignore[index]
                 self._admit_batch(candidates, repeats, level, fresh, encoded=True)
             else:
                 self._admit_batch(candidates, repeats, level, fresh, encoded=self.wire)
@@ -258,10 +259,10 @@ class Partition:
                 locals_.append(local)
                 if parent >= 0:
                     edge_sources.append(parent)
-                    edge_targets.append(local)
-        for position, parent in repeats:
-            edge_sources.append(parent)
-            edge_targets.append(locals_[position])
+                    edge_targets.append(local)  # type: ignore[union-attr]  # set with edge_sources
+        for position, parent in repeats:  # (repeats come only where edges are kept)
+            edge_sources.append(parent)  # type: ignore[union-attr]
+            edge_targets.append(locals_[position])  # type: ignore[union-attr]
 
     def _check(self, state: Hashable, gid: int, level: int) -> None:
         all_hold = self.all_hold
@@ -345,16 +346,16 @@ class Partition:
                     try:
                         key = plain_map(world, plain_ids)  # as PlainCodec.encode
                     except (KeyError, ValueError):  # a value never seen, or another length
-                        key = encode(world)
+                        key = encode(world)  # type: ignore[misc]  # the plain codec is a wire codec
                 elif encode_own:
                     key = encode_own(world) if self.owner(world) == own else world
                 else:
                     key = encode(world) if encode else world
                 local = known.get(key)
                 if local is not None:  # already one of ours
-                    if keep_edges:
-                        edge_sources.append(gid)
-                        edge_targets.append(local)
+                    if keep_edges:  # (the edge arrays are not None exactly then)
+                        edge_sources.append(gid)  # type: ignore[union-attr]
+                        edge_targets.append(local)  # type: ignore[union-attr]
                     continue
                 sighted = seen.get(key)
                 if sighted is None:
@@ -365,7 +366,7 @@ class Partition:
                             owner = hash(plain_map(key, part_hashes)) % PRIME % count
                         except (IndexError, ValueError):  # a value interned since the step
                             # began, or a tuple of another length
-                            owner = key_hash(key) % PRIME % count
+                            owner = key_hash(key) % PRIME % count  # type: ignore[misc]  # as part_hashes
                     elif key_hash is not None:
                         owner = key_hash(key) % PRIME % count  # as owner_of, from the tables
                     else:

@@ -30,6 +30,7 @@ from array import array
 from itertools import repeat
 from operator import itemgetter
 from types import ModuleType
+from typing import Literal, cast
 
 import attrs
 
@@ -79,7 +80,7 @@ def plain_kind(cls: object) -> str | None:
 def _field_names(cls: type, kind: str) -> tuple[str, ...]:
     """The names the constructor takes, in the order instances are written."""
     if kind == NAMED_TUPLE:
-        return cls._fields
+        return cls._fields  # type: ignore[attr-defined]  # a named tuple class's
     if kind == ATTRS:
         return tuple(field.alias for field in attrs.fields(cls) if field.init)
     if kind == DATACLASS:
@@ -187,7 +188,8 @@ class _Writer:
             width, data = 8, block.tobytes()
         elif low >= 0:
             width = (high.bit_length() + 7) // 8
-            data = b"".join(map(int.to_bytes, value, repeat(width), repeat("little")))
+            little: repeat[Literal["little"]] = repeat("little")
+            data = b"".join(map(int.to_bytes, value, repeat(width), little))
         else:
             return False
         self.parts += (INT_LIST + _U64.pack(width) + _U64.pack(len(value)), data)
@@ -274,7 +276,7 @@ def resolve_class(module_name: str, qualname: str) -> type:
             found = None
         if found is None:
             raise _Damaged(f"names class {module_name}.{qualname}, which does not exist")
-    if plain_kind(found) is None:
+    if not isinstance(found, type) or plain_kind(found) is None:
         raise _Damaged(f"names {module_name}.{qualname}, which is not a plain data class")
     return found
 
@@ -414,7 +416,8 @@ class _Reader:
                 block.byteswap()
             return block.tolist()
         chunks = map(itemgetter(0), struct.iter_unpack(f"{width}s", data))
-        return list(map(int.from_bytes, chunks, repeat("little")))
+        little: repeat[Literal["little"]] = repeat("little")
+        return list(map(int.from_bytes, chunks, little))
 
     def _back_reference(self) -> object:
         number = self.u64()
@@ -431,7 +434,7 @@ class _Reader:
             if self.take(1) != STR:
                 raise _Damaged("names a class without a qualified name")
             cls = resolve_class(module_name, self._str())
-            kind = plain_kind(cls)
+            kind = cast(str, plain_kind(cls))  # resolve_class returns only plain classes
             self.classes.append((cls, kind, _field_names(cls, kind)))
         elif number > len(self.classes):
             raise _Damaged(f"refers to class {number}, of {len(self.classes)} so far")
@@ -441,6 +444,7 @@ class _Reader:
         fields = self._items()
         if len(fields) != len(names):
             raise _Damaged(f"has a {cls.__qualname__} with {len(fields)} fields, not {len(names)}")
+        built: object
         try:
             if kind == NAMED_TUPLE:
                 built = tuple.__new__(cls, fields)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Hashable
+from typing import Any
 
 from pymc_resume.explore.codec import Interner, InternerTables
 from pymc_resume.explore.persisted import resolve_class
@@ -49,7 +50,7 @@ def _class_named(module: str, qualname: str) -> type:
 
 
 @functools.lru_cache(maxsize=256)
-def tuple_mapper(arity: int) -> Callable[[tuple, object], tuple]:
+def tuple_mapper(arity: int) -> Callable[[tuple, Any], tuple]:
     """`mapper(values, table)` is `tuple(map(table.__getitem__, values))` for `arity` values, as
     straight-line code generated once per arity: `(table[f0], table[f1], ...)`. It encodes a
     plain tuple state (table: the values' ids), hashes a key for its owner (the values'
@@ -80,6 +81,9 @@ class _Shape:
 
     __slots__ = ("build", "seed")
 
+    build: Callable[[Any], Hashable] | None  # None: the state is interned whole
+    seed: int | None  # None: hashed as a plain tuple (or whole)
+
     def __init__(self, entry: tuple) -> None:
         if entry[0] == "whole":
             self.build, self.seed = None, None
@@ -87,9 +91,12 @@ class _Shape:
         _kind, module, qualname, _arity = entry
         cls = _class_named(module, qualname)
         if issubclass(cls, tuple):  # a named tuple: equal to, and hashed as, a plain tuple
-            self.build, self.seed = cls._make, None
+            self.build, self.seed = cls._make, None  # type: ignore[attr-defined]  # a named tuple's
         else:
-            self.build, self.seed = (lambda fields, cls=cls: cls(*fields)), class_seed(cls)
+            self.build, self.seed = (
+                (lambda fields, cls=cls: cls(*fields)),
+                class_seed(cls),  # type: ignore[arg-type]  # mypy: cls is type[object], "unhashable"
+            )
 
 
 class PlainCodec(InternerTables):
@@ -123,6 +130,8 @@ class PlainCodec(InternerTables):
     def _learn(self, state: Hashable) -> tuple[int, Callable | None]:
         """Decide how states of this one's (non-tuple) type are split, from the first one."""
         kind = type(state)
+        fields: Callable[[Any], Any] | None
+        entry: tuple
         fields, entry = None, WHOLE
         names = field_names(kind) or getattr(kind, "_fields", None)
         if names and "<locals>" not in kind.__qualname__:
@@ -131,7 +140,8 @@ class PlainCodec(InternerTables):
                 fields = tuple
             else:
                 fields = lambda value, names=names: [getattr(value, name) for name in names]
-            if _Shape(entry).build(fields(state)) != state:
+            # (ignore: a class shape always builds, and `fields` takes any state of `kind`)
+            if _Shape(entry).build(fields(state)) != state:  # type: ignore[misc, arg-type]
                 fields, entry = None, WHOLE
         found = (-1 - self.shapes.id(entry), fields)  # negative: ids are not
         self._by_type[kind] = found

@@ -23,6 +23,7 @@ import re
 import shutil
 from array import array
 from pathlib import Path
+from typing import NoReturn, TypeVar, cast
 
 import attrs
 
@@ -31,6 +32,8 @@ from pymc_resume.explore import persisted
 from pymc_resume.explore.persisted import SnapshotError
 from pymc_resume.explore.result import DEADLOCK
 from pymc_resume.files import write_atomically
+
+_T = TypeVar("_T")
 
 FORMAT = 3  # 3: partition files in the `persisted` format, the manifest holds every level's start
 POINTER = "current"
@@ -179,7 +182,7 @@ def load(directory: str | Path) -> Snapshot:
     return Snapshot(manifest["run"], depth, elapsed, partitions, layout, files)
 
 
-def _fail(where: str, what: str):
+def _fail(where: str, what: str) -> NoReturn:
     raise SnapshotError(f"{where}: {what}")
 
 
@@ -273,13 +276,13 @@ class _Check:
         self.layout = layout
         self.depth = len(layout.level_starts[0])
 
-    def fail(self, what: str):
+    def fail(self, what: str) -> NoReturn:
         _fail(self.where, what)
 
-    def typed(self, value, kind, name: str):
+    def typed(self, value: object, kind: type[_T], name: str) -> _T:
         if type(value) is not kind:
             self.fail(f"{name} must be a {kind.__name__}, not {type(value).__name__}")
-        return value
+        return cast(_T, value)
 
     def ints(self, values, name: str, low: int, high: int) -> None:
         """Every value an int in [low, high)."""
@@ -399,6 +402,7 @@ def restore_partition(partition, record: object, where: str, layout: Layout) -> 
     if type(sent) is not list or len(sent) != count:
         check.fail(f"sent must be a list of {count} marks")
     if partition.wire:
+        assert tables is not None  # a wire codec keeps tables (see `codec`)
         for mark in sent:
             if mark is not None and (type(mark) is not tuple or len(mark) != len(tables)
                                      or any(type(m) is not int or not 0 <= m <= len(v)
@@ -458,7 +462,7 @@ def restore_partition(partition, record: object, where: str, layout: Layout) -> 
 def _restored_carry(check: _Check, partition, saved: object, depth: int) -> list:
     """The waiting candidates as batches, each key checked against the codec (a key must
     decode to a state that encodes back to it) and each parent a state of the last level."""
-    check.typed(saved, list, "carry")
+    saved = check.typed(saved, list, "carry")
     encode, decode = partition.encode, partition.decode
     carry = []
     for batch in saved:

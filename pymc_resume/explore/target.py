@@ -50,6 +50,8 @@ def _load_file(path: Path, target: str) -> ModuleType:
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:  # not a file Python can load (no .py suffix)
+        raise BadInput(f"{target}: {path.name} is not a Python file ({FORM})")
     module = importlib.util.module_from_spec(spec)
     if str(path.parent) not in sys.path:
         sys.path.insert(0, str(path.parent))

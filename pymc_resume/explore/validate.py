@@ -13,7 +13,7 @@ checked, no state or action constraint, no codec (the explorer derives one, see 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable
-from typing import Any
+from typing import Any, Literal, overload
 
 import attrs
 
@@ -46,6 +46,14 @@ class ValidModel:
     all_hold: Callable[[State], bool] | None = None
 
 
+@overload
+def _callable(model, name: str, required: Literal[True]) -> Callable: ...
+
+
+@overload
+def _callable(model, name: str, required: bool = False) -> Callable | None: ...
+
+
 def _callable(model, name: str, required: bool = False) -> Callable | None:
     found = getattr(model, name, None)
     if found is None:
@@ -57,7 +65,7 @@ def _callable(model, name: str, required: bool = False) -> Callable | None:
     return found
 
 
-def _properties(model, name: str, kind: type, field: str) -> tuple:
+def _properties(model, name: str, kind: type[Invariant] | type[AlwaysReachable], field: str) -> tuple:
     found = getattr(model, name, None)
     if found is None:
         return ()

@@ -15,6 +15,9 @@ class VisitedStore:
 
     __slots__ = ("ids", "parents")
 
+    ids: dict[Hashable, int]
+    parents: array[int]
+
     def __getstate__(self):
         return self.ids, self.parents
 
@@ -22,7 +25,7 @@ class VisitedStore:
         self.ids, self.parents = state
 
     def __init__(self) -> None:
-        self.ids: dict[Hashable, int] = {}
+        self.ids = {}
         self.parents = array("q")
 
     def __len__(self) -> int:

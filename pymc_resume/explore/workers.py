@@ -85,6 +85,7 @@ def _serve(conn, inherited, model: ValidModel, index: int, count: int, canonical
             raise _CoordinatorGone
         memory = run_peak_bytes(pids)
         if partition.goals:  # the reachability still to decide, as if every partition were ours
+            assert partition.edge_sources is not None  # kept with goals
             memory += results_reserve(len(partition.edge_sources) * count, len(partition) * count)
         return limits.exceeded(0, started, memory)
 
@@ -153,7 +154,7 @@ class WorkerPool:
         self.limits = limits
         self.started = started
         context = multiprocess.get_context("fork" if hasattr(os, "fork") else "spawn")
-        self.connections = []
+        self.connections: list = []  # multiprocess Connections (the package has no stubs)
         self.processes = []
         for index in range(count):
             parent_end, child_end = context.Pipe()
@@ -247,8 +248,8 @@ class WorkerPool:
     def _results(self) -> list:
         return [message for message, _ in self._ask_all(lambda i: (("results",), ()))]
 
-    def first_bad(self) -> dict[str, tuple[int, int]]:
-        merged: dict[str, tuple[int, int]] = {}
+    def first_bad(self) -> dict[str, tuple[int, int, int]]:
+        merged: dict[str, tuple[int, int, int]] = {}
         for first_bad, _piece, _peak in self._results():
             for name, found in first_bad.items():
                 if name not in merged or found < merged[name]:
