@@ -25,16 +25,16 @@ if importlib.util.find_spec("crewai") is None:
     pytest.skip("crewai is not installed (pip install -e '.[crewai]' -c constraints/ci.txt)",
                 allow_module_level=True)
 
-from live_steps import DEFAULT, START, apply_steps, crash, resume  # noqa: E402
+from live_steps import DEFAULT, START, apply_steps, crash, resume
 
-from pymc_resume.bridge.adapter import CONTRACT_OPERATIONS, FuzzSetup, framework_calls  # noqa: E402
-from pymc_resume.bridge.adapters.crewai import OFFLINE, CrewAIAdapter, raised_by  # noqa: E402
-from pymc_resume.bridge.process import FAILED, RETURNED, run_in_children  # noqa: E402
-from pymc_resume.bridge.registry import FAMILIES  # noqa: E402
-from pymc_resume.bridge.session import Session  # noqa: E402
-from pymc_resume.model.bounds import load_bounds  # noqa: E402
-from pymc_resume.model.contract import CLAUSE_IDS  # noqa: E402
-from pymc_resume.model.state import INITIAL  # noqa: E402
+from pymc_resume.bridge.adapter import CONTRACT_OPERATIONS, FuzzSetup, framework_calls
+from pymc_resume.bridge.adapters.crewai import OFFLINE, CrewAIAdapter, raised_by
+from pymc_resume.bridge.process import FAILED, RETURNED, run_in_children
+from pymc_resume.bridge.registry import FAMILIES
+from pymc_resume.bridge.session import Session
+from pymc_resume.model.bounds import load_bounds
+from pymc_resume.model.contract import CLAUSE_IDS
+from pymc_resume.model.state import INITIAL
 
 SMALL = load_bounds("small")  # step, effect-then-interrupt, gated: stages step, effect, wait, gated
 FUZZ = load_bounds("fuzz")  # ... gated, overflow, step: the overflow node can break the schema
@@ -117,7 +117,8 @@ def test_telemetry_is_switched_off_before_crewai_is_imported():
 
 # -- refusals: CrewAI's only when CrewAI raised them ------------------------------------------
 
-def test_an_exception_is_crewais_when_a_crewai_frame_raised_it_and_ours_when_our_code_did(tmp_path, monkeypatch):
+def test_an_exception_is_crewais_when_a_crewai_frame_raised_it_and_ours_when_our_code_did(
+        tmp_path, monkeypatch):
     import tempfile
 
     from crewai.flow.persistence import SQLiteFlowPersistence
@@ -233,7 +234,8 @@ def test_by_default_crewai_persists_a_schema_invalid_resume_value_then_refuses_t
 
 @slow
 def test_with_the_adapters_validation_an_invalid_value_is_refused_by_the_adapter_after_crewai_consumed_it():
-    violated, session = run([START, resume(-1), resume(1)], drain=False, bounds=SMALL, validate_assignment=True)
+    violated, session = run([START, resume(-1), resume(1)], drain=False, bounds=SMALL,
+                            validate_assignment=True)
     assert statuses(session) == ["ok", "refused", "refused"]
     assert outcomes(session)[1]["detail"].startswith("refused by the adapter's validation")
     # ...but CrewAI had already cleared the pending feedback: no value can be delivered any more.
@@ -259,7 +261,8 @@ def test_with_the_adapters_validation_a_schema_invalid_node_output_fails_the_thr
     violated, session = run([START, resume(2), resume(1), resume(1)], bounds=FUZZ, validate_assignment=True)
     assert violated == set()
     assert statuses(session) == ["ok", "ok", "refused", "refused"]
-    assert "adapter's validation" in outcomes(session)[2]["detail"] and "node output" in outcomes(session)[2]["detail"]
+    refusal = outcomes(session)[2]["detail"]
+    assert "adapter's validation" in refusal and "node output" in refusal
     view = session.observation.threads[0]
     assert view.run == "failed"
     assert all(-1 not in c.app for c in view.chain)
@@ -304,8 +307,8 @@ def test_fuzz_through_the_cli_finds_the_rerun_of_completed_methods(tmp_path):
     # took most of half an hour. Shrinking is tested on LangGraph and the reference runtime.
     out = tmp_path / "out.json"
     fuzz = subprocess.run(
-        [sys.executable, "-m", "pymc_resume", "fuzz", ADAPTER, "--examples", "3", "--steps", "4", "--seed", "1",
-         "--no-shrink", "--repro-dir", str(tmp_path / "repros"), "--json", str(out)],
+        [sys.executable, "-m", "pymc_resume", "fuzz", ADAPTER, "--examples", "3", "--steps", "4",
+         "--seed", "1", "--no-shrink", "--repro-dir", str(tmp_path / "repros"), "--json", str(out)],
         capture_output=True, text=True, cwd=tmp_path, timeout=1800,
     )
     assert fuzz.returncode == 1, fuzz.stdout + fuzz.stderr

@@ -67,7 +67,13 @@ import uuid
 from pathlib import Path
 
 from pymc_resume.bridge.adapter import (
-    OK, REFUSED, CrashPoint, FuzzSetup, Observation, Outcome, ThreadView,
+    OK,
+    REFUSED,
+    CrashPoint,
+    FuzzSetup,
+    Observation,
+    Outcome,
+    ThreadView,
 )
 from pymc_resume.bridge.nodes import NodeContext
 from pymc_resume.bridge.process import ClientControl, Gate, run_in_children, settle
@@ -94,7 +100,8 @@ FRAMEWORK_CALLS = {
     "crash": "SIGKILL of the client process (os.kill(os.getpid(), SIGKILL)) in a flow method before or "
              "after its code, or once SQLiteFlowPersistence.save_state of its completion returned",
     "recover": 'FuzzFlow().kickoff(inputs={"id": <flow id>}) (the documented @persist resume)',
-    "fork": "FuzzFlow().kickoff(restore_from_state_id=<parent flow id>): from the parent's head, intent replay",
+    "fork": "FuzzFlow().kickoff(restore_from_state_id=<parent flow id>): from the parent's head, "
+            "intent replay",
 }
 
 UNSUPPORTED = {
@@ -291,7 +298,8 @@ class CrewAIAdapter:
         try:
             _crewai()
         except ImportError as error:
-            raise RuntimeError(f"crewai is not installed ({error}); pip install 'pymc-resume[crewai]'") from None
+            raise RuntimeError(f"crewai is not installed ({error}); "
+                               "pip install 'pymc-resume[crewai]'") from None
         self.version = f"crewai {_crewai_version()}"
         self.validate_assignment = bool(validate_assignment)
         self.path: Path | None = None
@@ -359,7 +367,8 @@ class CrewAIAdapter:
                                     f"(asked for checkpoint {checkpoint}, the head is {head})")
         new = len(self.threads)
         memory = {"id": None, "run": "new", "parent": thread, "base": checkpoint}
-        task = self._task(new, self._restore_fork(self.threads[thread]["id"]), "run", None, f"fork.t{new}", None)
+        restore = self._restore_fork(self.threads[thread]["id"])
+        task = self._task(new, restore, "run", None, f"fork.t{new}", None)
         [result] = run_in_children([task])
         outcome = self._settle_in(memory, result)
         memory["id"] = (result.value or {}).get("flow_id")
@@ -416,7 +425,7 @@ class CrewAIAdapter:
             except AdapterValidationRefused as refusal:
                 return {"status": REFUSED, "detail": str(refusal), "failed": refusal.node_output,
                         "flow_id": getattr(refusal, "flow_id", None)}
-            except Exception as error:  # noqa: BLE001 - CrewAI's refusal, or a bug (re-raised)
+            except Exception as error:
                 if raised_by(error) != "crewai":
                     raise
                 return {"status": REFUSED, "detail": f"refused by CrewAI: {type(error).__name__}: {error}",
