@@ -273,5 +273,11 @@ def markdown_table(profiles, skipped) -> str:
         cells = _row_name(profile) + [cell(profile.clauses[cid]) for cid in CLAUSE_IDS]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", identical_line(profiles)]
+    unconfirmed = [(p, cid) for p in profiles for cid in p.unconfirmed]
+    if unconfirmed:  # apart from the violations: seen once, never reproduced, never counted
+        lines += ["", "Unconfirmed (seen in a live run, never reproduced by a replay of its repro; not counted "
+                      "as violated):", ""]
+        lines += [f"- {p.family} {p.configuration.name} `{cid}`: [repro]({p.clauses[cid].repro})"
+                  for p, cid in unconfirmed]
     lines += [f"\nskipped: {e['adapter']}: {e['reason']} ({e.get('install') or ''})" for e in skipped]
     return "\n".join(lines)

@@ -206,17 +206,19 @@ def test_an_unconfirmed_cell_is_listed_apart_and_never_counted_as_violated(tmp_p
         "--no-shrink",
         "--json",
         "p.json",
+        "--markdown",
+        "p.md",
         cwd=tmp_path,
     )
-    assert run.returncode == 0, (
-        run.stdout + run.stderr
-    )  # unconfirmed: the exit code says nothing was violated
+    # unconfirmed: the exit code says nothing was violated
+    assert run.returncode == 0, run.stdout + run.stderr
     [profile] = json.loads((tmp_path / "p.json").read_text())["profiles"]
     cell = profile["clauses"]["checkpoint-validity"]
     assert (
         cell["verdict"] == "unconfirmed" and cell["replays"]["reproduced"] == 0 and cell["replays"]["of"] >= 1
     )
     assert "unconfirmed (seen in a live run, never reproduced" in run.stdout
+    assert "Unconfirmed (seen in a live run" in (tmp_path / "p.md").read_text()
     listed = run.stdout.split("unconfirmed (seen in a live run")[1].splitlines()[1]
     assert "checkpoint-validity" in listed and cell["repro"] in listed
 
