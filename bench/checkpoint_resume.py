@@ -38,10 +38,13 @@ class CheckpointResume:
 
     def __init__(self, n: int = 4, k: int = 5) -> None:
         self.n, self.k = n, k
-        self.labels = [tuple(f"{action}({i})" for action in
-                             ("Step", "Checkpoint", "Crash", "Resume")) for i in range(n)]
-        self.invariants = [Invariant("ResumeFromCheckpoint", self.resume_from_checkpoint),
-                           Invariant("Bounded", self.bounded)]
+        self.labels = [
+            tuple(f"{action}({i})" for action in ("Step", "Checkpoint", "Crash", "Resume")) for i in range(n)
+        ]
+        self.invariants = [
+            Invariant("ResumeFromCheckpoint", self.resume_from_checkpoint),
+            Invariant("Bounded", self.bounded),
+        ]
 
     def initial_states(self):
         return [((RUNNING, 0, 0),) * self.n]
@@ -67,7 +70,7 @@ class CheckpointResume:
 
 
 def replace(state: tuple, index: int, process: tuple) -> tuple:
-    return state[:index] + (process,) + state[index + 1:]
+    return state[:index] + (process,) + state[index + 1 :]
 
 
 def protocol(n: int = 4, k: int = 5):
@@ -99,8 +102,7 @@ def protocol(n: int = 4, k: int = 5):
         return out
 
     def resume_from_checkpoint(d: dict) -> bool:
-        return all(d[f"pc_{i}"] == CRASHED or d[f"saved_{i}"] <= d[f"counter_{i}"]
-                   for i in range(n))
+        return all(d[f"pc_{i}"] == CRASHED or d[f"saved_{i}"] <= d[f"counter_{i}"] for i in range(n))
 
     def bounded(d: dict) -> bool:
         return all(0 <= d[f"saved_{i}"] <= k and 0 <= d[f"counter_{i}"] <= k for i in range(n))

@@ -38,6 +38,7 @@ def timed(name, function):
             return function(*args, **kwargs)
         finally:
             TIMES[name].append(time.perf_counter() - start)
+
     return wrapper
 
 
@@ -55,21 +56,27 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="pymc-resume-bench-"))
     try:
         started = time.perf_counter()
-        result = explore(model, canonical=model.canonical, workers=args.workers,
-                         checkpoint=Checkpointing(str(folder), every=args.every))
+        result = explore(
+            model,
+            canonical=model.canonical,
+            workers=args.workers,
+            checkpoint=Checkpointing(str(folder), every=args.every),
+        )
         seconds = time.perf_counter() - started
-        print(f"{args.bounds}, {args.workers} workers: {result.distinct_states:,} states, "
-              f"{seconds:.1f} s with {len(TIMES['write'])} snapshots; peak RSS MiB "
-              f"{peak_rss_mib(result)}")
+        print(
+            f"{args.bounds}, {args.workers} workers: {result.distinct_states:,} states, "
+            f"{seconds:.1f} s with {len(TIMES['write'])} snapshots; peak RSS MiB "
+            f"{peak_rss_mib(result)}"
+        )
         size = sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
         for part in ("take", "write"):
             values = TIMES[part]
-            print(f"  {part:7} last {values[-1]:.3f} s, max {max(values):.3f} s, "
-                  f"all {sum(values):.2f} s")
+            print(f"  {part:7} last {values[-1]:.3f} s, max {max(values):.3f} s, all {sum(values):.2f} s")
         print(f"  last snapshot: depth {snapshot.load(folder).depth}, {size / 2**20:.1f} MiB")
         saved = timed("load", snapshot.load)(folder)
-        explore(model, canonical=model.canonical, workers=args.workers, resume=saved,
-                max_states=1)  # restore, then stop at the first level
+        explore(
+            model, canonical=model.canonical, workers=args.workers, resume=saved, max_states=1
+        )  # restore, then stop at the first level
         print(f"  load    {TIMES['load'][0]:.3f} s, restore {TIMES['restore'][0]:.3f} s")
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -159,9 +159,13 @@ def _start_ray(workers: int) -> int:
     import ray
 
     search_path = os.pathsep.join(folder for folder in sys.path if folder)
-    ray.init(num_cpus=max(workers, os.cpu_count() or 1), include_dashboard=False,
-             log_to_driver=False, logging_level=logging.ERROR,
-             runtime_env={"env_vars": {"PYTHONPATH": search_path}})
+    ray.init(
+        num_cpus=max(workers, os.cpu_count() or 1),
+        include_dashboard=False,
+        log_to_driver=False,
+        logging_level=logging.ERROR,
+        runtime_env={"env_vars": {"PYTHONPATH": search_path}},
+    )
 
     @ray.remote(num_cpus=1)
     def started_worker_rss() -> int:
@@ -203,8 +207,9 @@ def _prepare_pymc_resume(spec: dict):
 
     def run() -> dict:
         started = time.perf_counter()
-        result = explore(model, canonical=canonical, workers=spec["workers"], progress=progress,
-                         engine=engine)
+        result = explore(
+            model, canonical=canonical, workers=spec["workers"], progress=progress, engine=engine
+        )
         seconds = time.perf_counter() - started
         if not result.complete:
             raise RuntimeError(f"search stopped early: {result.stopped_because}")
@@ -243,8 +248,7 @@ def _prepare_minicheck(spec: dict):
         return {
             "distinct_states": result["reachable_states"],
             "seconds": seconds,
-            "violations": sorted(name for name, p in result["properties"].items()
-                                 if not p["holds"]),
+            "violations": sorted(name for name, p in result["properties"].items() if not p["holds"]),
         }
 
     return run
@@ -260,13 +264,14 @@ def run_one(spec: dict) -> dict:
             return {"skipped": "minicheck is not installed (pip install -r bench/requirements.txt)"}
         extra["minicheck_version"] = getattr(minicheck, "__version__", "?")
         if extra["minicheck_version"] != MINICHECK_VERSION:
-            log(f"    note: minicheck {extra['minicheck_version']} is installed, the bench pins "
-                f"{MINICHECK_VERSION}")
+            log(
+                f"    note: minicheck {extra['minicheck_version']} is installed, the bench pins "
+                f"{MINICHECK_VERSION}"
+            )
     prepare = _prepare_minicheck if spec["tool"] == "minicheck" else _prepare_pymc_resume
     run = prepare(spec)
     on_ray = spec["tool"] == RAY_TOOL
-    workers = spec["workers"] if on_ray or (spec["tool"] == "pymc_resume"
-                                            and spec["workers"] > 1) else 0
+    workers = spec["workers"] if on_ray or (spec["tool"] == "pymc_resume" and spec["workers"] > 1) else 0
     per_worker = run.worker_start_rss if on_ray else (_forked_rss_bytes() if workers else 0)
     baseline = _rss_bytes() + workers * per_worker
     cpu_before = _cpu_seconds()
@@ -306,29 +311,31 @@ def run_one(spec: dict) -> dict:
 
 def plan(args) -> list[dict]:
     workers_list = [int(w) for w in args.workers_list.split(",")]
-    tools = [{"multiprocess": "pymc_resume", "ray": RAY_TOOL}[engine]
-             for engine in args.engines.split(",")]
+    tools = [{"multiprocess": "pymc_resume", "ray": RAY_TOOL}[engine] for engine in args.engines.split(",")]
     runs = []
     if args.only in (None, "twophase"):
         for n in [args.n] if args.n else TWOPHASE_SIZES:
             for tool in tools:
                 for workers in workers_list:
-                    runs.append({"model": f"twophase-{n}", "tool": tool, "workers": workers,
-                                 "n": n})
+                    runs.append({"model": f"twophase-{n}", "tool": tool, "workers": workers, "n": n})
             if not args.skip_minicheck:
                 runs.append({"model": f"twophase-{n}", "tool": "minicheck", "workers": 1, "n": n})
     if args.only in (None, "plain"):
         for n in [args.n] if args.n else TWOPHASE_SIZES:
             model = f"twophase-plain-{n}"
-            runs.extend({"model": model, "tool": "pymc_resume", "workers": workers, "n": n}
-                        for workers in workers_list)
+            runs.extend(
+                {"model": model, "tool": "pymc_resume", "workers": workers, "n": n}
+                for workers in workers_list
+            )
             if not args.skip_minicheck:
                 runs.append({"model": model, "tool": "minicheck", "workers": 1, "n": n})
     if args.only in (None, "checkpoint"):
         n, k = args.n or 4, args.k
         model = f"checkpoint-resume-{n}-{k}"
-        runs.extend({"model": model, "tool": "pymc_resume", "workers": workers, "n": n, "k": k}
-                    for workers in workers_list)
+        runs.extend(
+            {"model": model, "tool": "pymc_resume", "workers": workers, "n": n, "k": k}
+            for workers in workers_list
+        )
         if not args.skip_minicheck:
             runs.append({"model": model, "tool": "minicheck", "workers": 1, "n": n, "k": k})
     if args.only in (None, "reference"):
@@ -336,8 +343,14 @@ def plan(args) -> list[dict]:
             if bounds == "paper" and args.skip_paper:
                 continue
             for workers in workers_list:
-                runs.append({"model": f"reference-{bounds}", "tool": "pymc_resume",
-                             "workers": workers, "bounds": bounds})
+                runs.append(
+                    {
+                        "model": f"reference-{bounds}",
+                        "tool": "pymc_resume",
+                        "workers": workers,
+                        "bounds": bounds,
+                    }
+                )
     return runs
 
 
@@ -345,8 +358,14 @@ def run_in_child(spec: dict) -> dict:
     """Run `spec` in a fresh interpreter; its stderr (progress) goes straight to ours."""
     with tempfile.NamedTemporaryFile("r", suffix=".json", prefix="bench-run-") as out:
         completed = subprocess.run(
-            [sys.executable, str(Path(__file__).resolve()), "--run-one", json.dumps(spec),
-             "--result-file", out.name],
+            [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--run-one",
+                json.dumps(spec),
+                "--result-file",
+                out.name,
+            ],
             stdin=subprocess.DEVNULL,
             check=False,
         )
@@ -371,15 +390,18 @@ def ratios(runs: list[dict]) -> dict:
             same = done.get(("pymc_resume", workers))
             if tool == RAY_TOOL and same:
                 entry[f"ray_over_multiprocess_{workers}w"] = (
-                    run["states_per_second"] / same["states_per_second"])
+                    run["states_per_second"] / same["states_per_second"]
+                )
             if tool != "pymc_resume":
                 continue
             if one and workers > 1:
                 entry[f"pymc_resume_speedup_1_to_{workers}_workers"] = (
-                    run["states_per_second"] / one["states_per_second"])
+                    run["states_per_second"] / one["states_per_second"]
+                )
             if mini:
                 entry[f"pymc_resume_{workers}w_over_minicheck"] = (
-                    run["states_per_second"] / mini["states_per_second"])
+                    run["states_per_second"] / mini["states_per_second"]
+                )
         out[model] = entry
     return out
 
@@ -393,8 +415,9 @@ def checks(runs: list[dict]) -> list[str]:
             continue
         counts.setdefault(run["model"], set()).add(run["distinct_states"])
         if run["violations"]:
-            problems.append(f"{run['model']} {run['tool']} w={run['workers']}: "
-                            f"violations {run['violations']}")
+            problems.append(
+                f"{run['model']} {run['tool']} w={run['workers']}: violations {run['violations']}"
+            )
         n = run.get("n")
         expected = TLC_DISTINCT.get(n) if run["model"].startswith("twophase") else None
         if "k" in run:
@@ -402,29 +425,31 @@ def checks(runs: list[dict]) -> list[str]:
 
             expected = distinct_states(n, run["k"])
         if expected is not None and run["distinct_states"] != expected:
-            problems.append(f"{run['model']} {run['tool']} w={run['workers']}: "
-                            f"{run['distinct_states']:,} distinct states, expected "
-                            f"{expected:,}")
+            problems.append(
+                f"{run['model']} {run['tool']} w={run['workers']}: "
+                f"{run['distinct_states']:,} distinct states, expected "
+                f"{expected:,}"
+            )
     for model, seen in counts.items():
         if len(seen) > 1:
-            problems.append(f"{model}: tools/worker counts disagree on distinct states: "
-                            f"{sorted(seen)}")
+            problems.append(f"{model}: tools/worker counts disagree on distinct states: {sorted(seen)}")
     return problems
 
 
 def write_json(path: str, document: dict) -> None:
     """Write atomically: a temporary file in the same folder, then os.replace."""
     folder = os.path.dirname(os.path.abspath(path))
-    with tempfile.NamedTemporaryFile("w", dir=folder, prefix=".bench-", suffix=".tmp",
-                                     delete=False) as tmp:
+    with tempfile.NamedTemporaryFile("w", dir=folder, prefix=".bench-", suffix=".tmp", delete=False) as tmp:
         json.dump(document, tmp, indent=2)
         tmp.write("\n")
     os.replace(tmp.name, path)
 
 
 def table(runs: list[dict], ratio_table: dict) -> str:
-    head = (f"{'model':<22} {'tool':<15} {'w':>2} {'distinct':>12} {'seconds':>9} "
-            f"{'states/s':>10} {'cpu s':>8} {'peak MiB':>9} {'B/state':>8}")
+    head = (
+        f"{'model':<22} {'tool':<15} {'w':>2} {'distinct':>12} {'seconds':>9} "
+        f"{'states/s':>10} {'cpu s':>8} {'peak MiB':>9} {'B/state':>8}"
+    )
     lines = [head, "-" * len(head)]
     for run in runs:
         prefix = f"{run['model']:<22} {run['tool']:<15} {run['workers']:>2}"
@@ -435,7 +460,8 @@ def table(runs: list[dict], ratio_table: dict) -> str:
             f"{prefix} {run['distinct_states']:>12,} {run['seconds']:>9.2f} "
             f"{run['states_per_second']:>10,.0f} {run['cpu_seconds']:>8.1f} "
             f"{run['peak_rss_mib']:>9,.0f} "
-            f"{run['bytes_per_state']:>8,.0f}")
+            f"{run['bytes_per_state']:>8,.0f}"
+        )
     lines.append("")
     for model, entry in ratio_table.items():
         shown = ", ".join(f"{key} {value:.2f}" for key, value in entry.items())
@@ -447,13 +473,17 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", help="write the results here (atomically)")
     parser.add_argument("--only", choices=("twophase", "plain", "checkpoint", "reference"))
-    parser.add_argument("--n", type=int, help="TwoPhase size (default: 5..9), or CheckpointResume "
-                                              "processes (default: 4)")
+    parser.add_argument(
+        "--n", type=int, help="TwoPhase size (default: 5..9), or CheckpointResume processes (default: 4)"
+    )
     parser.add_argument("--k", type=int, default=5, help="CheckpointResume's count (default: 5)")
     parser.add_argument("--workers-list", default="1,2", help="pymc_resume worker counts")
-    parser.add_argument("--engines", default="multiprocess",
-                        help="pymc_resume engines for the TwoPhase runs: multiprocess, ray, or "
-                             "both comma-separated (default: multiprocess)")
+    parser.add_argument(
+        "--engines",
+        default="multiprocess",
+        help="pymc_resume engines for the TwoPhase runs: multiprocess, ray, or "
+        "both comma-separated (default: multiprocess)",
+    )
     parser.add_argument("--skip-paper", action="store_true", help="skip reference-paper")
     parser.add_argument("--skip-minicheck", action="store_true", help="pymc_resume runs only")
     parser.add_argument("--run-one", help=argparse.SUPPRESS)  # internal: one run, this process
@@ -482,8 +512,7 @@ def main(argv=None) -> int:
         "ratios": {},
     }
     for position, spec in enumerate(runs_planned, 1):
-        log(f"[{position}/{len(runs_planned)}] {spec['model']} {spec['tool']} "
-            f"workers={spec['workers']} ...")
+        log(f"[{position}/{len(runs_planned)}] {spec['model']} {spec['tool']} workers={spec['workers']} ...")
         measured = run_in_child(spec)
         run = {key: spec[key] for key in ("model", "tool", "workers")}
         run.update({key: spec[key] for key in ("n", "k") if key in spec})
@@ -491,11 +520,13 @@ def main(argv=None) -> int:
         if "skipped" in run:
             log(f"    skipped: {run['skipped']}")
         else:
-            log(f"    {run['distinct_states']:,} distinct states in {run['seconds']:.2f}s "
+            log(
+                f"    {run['distinct_states']:,} distinct states in {run['seconds']:.2f}s "
                 f"({run['states_per_second']:,.0f}/s, {run['cpu_seconds']:.1f}s CPU), "
                 f"peak RSS {run['peak_rss_mib']:,.0f} MiB "
                 f"(sampled {run['sampled_peak_rss_mib']:,.0f}), "
-                f"{run['bytes_per_state']:,.0f} bytes/state")
+                f"{run['bytes_per_state']:,.0f} bytes/state"
+            )
         document["runs"].append(run)
         document["ratios"] = ratios(document["runs"])
         write_json(args.json, document)  # after every run, so an interrupted bench keeps its runs

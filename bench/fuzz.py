@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -48,9 +48,23 @@ from pymc_resume.runtime import RUNTIME_FAULTS
 def run_one(fault: str, seed: int, max_seconds: float, workdir: Path) -> dict:
     """One fuzz run of the reference runtime with `fault`, as the CLI reports it."""
     out = workdir / f"{fault}-{seed}.json"
-    command = [sys.executable, "-m", "pymc_resume", "fuzz", "reference", "--fault", fault,
-               "--seed", str(seed), "--max-seconds", str(max_seconds), "--json", str(out),
-               "--repro-dir", str(workdir / f"repros-{fault}-{seed}")]
+    command = [
+        sys.executable,
+        "-m",
+        "pymc_resume",
+        "fuzz",
+        "reference",
+        "--fault",
+        fault,
+        "--seed",
+        str(seed),
+        "--max-seconds",
+        str(max_seconds),
+        "--json",
+        str(out),
+        "--repro-dir",
+        str(workdir / f"repros-{fault}-{seed}"),
+    ]
     target = MUTANTS[fault].target
     started = time.perf_counter()
     run = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=workdir)
@@ -66,8 +80,13 @@ def run_one(fault: str, seed: int, max_seconds: float, workdir: Path) -> dict:
     stderr = run.communicate()[1]
     wall = time.perf_counter() - started
     report = _read(out) or report
-    row = {"fault": fault, "seed": seed, "target": target, "exit_code": run.returncode,
-           "wall_seconds": round(wall, 1)}
+    row = {
+        "fault": fault,
+        "seed": seed,
+        "target": target,
+        "exit_code": run.returncode,
+        "wall_seconds": round(wall, 1),
+    }
     if report is None:
         return {**row, "found": False, "error": stderr.strip().splitlines()[-1:] or ["no output"]}
     clauses = report["clauses"]
@@ -80,10 +99,13 @@ def run_one(fault: str, seed: int, max_seconds: float, workdir: Path) -> dict:
         # Seconds in the run's own clock; the repro's time in ours, less the start-up.
         startup = wall - report.get("seconds", wall) if repro_at is None else 0.0
         written = repro_at if repro_at is not None else report.get("seconds", wall) + startup
-        row.update(examples=first["examples"], seconds=first["seconds"],
-                   repro_steps=cell.get("repro_steps"),
-                   shrink_seconds=round(max(0.0, written - first["seconds"]), 1),
-                   repro=cell.get("trace"))
+        row.update(
+            examples=first["examples"],
+            seconds=first["seconds"],
+            repro_steps=cell.get("repro_steps"),
+            shrink_seconds=round(max(0.0, written - first["seconds"]), 1),
+            repro=cell.get("trace"),
+        )
     return row
 
 
@@ -115,21 +137,31 @@ def summary(rows: list[dict]) -> dict:
 
 
 def table(result: dict) -> str:
-    lines = [f"{'fault':<32} {'target':<26} {'found':>5} {'s to 1st':>9} {'examples':>8} "
-             f"{'repro':>5} {'shrink s':>8}"]
+    lines = [
+        f"{'fault':<32} {'target':<26} {'found':>5} {'s to 1st':>9} {'examples':>8} "
+        f"{'repro':>5} {'shrink s':>8}"
+    ]
     for fault, cell in result.items():
+
         def show(value, spec):
             return "-" if value is None else format(value, spec)
-        lines.append(f"{fault:<32} {cell['target']:<26} {cell['found_in']:>5} "
-                     f"{show(cell['median_seconds'], '9.1f')} {show(cell['median_examples'], '8.0f')} "
-                     f"{show(cell['median_repro_steps'], '5.0f')} {show(cell['median_shrink_seconds'], '8.1f')}")
+
+        lines.append(
+            f"{fault:<32} {cell['target']:<26} {cell['found_in']:>5} "
+            f"{show(cell['median_seconds'], '9.1f')} {show(cell['median_examples'], '8.0f')} "
+            f"{show(cell['median_repro_steps'], '5.0f')} {show(cell['median_shrink_seconds'], '8.1f')}"
+        )
     return "\n".join(lines)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--faults", nargs="*", default=sorted(RUNTIME_FAULTS),
-                        help="faults to run (default: the whole catalogue)")
+    parser.add_argument(
+        "--faults",
+        nargs="*",
+        default=sorted(RUNTIME_FAULTS),
+        help="faults to run (default: the whole catalogue)",
+    )
     parser.add_argument("--seeds", nargs="*", type=int, default=[1, 2, 3])
     parser.add_argument("--max-seconds", type=float, default=60.0, help="per run (default 60)")
     parser.add_argument("--json", help="write the rows and the summary here")
@@ -140,8 +172,11 @@ def main() -> int:
             for seed in args.seeds:
                 row = run_one(fault, seed, args.max_seconds, Path(folder))
                 rows.append(row)
-                shown = (f"{row['seconds']:.1f}s, {row['examples']} examples, {row['repro_steps']} steps"
-                         if "seconds" in row else "NOT FOUND")
+                shown = (
+                    f"{row['seconds']:.1f}s, {row['examples']} examples, {row['repro_steps']} steps"
+                    if "seconds" in row
+                    else "NOT FOUND"
+                )
                 print(f"{fault} seed {seed}: {shown}", file=sys.stderr, flush=True)
     result = summary(rows)
     print(table(result))

@@ -46,8 +46,10 @@ def protocol(n: int) -> Protocol:
     prepared_msg = [2 * n + 1 + rm for rm in range(n)]  # positions of msg_Prepared_r*
     commit_msg, abort_msg = 3 * n + 1, 3 * n + 2
     labels = [
-        tuple(f"{action}(r{rm + 1})" for action in (
-            "TMRcvPrepared", "RMPrepare", "RMChooseToAbort", "RMRcvCommitMsg", "RMRcvAbortMsg"))
+        tuple(
+            f"{action}(r{rm + 1})"
+            for action in ("TMRcvPrepared", "RMPrepare", "RMChooseToAbort", "RMRcvCommitMsg", "RMRcvAbortMsg")
+        )
         for rm in range(n)
     ]
 

@@ -131,8 +131,17 @@ class TwoPhasePacked:
         commit_sent = s & self.commit_msg  # [type |-> "Commit"] \in msgs
         abort_sent = s & self.abort_msg  # [type |-> "Abort"] \in msgs
         for (
-            tm_rcv_prepared, rm_prepare, rm_choose_to_abort, rm_rcv_commit_msg, rm_rcv_abort_msg,
-            rm_field, other_fields, prepared, committed, in_tm_prepared, prepared_msg,
+            tm_rcv_prepared,
+            rm_prepare,
+            rm_choose_to_abort,
+            rm_rcv_commit_msg,
+            rm_rcv_abort_msg,
+            rm_field,
+            other_fields,
+            prepared,
+            committed,
+            in_tm_prepared,
+            prepared_msg,
         ) in self._rms:
             # TMRcvPrepared(rm): tmState = "init" /\ [type |-> "Prepared", rm |-> rm] \in msgs
             #   /\ tmPrepared' = tmPrepared \cup {rm}

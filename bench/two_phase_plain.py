@@ -33,13 +33,18 @@ class TwoPhasePlain:
         self.messages = frozenset({COMMIT, ABORT} | {("Prepared", rm) for rm in range(n)})
         # Per RM: its five action labels and its Prepared message, written once.
         self.rms = [
-            (rm, f"TMRcvPrepared(r{rm + 1})", f"RMPrepare(r{rm + 1})",
-             f"RMChooseToAbort(r{rm + 1})", f"RMRcvCommitMsg(r{rm + 1})",
-             f"RMRcvAbortMsg(r{rm + 1})", ("Prepared", rm))
+            (
+                rm,
+                f"TMRcvPrepared(r{rm + 1})",
+                f"RMPrepare(r{rm + 1})",
+                f"RMChooseToAbort(r{rm + 1})",
+                f"RMRcvCommitMsg(r{rm + 1})",
+                f"RMRcvAbortMsg(r{rm + 1})",
+                ("Prepared", rm),
+            )
             for rm in range(n)
         ]
-        self.invariants = [Invariant("TPTypeOK", self.type_ok),
-                           Invariant("TCConsistent", self.consistent)]
+        self.invariants = [Invariant("TPTypeOK", self.type_ok), Invariant("TCConsistent", self.consistent)]
 
     def initial_states(self):
         return [(("working",) * self.n, "init", frozenset(), frozenset())]
@@ -56,10 +61,8 @@ class TwoPhasePlain:
             if tm_init and message in msgs:
                 yield rcv_prepared, (rm_state, tm_state, tm_prepared | {rm}, msgs)
             if rm_state[rm] == "working":
-                yield prepare, (set_at(rm_state, rm, "prepared"), tm_state, tm_prepared,
-                                msgs | {message})
-                yield choose_to_abort, (set_at(rm_state, rm, "aborted"), tm_state, tm_prepared,
-                                        msgs)
+                yield prepare, (set_at(rm_state, rm, "prepared"), tm_state, tm_prepared, msgs | {message})
+                yield choose_to_abort, (set_at(rm_state, rm, "aborted"), tm_state, tm_prepared, msgs)
             if commit_sent:
                 yield rcv_commit, (set_at(rm_state, rm, "committed"), tm_state, tm_prepared, msgs)
             if abort_sent:
@@ -67,9 +70,13 @@ class TwoPhasePlain:
 
     def type_ok(self, state) -> bool:
         rm_state, tm_state, tm_prepared, msgs = state
-        return (len(rm_state) == self.n and RM_STATES.issuperset(rm_state)
-                and tm_state in TM_STATES and tm_prepared <= self.all_rms
-                and msgs <= self.messages)
+        return (
+            len(rm_state) == self.n
+            and RM_STATES.issuperset(rm_state)
+            and tm_state in TM_STATES
+            and tm_prepared <= self.all_rms
+            and msgs <= self.messages
+        )
 
     def consistent(self, state) -> bool:
         rm_state = state[0]
@@ -78,4 +85,4 @@ class TwoPhasePlain:
 
 def set_at(values: tuple, index: int, value) -> tuple:
     """TLA+'s `[values EXCEPT ![index] = value]` for a function written as a tuple."""
-    return values[:index] + (value,) + values[index + 1:]
+    return values[:index] + (value,) + values[index + 1 :]

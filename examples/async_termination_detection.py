@@ -51,8 +51,10 @@ class AsyncTerminationDetection:
         active, pending, detected = state
         for i in self.nodes:
             if pending[i] > 0:  # RcvMsg(i)
-                yield f"RcvMsg({i})", (except_(active, i, True),
-                                       except_(pending, i, pending[i] - 1), detected)
+                yield (
+                    f"RcvMsg({i})",
+                    (except_(active, i, True), except_(pending, i, pending[i] - 1), detected),
+                )
             if active[i]:  # Terminate(i): terminationDetected' \in {it, terminated'}
                 now = except_(active, i, False)
                 for then in dict.fromkeys((detected, self.terminated(now, pending))):
@@ -69,8 +71,11 @@ class AsyncTerminationDetection:
 
     def type_ok(self, state) -> bool:
         active, pending, detected = state
-        return (all(isinstance(a, bool) for a in active) and isinstance(detected, bool)
-                and all(isinstance(p, int) and p >= 0 for p in pending))
+        return (
+            all(isinstance(a, bool) for a in active)
+            and isinstance(detected, bool)
+            and all(isinstance(p, int) and p >= 0 for p in pending)
+        )
 
     def safe(self, state) -> bool:
         """Safe: terminationDetected => terminated."""

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pymc_resume.explore import Invariant
-
 from tla import except_
+
+from pymc_resume.explore import Invariant
 
 LABELS = frozenset({"Loop", "Eat", "Think"})
 
@@ -126,9 +126,7 @@ class DiningPhilosophers:
         )
 
     def share_fork(self, p: int, q: int) -> bool:
-        return bool(
-            {self.left_fork(p), self.right_fork(p)} & {self.left_fork(q), self.right_fork(q)}
-        )
+        return bool({self.left_fork(p), self.right_fork(p)} & {self.left_fork(q), self.right_fork(q)})
 
     def exclusive_access(self, state) -> bool:
         pc = state[2]

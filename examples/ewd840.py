@@ -27,9 +27,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from itertools import product
 
-from pymc_resume.explore import Invariant
-
 from tla import except_
+
+from pymc_resume.explore import Invariant
 
 COLORS = ("white", "black")
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pymc_resume.explore import Invariant
-
 from tla import except_
+
+from pymc_resume.explore import Invariant
 
 PROCS = (1, 2)
 LABELS = frozenset({"a0", "a1", "a2", "a3", "cs", "a4"})
@@ -112,8 +112,7 @@ def inv(state) -> bool:
     return (
         all(c_of(state, p) == (pc_of(state, p) in ("a2", "a3", "cs", "a4")) for p in PROCS)
         and all(
-            not lockcs(state, p) or turn == p or pc_of(state, other(p)) in ("a0", "a1", "a2")
-            for p in PROCS
+            not lockcs(state, p) or turn == p or pc_of(state, other(p)) in ("a0", "a1", "a2") for p in PROCS
         )
         and not (lockcs(state, 1) and lockcs(state, 2))
     )

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pymc_resume.explore import Invariant
-
 from tla import except_
+
+from pymc_resume.explore import Invariant
 
 ZERO = frozenset({0})
 BOTH = frozenset({0, 1})

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pymc_resume.explore import Invariant
-
 from tla import except_
+
+from pymc_resume.explore import Invariant
 
 RM_STATES = frozenset({"working", "prepared", "committed", "aborted"})
 

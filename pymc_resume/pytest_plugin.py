@@ -35,35 +35,81 @@ import attrs
 import pytest
 
 MARKER = "resume_contract"
-DEFAULTS = {"examples": 25, "steps": 12, "seed": 0, "bounds": "default", "repro_dir": "pymc-resume-repros",
-            "step_timeout": 30.0, "max_seconds": None, "shrink": True}
+DEFAULTS = {
+    "examples": 25,
+    "steps": 12,
+    "seed": 0,
+    "bounds": "default",
+    "repro_dir": "pymc-resume-repros",
+    "step_timeout": 30.0,
+    "max_seconds": None,
+    "shrink": True,
+}
 CHECK_KEYWORDS = frozenset(DEFAULTS)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("pymc-resume", "the resume contract (pymc-resume)")
-    group.addoption("--resume-examples", type=int, default=None, metavar="N",
-                    help="Fuzzed examples per resume_contract check (default 25).")
-    group.addoption("--resume-steps", type=int, default=None, metavar="N",
-                    help="Most client steps per example (default 12).")
-    group.addoption("--resume-seed", default=None, metavar="SEED",
-                    help="Hypothesis seed of every check (default 0), or 'random'.")
-    group.addoption("--resume-bounds", default=None, metavar="NAME|PATH",
-                    help="Bounds whose workflow, values and processes to use (default 'default').")
-    group.addoption("--resume-repro-dir", default=None, metavar="DIR",
-                    help="Where repros of violations are written (default ./pymc-resume-repros).")
-    group.addoption("--resume-step-timeout", type=float, default=None, metavar="SECONDS",
-                    help="Stop an adapter that takes longer to build, open or run a step (default 30).")
-    group.addoption("--resume-max-seconds", type=float, default=None, metavar="SECONDS",
-                    help="Stop each check after this long and judge what it saw (default no limit).")
-    group.addoption("--resume-no-shrink", action="store_true", default=False,
-                    help="Keep each violation's failing steps as found, without minimizing them.")
+    group.addoption(
+        "--resume-examples",
+        type=int,
+        default=None,
+        metavar="N",
+        help="Fuzzed examples per resume_contract check (default 25).",
+    )
+    group.addoption(
+        "--resume-steps",
+        type=int,
+        default=None,
+        metavar="N",
+        help="Most client steps per example (default 12).",
+    )
+    group.addoption(
+        "--resume-seed",
+        default=None,
+        metavar="SEED",
+        help="Hypothesis seed of every check (default 0), or 'random'.",
+    )
+    group.addoption(
+        "--resume-bounds",
+        default=None,
+        metavar="NAME|PATH",
+        help="Bounds whose workflow, values and processes to use (default 'default').",
+    )
+    group.addoption(
+        "--resume-repro-dir",
+        default=None,
+        metavar="DIR",
+        help="Where repros of violations are written (default ./pymc-resume-repros).",
+    )
+    group.addoption(
+        "--resume-step-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="Stop an adapter that takes longer to build, open or run a step (default 30).",
+    )
+    group.addoption(
+        "--resume-max-seconds",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="Stop each check after this long and judge what it saw (default no limit).",
+    )
+    group.addoption(
+        "--resume-no-shrink",
+        action="store_true",
+        default=False,
+        help="Keep each violation's failing steps as found, without minimizing them.",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", f"{MARKER}(adapter=..., **options): fuzz the adapter against the resume contract first "
-                   "(pymc-resume's pytest plugin)")
+        "markers",
+        f"{MARKER}(adapter=..., **options): fuzz the adapter against the resume contract first "
+        "(pymc-resume's pytest plugin)",
+    )
 
 
 @attrs.frozen
@@ -113,11 +159,14 @@ def adapter_spec(adapter) -> str:
         return adapter
     if isinstance(adapter, type):
         if "<locals>" in adapter.__qualname__:
-            raise pytest.UsageError(f"resume_contract: {adapter.__qualname__} is defined inside a function; "
-                                    "define the adapter class at module level so replays can import it")
+            raise pytest.UsageError(
+                f"resume_contract: {adapter.__qualname__} is defined inside a function; "
+                "define the adapter class at module level so replays can import it"
+            )
         return f"{adapter.__module__}:{adapter.__qualname__}"
-    raise pytest.UsageError(f"resume_contract: expected an adapter class, spec or factory, "
-                            f"not {type(adapter).__name__}")
+    raise pytest.UsageError(
+        f"resume_contract: expected an adapter class, spec or factory, not {type(adapter).__name__}"
+    )
 
 
 def check(config: pytest.Config, adapter, **keywords):
@@ -135,9 +184,18 @@ def check(config: pytest.Config, adapter, **keywords):
     seed = None if settings.seed == "random" else settings.seed
     try:
         bounds = load_bounds(settings.bounds)
-        report = run_fuzz(spec, keywords, bounds, examples=settings.examples, steps=settings.steps, seed=seed,
-                          repro_dir=settings.repro_dir, step_timeout=settings.step_timeout,
-                          shrink=settings.shrink, budget=Budget(settings.max_seconds, None))
+        report = run_fuzz(
+            spec,
+            keywords,
+            bounds,
+            examples=settings.examples,
+            steps=settings.steps,
+            seed=seed,
+            repro_dir=settings.repro_dir,
+            step_timeout=settings.step_timeout,
+            shrink=settings.shrink,
+            budget=Budget(settings.max_seconds, None),
+        )
     except (BoundsError, PymcResumeError) as error:
         pytest.fail(f"resume contract: {error}", pytrace=False)
     if report.error is not None:
@@ -156,17 +214,28 @@ def check_factory(config: pytest.Config, factory, **keywords) -> None:
 
     unknown = sorted(set(keywords) - CHECK_KEYWORDS)
     if unknown:
-        raise pytest.UsageError(f"resume_contract: a factory takes no adapter options ({', '.join(unknown)}): "
-                                "build them into the factory")
+        raise pytest.UsageError(
+            f"resume_contract: a factory takes no adapter options ({', '.join(unknown)}): "
+            "build them into the factory"
+        )
     settings = Settings.of(config, keywords)
     seed = None if settings.seed == "random" else settings.seed
-    case = contract_test_case(factory, bounds=settings.bounds, examples=settings.examples, steps=settings.steps,
-                              seed=seed, step_timeout=settings.step_timeout)
+    case = contract_test_case(
+        factory,
+        bounds=settings.bounds,
+        examples=settings.examples,
+        steps=settings.steps,
+        seed=seed,
+        step_timeout=settings.step_timeout,
+    )
     try:
         case("runTest").runTest()
     except Violation as violation:
-        pytest.fail(f"resume contract: {violation}\n(no repro file for a factory: pass the adapter class and "
-                    f"its options to get one)", pytrace=False)
+        pytest.fail(
+            f"resume contract: {violation}\n(no repro file for a factory: pass the adapter class and "
+            f"its options to get one)",
+            pytrace=False,
+        )
     except AdapterFailure as failure:
         pytest.fail(f"resume contract: the adapter failed: {failure}", pytrace=False)
 
@@ -175,13 +244,18 @@ def violation_text(report) -> str:
     """Each violated id: its reason, minimal steps and repro files."""
     from pymc_resume.bridge.session import describe_step
 
-    lines = [f"resume contract: adapter {report.adapter!r} ({report.version}) violates "
-             f"{', '.join(report.violated)} (seed {report.seed}, bounds {report.bounds.name!r})"]
+    lines = [
+        f"resume contract: adapter {report.adapter!r} ({report.version}) violates "
+        f"{', '.join(report.violated)} (seed {report.seed}, bounds {report.bounds.name!r})"
+    ]
     for clause_id in report.violated:
         result = report.clauses[clause_id]
         lines += ["", f"{clause_id}: {result.reason}"]
         lines += [f"  {i}. {describe_step(step)}" for i, step in enumerate(result.steps or [])]
-        lines += [f"  repro: {result.repro}  (pymc-resume replay {result.repro})", f"  pytest: {result.pytest}"]
+        lines += [
+            f"  repro: {result.repro}  (pymc-resume replay {result.repro})",
+            f"  pytest: {result.pytest}",
+        ]
     return "\n".join(lines)
 
 
@@ -199,6 +273,8 @@ def pytest_runtest_call(item: pytest.Item) -> None:
         keywords = dict(marker.kwargs)
         adapters = [*marker.args, *([keywords.pop("adapter")] if "adapter" in keywords else [])]
         if len(adapters) != 1:
-            raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.{MARKER} takes one adapter (a spec, or "
-                                    "adapter=Class) and keywords")
+            raise pytest.UsageError(
+                f"{item.nodeid}: @pytest.mark.{MARKER} takes one adapter (a spec, or "
+                "adapter=Class) and keywords"
+            )
         check(item.config, adapters[0], **keywords)

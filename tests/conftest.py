@@ -14,8 +14,8 @@ import re
 
 import pytest
 
-from pymc_resume.explore import explore
 from pymc_resume.checking.matrix import compute_matrix
+from pymc_resume.explore import explore
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.semantics import ResumeModel
 
@@ -41,8 +41,12 @@ def _shared_group(item) -> str | None:
 def pytest_collection_modifyitems(items):
     # The longest first (the profiles, then the other slow tests): the workers then end
     # together instead of one waiting on a long test handed out last.
-    items.sort(key=lambda item: ("configuration_profile" not in item.fixturenames,
-                                 item.get_closest_marker("slow") is None))
+    items.sort(
+        key=lambda item: (
+            "configuration_profile" not in item.fixturenames,
+            item.get_closest_marker("slow") is None,
+        )
+    )
     for item in items:
         group = _shared_group(item)
         if group is not None:

@@ -67,8 +67,7 @@ NOT_OURS = ("PostgreSQL.",)
 
 
 def _entries(folders: list[Path]) -> set[Path]:
-    return {entry for folder in folders for entry in folder.iterdir()
-            if not entry.name.startswith(NOT_OURS)}
+    return {entry for folder in folders for entry in folder.iterdir() if not entry.name.startswith(NOT_OURS)}
 
 
 def _become_subreaper() -> bool:

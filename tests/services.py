@@ -33,6 +33,7 @@ def with_database(url: str, name: str) -> str:
         parts = urlsplit(url)
         return urlunsplit(parts._replace(path=f"/{name}"))
     from psycopg.conninfo import make_conninfo
+
     return make_conninfo(url, dbname=name)
 
 
@@ -70,8 +71,8 @@ def run_databases(url: str, prefix: str) -> list[str]:
         return []
     with connection:
         rows = connection.execute(
-            "SELECT datname FROM pg_database WHERE starts_with(datname, %s) ORDER BY datname",
-            (prefix,)).fetchall()
+            "SELECT datname FROM pg_database WHERE starts_with(datname, %s) ORDER BY datname", (prefix,)
+        ).fetchall()
     return [name for (name,) in rows]
 
 

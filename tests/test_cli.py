@@ -36,8 +36,12 @@ def test_mutant_violation_exits_1_with_a_trace(tmp_path):
 def test_bad_input_exits_2_with_one_line_and_no_traceback(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("nodes = ['step']\nvalues = 0\n")
-    for args in (["--bounds", "nosuch"], ["--mutant", "nosuch"], ["--bounds", str(bad)],
-                 ["--max-states", "0"]):
+    for args in (
+        ["--bounds", "nosuch"],
+        ["--mutant", "nosuch"],
+        ["--bounds", str(bad)],
+        ["--max-states", "0"],
+    ):
         run = cli("check", *args)
         assert run.returncode == 2, args
         assert "Traceback" not in run.stderr

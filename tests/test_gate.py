@@ -20,19 +20,25 @@ import pytest
 
 pytestmark = pytest.mark.langgraph
 
-pytest.importorskip("langgraph.checkpoint.sqlite", reason="langgraph is not installed (pip install 'pymc-resume[langgraph]')")
-
-from typing import TypedDict  # noqa: E402
-
-from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
-from langgraph.graph import END, START, StateGraph  # noqa: E402
-from langgraph.types import interrupt  # noqa: E402
-
-from pymc_resume.bridge.process import RETURNED, run_in_children  # noqa: E402
-from pymc_resume.gate import (  # noqa: E402
-    ClaimStillHeld, ConsumeOnceGate, InterruptAlreadyClaimed, InterruptAlreadyConsumed, GateRefusal,
+pytest.importorskip(
+    "langgraph.checkpoint.sqlite", reason="langgraph is not installed (pip install 'pymc-resume[langgraph]')"
 )
-from pymc_resume.bridge.race import postgres_unreachable, postgres_url  # noqa: E402
+
+from typing import TypedDict
+
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+
+from pymc_resume.bridge.process import RETURNED, run_in_children
+from pymc_resume.bridge.race import postgres_unreachable, postgres_url
+from pymc_resume.gate import (
+    ClaimStillHeld,
+    ConsumeOnceGate,
+    GateRefusal,
+    InterruptAlreadyClaimed,
+    InterruptAlreadyConsumed,
+)
 
 
 class Approval(TypedDict):
@@ -113,7 +119,9 @@ class Store:
 
 
 def _postgres_or_skip():
-    pytest.importorskip("langgraph.checkpoint.postgres", reason="langgraph-checkpoint-postgres is not installed")
+    pytest.importorskip(
+        "langgraph.checkpoint.postgres", reason="langgraph-checkpoint-postgres is not installed"
+    )
     why = postgres_unreachable(postgres_url())
     if why:
         pytest.skip(why)
@@ -164,6 +172,7 @@ def test_concurrent_resumes_serve_exactly_one_racer(store):
             except InterruptAlreadyClaimed as refused:
                 return {"refused": refused.claim.value}
             return {"served": value}
+
         return task
 
     values = [f"v{i}" for i in range(4)]
@@ -195,7 +204,10 @@ def test_a_crashed_claimant_is_recovered_with_the_claimed_value(store, durabilit
 
     def claimant(barrier):
         child = store.graph()
-        ConsumeOnceGate.for_checkpointer(child.checkpointer).resume(child, store.config, "yes", durability=durability)
+        ConsumeOnceGate.for_checkpointer(child.checkpointer).resume(
+            child, store.config, "yes", durability=durability
+        )
+
     [result] = run_in_children([claimant])
     assert result.signal == signal.SIGKILL and store.executions() == ["start yes"]
 
@@ -250,7 +262,9 @@ def test_recover_without_a_claim_leaves_a_parked_thread_parked(store):
 
 
 def test_refusals_share_one_base_class_and_an_in_memory_saver_is_no_shared_store():
-    assert issubclass(InterruptAlreadyClaimed, GateRefusal) and issubclass(InterruptAlreadyConsumed, GateRefusal)
+    assert issubclass(InterruptAlreadyClaimed, GateRefusal) and issubclass(
+        InterruptAlreadyConsumed, GateRefusal
+    )
     from langgraph.checkpoint.memory import InMemorySaver
 
     with pytest.raises(TypeError, match="no shared store"):
@@ -328,6 +342,7 @@ def on_host_a(island, task):
 
 def claimant(store: Store, result_file):
     """Resume "yes" through a gate on this (the child's) host, writing how it ended."""
+
     def run():
         from pymc_resume.gate._holders import this_host
 
@@ -342,6 +357,7 @@ def claimant(store: Store, result_file):
             return
         with open(result_file, "a") as out:
             out.write("served\n")
+
     return run
 
 
@@ -360,7 +376,9 @@ def stop(process) -> None:
 
 @pytest.mark.postgres
 @pytest.mark.xdist_group("island")  # one island per test run, not one per worker
-def test_a_claimant_killed_on_one_host_is_recovered_from_another_with_the_claimed_value(island, two_hosts, tmp_path):
+def test_a_claimant_killed_on_one_host_is_recovered_from_another_with_the_claimed_value(
+    island, two_hosts, tmp_path
+):
     store, graph, gate = two_hosts
     store.kill.touch()  # the claimant SIGKILLs itself inside the node, after its claim
     process = on_host_a(island, claimant(store, tmp_path / "claimant"))
@@ -372,6 +390,7 @@ def test_a_claimant_killed_on_one_host_is_recovered_from_another_with_the_claime
     dead = gate.outstanding_claim(store.config)
     assert dead.value == "yes" and dead.status == "running"
     from pymc_resume.gate._holders import this_host
+
     assert dead.host != this_host() and dead.host in (tmp_path / "claimant").read_text()
 
     with pytest.raises(InterruptAlreadyClaimed, match="'yes'"):  # host B's own answer: refused
@@ -476,7 +495,9 @@ def test_async_resumes_serve_exactly_one_racer_and_recover_after_a_crash(kind, t
                 except InterruptAlreadyClaimed as refused:
                     return {"refused": refused.claim.value}
                 return {"served": value}
+
             return asyncio.run(with_async_gate(work))
+
         return task
 
     try:
@@ -491,6 +512,7 @@ def test_async_resumes_serve_exactly_one_racer_and_recover_after_a_crash(kind, t
         async def recover(graph, gate):
             await gate.arecover(graph, store.config)
             return (await graph.aget_state(store.config)).values["answer"]
+
         assert asyncio.run(with_async_gate(recover)) == winner  # the claimed value, not a new one
         assert store.executions() == [f"start {winner}", f"start {winner}", f"done {winner}"]
     finally:

@@ -139,8 +139,12 @@ def test_separation_bookkeeping():
 def test_header_split_and_table_layout():
     assert _split_header("consume-once-consumption") == ("consume-once-", "consumption")
     assert _split_header("liveness") == ("liveness", "")
-    rows = {REFERENCE: fake_row(REFERENCE), "no-claim": fake_row(
-        "no-claim", violated=("consume-once-consumption",), lengths={"consume-once-consumption": 9})}
+    rows = {
+        REFERENCE: fake_row(REFERENCE),
+        "no-claim": fake_row(
+            "no-claim", violated=("consume-once-consumption",), lengths={"consume-once-consumption": 9}
+        ),
+    }
     lines = matrix_table(Matrix(load_bounds("small"), True, rows, 1.0)).splitlines()
     assert lines[0].startswith("row") and "prefix-" in lines[0]
     assert "continuation" in lines[1] and set(lines[2]) <= {"-", " "}

@@ -16,23 +16,40 @@ import pytest
 
 from pymc_resume.bridge.adapter import CRASHED, OK, REFUSED
 from pymc_resume.bridge.race import (
-    CANNOT_RUN, HOLDS, VIOLATED, RaceInputError, plan_cells, postgres_unreachable, postgres_url, race_once, run_race,
+    CANNOT_RUN,
+    HOLDS,
+    VIOLATED,
+    RaceInputError,
+    plan_cells,
+    postgres_unreachable,
+    postgres_url,
+    race_once,
+    run_race,
 )
 
 
 def cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "pymc_resume", "race", *args],
-                          capture_output=True, text=True, cwd=cwd, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "pymc_resume", "race", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=600,
+    )
 
 
 def langgraph_or_skip():
-    pytest.importorskip("langgraph.checkpoint.sqlite", reason="langgraph is not installed "
-                                                              "(pip install 'pymc-resume[langgraph]')")
+    pytest.importorskip(
+        "langgraph.checkpoint.sqlite",
+        reason="langgraph is not installed (pip install 'pymc-resume[langgraph]')",
+    )
 
 
 def postgres_or_skip():
     langgraph_or_skip()
-    pytest.importorskip("langgraph.checkpoint.postgres", reason="langgraph-checkpoint-postgres is not installed")
+    pytest.importorskip(
+        "langgraph.checkpoint.postgres", reason="langgraph-checkpoint-postgres is not installed"
+    )
     why = postgres_unreachable(postgres_url())
     if why:
         pytest.skip(why)
@@ -73,7 +90,9 @@ def test_langgraph_cells_are_store_by_durability_by_gate_by_k():
     assert len(cells) == 3 * 2 * 2 and {c.api for c in cells} == {"invoke"}
     both = plan_cells("langgraph", [2], durabilities=["sync"], apis=["invoke", "ainvoke"])
     assert [(c.api, c.variant) for c in both] == [
-        ("invoke", None), ("ainvoke", "pymc_resume.bridge.adapters.langgraph_async:LangGraphAsyncAdapter")]
+        ("invoke", None),
+        ("ainvoke", "pymc_resume.bridge.adapters.langgraph_async:LangGraphAsyncAdapter"),
+    ]
     assert {c.config for c in cells} == {"sqlite/sync", "sqlite/async", "sqlite/exit"}
     assert cells[0].options == {"store": "sqlite", "durability": "sync", "gate": False}
     gated = plan_cells("pymc_resume.bridge.adapters.langgraph:LangGraphGated", [2], durabilities=["exit"])
@@ -168,8 +187,9 @@ def test_two_hosts_on_postgres_consume_several_times_ungated_and_once_gated():
 
     if not running_as_root():
         pytest.skip("network hosts need root (ip netns, veth pairs)")
-    cells = plan_cells("langgraph", [4], stores=["postgres"], durabilities=["sync"], gates=[False, True],
-                       hosts=[2])
+    cells = plan_cells(
+        "langgraph", [4], stores=["postgres"], durabilities=["sync"], gates=[False, True], hosts=[2]
+    )
     assert [(c.hosts, c.network, c.gate) for c in cells] == [(2, True, False), (2, True, True)]
     report = run_race("langgraph", cells, trials=2)
     ungated, gated = report.cells
@@ -180,7 +200,9 @@ def test_two_hosts_on_postgres_consume_several_times_ungated_and_once_gated():
         assert [r.host for r in trial.racers] == ["10.213.0.11", "10.213.0.12"] * 2
     by_hosts = report.as_json()["by_hosts"]
     assert [(row["hosts"], row["gate"], row["one consumption"]) for row in by_hosts] == [
-        ("2", "off", "0/1"), ("2", "on", "1/1")]
+        ("2", "off", "0/1"),
+        ("2", "on", "1/1"),
+    ]
     mine = [p.name for p in NETNS_DIR.glob(f"{PREFIX}{os.getpid()}-*")] if NETNS_DIR.is_dir() else []
     assert mine == []  # the island is gone
 
@@ -207,8 +229,8 @@ def my_island_folders(pid: int) -> list:
 
 def test_an_island_that_cannot_start_its_server_removes_its_namespaces(monkeypatch):
     island_or_skip()
-    from pymc_resume.errors import EnvironmentProblem
     from pymc_resume.bridge.hosts import POSTGRES_BIN_VARIABLE, Island
+    from pymc_resume.errors import EnvironmentProblem
 
     monkeypatch.setenv(POSTGRES_BIN_VARIABLE, "/nonexistent/postgresql/bin")
     with pytest.raises(EnvironmentProblem, match="no PostgreSQL binaries"):
@@ -227,9 +249,26 @@ def test_a_race_terminated_on_its_hosts_leaves_nothing_behind(tmp_path):
     import signal
     import time
 
-    command = [sys.executable, "-m", "pymc_resume", "race", "langgraph", "--store", "postgres", "--hosts", "2",
-               "--k", "8", "--trials", "50", "--durability", "sync"]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    command = [
+        sys.executable,
+        "-m",
+        "pymc_resume",
+        "race",
+        "langgraph",
+        "--store",
+        "postgres",
+        "--hosts",
+        "2",
+        "--k",
+        "8",
+        "--trials",
+        "50",
+        "--durability",
+        "sync",
+    ]
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path
+    )
     try:
         lines = []
         deadline = time.monotonic() + 120
@@ -280,20 +319,33 @@ def test_race_langgraph_exits_1_ungated_and_0_gated(tmp_path):
     ungated = cli("langgraph", "--k", "4", "--trials", "3", "--durability", "sync", "--json", str(out))
     assert ungated.returncode == 1, ungated.stdout + ungated.stderr
     assert json.loads(out.read_text())["cells"][0]["verdict"] == VIOLATED
-    gated = cli("langgraph", "--k", "2", "--trials", "2", "--durability", "sync", "--gate", "--json", str(out))
+    gated = cli(
+        "langgraph", "--k", "2", "--trials", "2", "--durability", "sync", "--gate", "--json", str(out)
+    )
     assert gated.returncode == 0, gated.stdout + gated.stderr
     [cell] = json.loads(out.read_text())["cells"]
     assert cell["gate"] is True and cell["consumptions"] == [1, 1] and cell["saturation_mean"] == 0
 
 
 def test_bad_input_exits_2_with_one_line(tmp_path):
-    for args in (["nosuch"], ["reference", "--k", "1"], ["reference", "--k", "two"],
-                 ["reference", "--store", "postgres"], ["reference", "--gate"], ["reference", "--trials", "0"],
-                 ["reference", "--gate=sometimes"], ["reference", "--hosts", "2"], ["reference", "--hosts", "0"],
-                 ["reference", "--api", "ainvoke"], ["reference", "--api", "await"]):
+    for args in (
+        ["nosuch"],
+        ["reference", "--k", "1"],
+        ["reference", "--k", "two"],
+        ["reference", "--store", "postgres"],
+        ["reference", "--gate"],
+        ["reference", "--trials", "0"],
+        ["reference", "--gate=sometimes"],
+        ["reference", "--hosts", "2"],
+        ["reference", "--hosts", "0"],
+        ["reference", "--api", "ainvoke"],
+        ["reference", "--api", "await"],
+    ):
         run = cli(*args, cwd=tmp_path)
         assert run.returncode == 2, (args, run.stdout, run.stderr)
-        assert run.stderr.startswith("pymc-resume: error:") and len(run.stderr.strip().splitlines()) == 1, args
+        assert run.stderr.startswith("pymc-resume: error:") and len(run.stderr.strip().splitlines()) == 1, (
+            args
+        )
         assert "Traceback" not in run.stderr
 
 
@@ -301,8 +353,21 @@ def test_bad_input_exits_2_with_one_line(tmp_path):
 def test_an_unreachable_server_is_a_cell_that_cannot_run(tmp_path):
     langgraph_or_skip()
     out = tmp_path / "r.json"
-    run = cli("langgraph", "--store", "postgres", "--k", "2", "--trials", "1", "--durability", "sync",
-              "--postgres-url", "postgresql://postgres@127.0.0.1:1/test", "--json", str(out))
+    run = cli(
+        "langgraph",
+        "--store",
+        "postgres",
+        "--k",
+        "2",
+        "--trials",
+        "1",
+        "--durability",
+        "sync",
+        "--postgres-url",
+        "postgresql://postgres@127.0.0.1:1/test",
+        "--json",
+        str(out),
+    )
     assert run.returncode == 2
     assert run.stderr.strip().splitlines()[-1].startswith("pymc-resume: error: 1 of 1 cells could not run")
     [cell] = json.loads(out.read_text())["cells"]
@@ -322,7 +387,9 @@ def test_the_issue_command_sqlite_k_2_4_8(tmp_path):
     assert len(cells) == 9 and not any(c["gate"] for c in cells)
     high = [c for c in cells if c["saturation_mean"] >= 0.5]
     assert len(high) > len(cells) / 2, [(c["config"], c["k"], c["fires"]) for c in cells]
-    run = cli("langgraph", "--store", "sqlite", "--k", "2,4,8", "--trials", "3", "--gate", "--json", str(gated))
+    run = cli(
+        "langgraph", "--store", "sqlite", "--k", "2,4,8", "--trials", "3", "--gate", "--json", str(gated)
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     for cell in json.loads(gated.read_text())["cells"]:
         assert cell["gate"] and cell["saturation_mean"] == 0 and cell["consumptions"] == [1, 1, 1], cell

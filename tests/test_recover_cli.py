@@ -51,8 +51,18 @@ def expected_verdicts(bounds, result):
 def killed_then_recovered(tmp_path, bounds, workers, whole, levels_before_kill):
     """Kill `check` mid-run, recover it, and compare with `whole`, the uninterrupted exploration."""
     recovered_json, folder = tmp_path / "rec.json", tmp_path / "ck"
-    run = subprocess.Popen(check("--bounds", bounds, "--workers", workers, "--checkpoint-dir",
-                                 str(folder), "--checkpoint-every", "0"))
+    run = subprocess.Popen(
+        check(
+            "--bounds",
+            bounds,
+            "--workers",
+            workers,
+            "--checkpoint-dir",
+            str(folder),
+            "--checkpoint-every",
+            "0",
+        )
+    )
     pointer = folder / "current"
     # Kill once a snapshot some levels deep is published: mid-run, whatever the machine's speed.
     while run.poll() is None and not (
@@ -95,8 +105,9 @@ from pymc_resume.explore import persisted
 def checkpoint_folder(tmp_path_factory):
     """A real checkpoint of `small` with two workers, stopped early (a state limit)."""
     folder = tmp_path_factory.mktemp("checkpoint") / "ck"
-    run_check(load_bounds("small"), workers=2, max_states=3000, checkpoint_dir=str(folder),
-              checkpoint_every=0)
+    run_check(
+        load_bounds("small"), workers=2, max_states=3000, checkpoint_dir=str(folder), checkpoint_every=0
+    )
     return folder
 
 
@@ -254,8 +265,11 @@ def test_an_unwritable_checkpoint_folder_or_json_path_is_refused_before_any_work
 
 def test_sigterm_of_the_coordinator_leaves_no_worker_and_no_traceback(tmp_path):
     folder = tmp_path / "ck"
-    run = subprocess.Popen(check("--bounds", "small", "--workers", "2", "--checkpoint-dir",
-                                 str(folder)), stderr=subprocess.PIPE, text=True)
+    run = subprocess.Popen(
+        check("--bounds", "small", "--workers", "2", "--checkpoint-dir", str(folder)),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     while run.poll() is None and not (folder / "current").exists():
         time.sleep(0.02)
     run.send_signal(signal.SIGTERM)
@@ -269,8 +283,9 @@ def test_sigkill_after_five_seconds_at_default_recovers_identically(tmp_path, de
     """The must-show: killed with SIGKILL 5 s in, with the default checkpoint interval."""
     folder, recovered_json = tmp_path / "ck", tmp_path / "rec.json"
     with open(tmp_path / "killed.err", "w") as killed_err:
-        run = subprocess.Popen(check("--bounds", "default", "--workers", "2", "--checkpoint-dir",
-                                     str(folder)), stderr=killed_err)
+        run = subprocess.Popen(
+            check("--bounds", "default", "--workers", "2", "--checkpoint-dir", str(folder)), stderr=killed_err
+        )
         time.sleep(5)
         assert run.poll() is None, "the run finished before it could be killed"
         os.kill(run.pid, signal.SIGKILL)
@@ -289,8 +304,9 @@ def test_swapped_keys_that_pass_every_check_still_end_in_one_line(tmp_path):
     """Keys swapped by hand are well-formed and in range, so the folder loads; the trace
     replay of the mutant's violation then does not fit the model: exit 2, one line."""
     folder = tmp_path / "ck"
-    run_check(load_bounds("small"), "stuck-claim", max_states=3000, checkpoint_dir=str(folder),
-              checkpoint_every=0)
+    run_check(
+        load_bounds("small"), "stuck-claim", max_states=3000, checkpoint_dir=str(folder), checkpoint_every=0
+    )
     level = folder / (folder / "current").read_text().strip()
 
     def swap(record):
@@ -299,6 +315,7 @@ def test_swapped_keys_that_pass_every_check_still_end_in_one_line(tmp_path):
             keys[i], keys[i + 1] = keys[i + 1], keys[i]
 
     rewrite(level / "partition-0.state", swap)
-    line = assert_refused_in_one_line(["check", "--quiet", "--recover", "ck", "--max-states",
-                                       "100000000"], tmp_path)
+    line = assert_refused_in_one_line(
+        ["check", "--quiet", "--recover", "ck", "--max-states", "100000000"], tmp_path
+    )
     assert "does not fit the model" in line

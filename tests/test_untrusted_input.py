@@ -165,6 +165,7 @@ def test_a_repro_naming_a_built_in_adapter_by_its_old_module_path_still_replays(
 
     assert resolve("pymc_resume.bridge.reference_adapter:ReferenceAdapter", allowed=()) is ReferenceAdapter
     (tmp_path / "repro.json").write_text(
-        json.dumps(repro(adapter="pymc_resume.bridge.reference_adapter:ReferenceAdapter", adapter_options={})))
+        json.dumps(repro(adapter="pymc_resume.bridge.reference_adapter:ReferenceAdapter", adapter_options={}))
+    )
     run = cli("replay", "repro.json", cwd=tmp_path)
     assert run.returncode in (0, 1) and "Traceback" not in run.stderr, run.stderr

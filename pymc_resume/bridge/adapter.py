@@ -135,8 +135,9 @@ def unsupported_operations(adapter) -> dict[str, str]:
     declared = dict(getattr(adapter, "unsupported", None) or {})
     unknown = sorted(set(declared) - set(OPERATIONS))
     if unknown:
-        raise ValueError(f"adapter {adapter.name!r} declares unknown operations {unknown} "
-                         f"(known: {', '.join(OPERATIONS)})")
+        raise ValueError(
+            f"adapter {adapter.name!r} declares unknown operations {unknown} (known: {', '.join(OPERATIONS)})"
+        )
     if "resume" in declared:  # no resume at all: no concurrent resume either
         declared.setdefault("resume-together", declared["resume"])
     return declared
@@ -149,8 +150,10 @@ def framework_calls(adapter) -> dict[str, str]:
     declared = dict(getattr(adapter, "framework_calls", None) or {})
     unknown = sorted(set(declared) - set(CONTRACT_OPERATIONS))
     if unknown:
-        raise ValueError(f"adapter {adapter.name!r} names framework calls for unknown operations {unknown} "
-                         f"(known: {', '.join(CONTRACT_OPERATIONS)})")
+        raise ValueError(
+            f"adapter {adapter.name!r} names framework calls for unknown operations {unknown} "
+            f"(known: {', '.join(CONTRACT_OPERATIONS)})"
+        )
     unsupported = unsupported_operations(adapter)
     return {op: declared[op] for op in CONTRACT_OPERATIONS if op in declared and op not in unsupported}
 

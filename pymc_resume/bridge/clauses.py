@@ -71,9 +71,13 @@ def judge_liveness(workflow: Workflow, world: World) -> str | None:
             continue
         if workflow.consumes[pc] and thread.claims[pc] == NO_VALUE and thread.runner == 0:
             continue
-        stuck.append(f"t{t} at stage {pc} ({_lease(thread.runner)}, "
-                     f"claim {value_name(thread.claims[pc]) if workflow.consumes[pc] else 'n/a'})")
-    return "after recovering every crashed thread and starting every new one, not quiescent: " + "; ".join(stuck)
+        stuck.append(
+            f"t{t} at stage {pc} ({_lease(thread.runner)}, "
+            f"claim {value_name(thread.claims[pc]) if workflow.consumes[pc] else 'n/a'})"
+        )
+    return "after recovering every crashed thread and starting every new one, not quiescent: " + "; ".join(
+        stuck
+    )
 
 
 def ordered(violations: dict[str, str]) -> dict[str, str]:
@@ -82,6 +86,6 @@ def ordered(violations: dict[str, str]) -> dict[str, str]:
 
 # -- what was observed ---------------------------------------------------------------------
 
+
 def _lease(runner: int) -> str:
     return {0: "lease free", 1: "lease held", 2: "lease held by a crashed process"}.get(runner, "stuck")
-

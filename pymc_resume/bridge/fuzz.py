@@ -43,7 +43,12 @@ from pymc_resume.bridge.adapter import unsupported_operations
 from pymc_resume.bridge.budget import Budget, BudgetSpent, past
 from pymc_resume.bridge.clauses import not_expressible, unobservable
 from pymc_resume.bridge.evidence import (
-    EffectCounts, Evidence, effect_notes, effects_json, holds_reason, not_exercised_reason,
+    EffectCounts,
+    Evidence,
+    effect_notes,
+    effects_json,
+    holds_reason,
+    not_exercised_reason,
 )
 from pymc_resume.bridge.host import AdapterInfo
 from pymc_resume.bridge.machine import fuzz_settings, machine_class
@@ -82,11 +87,19 @@ class Target:
         options = self.info.options if options is None else options
         return factory(self.adapter, options, timeout=self.step_timeout)
 
-    def write(self, clause_id: str, violation: Violation, options: dict, *, confirmed: bool,
-              attempts: int) -> tuple[Path, Path, dict]:
+    def write(
+        self, clause_id: str, violation: Violation, options: dict, *, confirmed: bool, attempts: int
+    ) -> tuple[Path, Path, dict]:
         """Write the clause's repro (JSON and pytest file, atomically) from `violation`'s steps."""
-        document = repro_document(adapter=self.adapter, options=options, version=self.info.version,
-                                  seed=self.seed, bounds=self.bounds, violation=violation, clause=clause_id)
+        document = repro_document(
+            adapter=self.adapter,
+            options=options,
+            version=self.info.version,
+            seed=self.seed,
+            bounds=self.bounds,
+            violation=violation,
+            clause=clause_id,
+        )
         document["confirmed_by_replay"] = confirmed
         document["replay_attempts"] = attempts
         json_path, test_path = write_repro(self.repro_dir, document)
@@ -190,13 +203,21 @@ class ClauseResult:
     notes: tuple[str, ...] = ()  # evidence a reader needs next to this cell (the sink's counts)
 
     def as_json(self) -> dict:
-        data = {"verdict": self.verdict, "reason": self.reason, "trace": self.steps, "repro": self.repro,
-                "notes": list(self.notes)}
+        data = {
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "trace": self.steps,
+            "repro": self.repro,
+            "notes": list(self.notes),
+        }
         if self.verdict in (VIOLATED, UNCONFIRMED):
             data["repro_steps"] = self.repro_steps
             data["pytest"] = self.pytest
-            data["first_failure"] = None if self.first_failure is None else {
-                "examples": self.first_failure[0], "seconds": round(self.first_failure[1], 3)}
+            data["first_failure"] = (
+                None
+                if self.first_failure is None
+                else {"examples": self.first_failure[0], "seconds": round(self.first_failure[1], 3)}
+            )
             reproduced, of = self.replays or (0, 0)
             data["replays"] = {"reproduced": reproduced, "of": of}
         return data
@@ -243,8 +264,9 @@ class FuzzReport:
             "steps": self.steps,
             "seconds": round(self.seconds, 3),
             "steps_per_second": round(self.steps_per_second, 1),
-            "first_failure": None if self.first_failure is None else {
-                "examples": self.first_failure[0], "seconds": round(self.first_failure[1], 3)},
+            "first_failure": None
+            if self.first_failure is None
+            else {"examples": self.first_failure[0], "seconds": round(self.first_failure[1], 3)},
             "error": self.error,
             "effects": self.effects,
             "clauses": {cid: result.as_json() for cid, result in self.clauses.items()},
@@ -312,8 +334,13 @@ class Findings:
             if clause_id in self.results or (written is not None and written <= len(violation.steps)):
                 continue
             try:
-                self.target.write(clause_id, violation, self.target.info.options, confirmed=False,
-                                  attempts=replays_allowed(violation.steps, 1))
+                self.target.write(
+                    clause_id,
+                    violation,
+                    self.target.info.options,
+                    confirmed=False,
+                    attempts=replays_allowed(violation.steps, 1),
+                )
             except OSError as error:
                 self.lost = f"cannot write a repro in {self.target.repro_dir}: {error.strerror or error}"
                 continue
@@ -325,8 +352,14 @@ class Findings:
     def confirm(self, clause_id: str, recorder: Recorder, budget: Budget, shrink: bool) -> ClauseResult:
         """Confirm, minimize (within a shrink budget) and write the clause's repro."""
         deadline = budget.shrink_deadline() if shrink else None
-        result = clause_repro(clause_id, recorder.shortest(clause_id), self.target, shrink=shrink,
-                              deadline=deadline, recorder=recorder)
+        result = clause_repro(
+            clause_id,
+            recorder.shortest(clause_id),
+            self.target,
+            shrink=shrink,
+            deadline=deadline,
+            recorder=recorder,
+        )
         result = attrs.evolve(result, first_failure=recorder.first_by_clause[clause_id])
         self.results[clause_id] = result
         if self.changed is not None:
@@ -342,8 +375,15 @@ class Findings:
 class FuzzRun:
     """The state of one `run_fuzz`: the recorder, the budget, the findings."""
 
-    def __init__(self, target: Target, builder: AdapterBuilder, budget: Budget, shrink: bool,
-                 publish: Callable[[FuzzReport], None] | None, known: frozenset[str]) -> None:
+    def __init__(
+        self,
+        target: Target,
+        builder: AdapterBuilder,
+        budget: Budget,
+        shrink: bool,
+        publish: Callable[[FuzzReport], None] | None,
+        known: frozenset[str],
+    ) -> None:
         self.target = target
         self.builder = builder
         self.budget = budget
@@ -358,8 +398,9 @@ class FuzzRun:
 
     # -- the search ------------------------------------------------------------------------
 
-    def search(self, examples: int, steps: int, use_database: bool, all_clauses: bool,
-               batch: int | None = None) -> None:
+    def search(
+        self, examples: int, steps: int, use_database: bool, all_clauses: bool, batch: int | None = None
+    ) -> None:
         """Rounds of Hypothesis runs until the examples (or the time budget) are spent. A
         round that finds a new clause is followed by one ignoring it (same seed: it goes on
         past the failure); with `batch`, a run of at most that many examples that found
@@ -385,15 +426,18 @@ class FuzzRun:
 
     def _round(self, remaining: int, steps: int, database) -> None:
         """One Hypothesis run, ignoring the clauses found so far; stops at its first failure."""
-        machine = machine_class(self._session_factory(frozenset(self.found)),
-                                processes=self.target.bounds.processes)
+        machine = machine_class(
+            self._session_factory(frozenset(self.found)), processes=self.target.bounds.processes
+        )
         if self.target.seed is not None:
             # Each batch that found nothing moves the seed on, so that the next one draws anew.
             hypothesis_seed(self.target.seed + SEED_STRIDE * self.batches)(machine)
         try:
             # Quiet: Hypothesis would print its own account of a flaky example on stdout,
             # among the run's report; the Recorder has what the report needs.
-            quiet = settings(fuzz_settings(remaining, steps, database, self.shrink), verbosity=Verbosity.quiet)
+            quiet = settings(
+                fuzz_settings(remaining, steps, database, self.shrink), verbosity=Verbosity.quiet
+            )
             run_state_machine_as_test(machine, settings=quiet)
         except Violation:
             pass  # recorded
@@ -411,10 +455,17 @@ class FuzzRun:
         def make_session() -> Session:
             counted = recorder.counting()
             recorder.example()
-            return Session(self.builder, bounds.workflow, bounds.values, step_timeout=self.target.step_timeout,
-                           before_step=recorder.check_budget, on_step=recorder.step,
-                           on_violation=recorder.violation, ignore=ignore,
-                           on_close=recorder.closed if counted else None)
+            return Session(
+                self.builder,
+                bounds.workflow,
+                bounds.values,
+                step_timeout=self.target.step_timeout,
+                before_step=recorder.check_budget,
+                on_step=recorder.step,
+                on_violation=recorder.violation,
+                ignore=ignore,
+                on_close=recorder.closed if counted else None,
+            )
 
         return make_session
 
@@ -440,10 +491,22 @@ class FuzzRun:
     def report(self, finished: bool, all_clauses: bool = True) -> FuzzReport:
         recorder, info = self.recorder, self.target.info
         return FuzzReport(
-            self.target.adapter, info.options, info.version, self.target.bounds, self.target.seed,
-            recorder.examples, recorder.steps, time.perf_counter() - recorder.started, recorder.first_failure,
-            self._verdicts(finished, all_clauses), self.error, recorder.shrink_replays, self.stopped, finished,
-            recorder.evidence, effects_json(info.effect_key, recorder.effects),
+            self.target.adapter,
+            info.options,
+            info.version,
+            self.target.bounds,
+            self.target.seed,
+            recorder.examples,
+            recorder.steps,
+            time.perf_counter() - recorder.started,
+            recorder.first_failure,
+            self._verdicts(finished, all_clauses),
+            self.error,
+            recorder.shrink_replays,
+            self.stopped,
+            finished,
+            recorder.evidence,
+            effects_json(info.effect_key, recorder.effects),
         )
 
     def _verdicts(self, finished: bool, all_clauses: bool) -> dict[str, ClauseResult]:
@@ -483,16 +546,21 @@ class FuzzRun:
         elif self.stopped is not None:
             reason += f"; the search stopped early: {self.stopped}"
         elif recorder.violations and not all_clauses:
-            reason += f"; the search stopped at the first violation after {recorder.first_failure[0]} examples"
+            reason += (
+                f"; the search stopped at the first violation after {recorder.first_failure[0]} examples"
+            )
         return ClauseResult(HOLDS, reason=reason)
 
 
 def being_confirmed(recorder: Recorder, clause_id: str) -> ClauseResult:
     """The verdict of a clause seen violated whose repro is not confirmed yet."""
     first = recorder.first_by_clause[clause_id]
-    return ClauseResult(UNCONFIRMED, reason=f"seen after {first[0]} examples; not confirmed by a replay "
-                                            "yet (the run was still going when this was written)",
-                        first_failure=first)
+    return ClauseResult(
+        UNCONFIRMED,
+        reason=f"seen after {first[0]} examples; not confirmed by a replay "
+        "yet (the run was still going when this was written)",
+        first_failure=first,
+    )
 
 
 # How often a failing step list is replayed before it counts as not reproducing: a violation
@@ -503,8 +571,15 @@ CONFIRM_ATTEMPTS = 10
 RELIABLE_REPLAYS = 2
 
 
-def clause_repro(clause_id: str, candidates: list[Violation], target: Target, *, shrink: bool = True,
-                 deadline: float | None = None, recorder: Recorder | None = None) -> ClauseResult:
+def clause_repro(
+    clause_id: str,
+    candidates: list[Violation],
+    target: Target,
+    *,
+    shrink: bool = True,
+    deadline: float | None = None,
+    recorder: Recorder | None = None,
+) -> ClauseResult:
     """Confirm the shortest failing steps seen by a replay, minimize them (see `shrink`; not
     when `shrink` is false) until `deadline`, and write the repro.
 
@@ -521,8 +596,13 @@ def clause_repro(clause_id: str, candidates: list[Violation], target: Target, *,
         replays = replays.with_short_lease(candidates[0].steps)
 
     def keep(violation: Violation) -> None:  # a better repro found while minimizing
-        target.write(clause_id, violation, replays.options, confirmed=True,
-                     attempts=replays_allowed(violation.steps, 1))
+        target.write(
+            clause_id,
+            violation,
+            replays.options,
+            confirmed=True,
+            attempts=replays_allowed(violation.steps, 1),
+        )
 
     chosen, confirmed, attempts = candidates[0], False, 1
     racy: list[tuple[int, Violation]] = []
@@ -532,8 +612,9 @@ def clause_repro(clause_id: str, candidates: list[Violation], target: Target, *,
             options = [replayed]
             if attempt == 1 and shrink and not past(deadline):
                 keep(replayed)
-                _steps, minimized = minimize(replayed.steps, clause_id, replays, deadline=deadline,
-                                             on_better=keep, confirmed=replayed)
+                _steps, minimized = minimize(
+                    replayed.steps, clause_id, replays, deadline=deadline, on_better=keep, confirmed=replayed
+                )
                 if minimized is not None and len(minimized.steps) < len(replayed.steps):
                     options.insert(0, minimized)
             reliable = next((o for o in options if _reliable(o, replays, racy)), None)
@@ -548,7 +629,12 @@ def clause_repro(clause_id: str, candidates: list[Violation], target: Target, *,
     reproduced, of = replays.tally(chosen.steps)
     confirmed = confirmed and reproduced > 0  # a violated cell's repro reproduced in a replay
     json_path, test_path, document = target.write(
-        clause_id, chosen, replays.options, confirmed=confirmed, attempts=replays_allowed(chosen.steps, attempts))
+        clause_id,
+        chosen,
+        replays.options,
+        confirmed=confirmed,
+        attempts=replays_allowed(chosen.steps, attempts),
+    )
     reason = chosen.clauses[clause_id]
     if not confirmed:
         reason += f" (not seen again in {of} replays of its steps: a race, or a fault of that one run)"
@@ -557,8 +643,15 @@ def clause_repro(clause_id: str, candidates: list[Violation], target: Target, *,
         verdict = VIOLATED
         reason += f" (the repro reproduced in {reproduced} of {of} replays"
         reason += f"; a race: its repro allows {attempts} replays)" if attempts > 1 else ")"
-    return ClauseResult(verdict, reason=reason, repro=str(json_path), pytest=str(test_path),
-                        repro_steps=len(document["steps"]), steps=document["steps"], replays=(reproduced, of))
+    return ClauseResult(
+        verdict,
+        reason=reason,
+        repro=str(json_path),
+        pytest=str(test_path),
+        repro_steps=len(document["steps"]),
+        steps=document["steps"],
+        replays=(reproduced, of),
+    )
 
 
 class Replays:
@@ -573,8 +666,9 @@ class Replays:
     def __call__(self, steps: list[dict]) -> Violation | None:
         if self.recorder is not None:
             self.recorder.replay()
-        violation = replay_steps(self.builder, self.target.bounds, steps, self.target.step_timeout,
-                                 only=self.clause_id)
+        violation = replay_steps(
+            self.builder, self.target.bounds, steps, self.target.step_timeout, only=self.clause_id
+        )
         reproduced, of = self.tally(steps)
         hit = violation is not None and self.clause_id in violation.clauses
         self.tallies[_steps_key(steps)] = (reproduced + hit, of + 1)
@@ -586,8 +680,9 @@ class Replays:
 
     def with_short_lease(self, steps: list[dict]) -> Replays:
         """These replays under the adapter's shortest lease, if the steps still fail with it."""
-        short = Replays(self.clause_id, self.target, {**self.options, **self.target.info.shortest_lease},
-                        self.recorder)
+        short = Replays(
+            self.clause_id, self.target, {**self.options, **self.target.info.shortest_lease}, self.recorder
+        )
         replayed, _ = _confirm(steps, short, deadline=None, attempts=1)
         return short if replayed is not None else self
 
@@ -602,8 +697,9 @@ def may_race(steps: list[dict]) -> bool:
     threads (LangGraph writes a delivered resume value from one), and processes run together
     race each other wherever no window holds them, unless they are released one at a time in
     a recorded order."""
-    return any(step.get("crash") or (step["action"] == "resume-together" and not step.get("order"))
-               for step in steps)
+    return any(
+        step.get("crash") or (step["action"] == "resume-together" and not step.get("order")) for step in steps
+    )
 
 
 def _steps_key(steps: list[dict]) -> str:
@@ -635,8 +731,9 @@ def _hits(steps: list[dict], replay: Replays, replays: int) -> int:
     return hits
 
 
-def _confirm(steps: list[dict], replay: Replays, deadline: float | None,
-             attempts: int = CONFIRM_ATTEMPTS) -> tuple[Violation | None, int]:
+def _confirm(
+    steps: list[dict], replay: Replays, deadline: float | None, attempts: int = CONFIRM_ATTEMPTS
+) -> tuple[Violation | None, int]:
     """Replay `steps` until the clause fails again: (the violation, the attempt), or (None, 0).
     Past `deadline` no further attempt starts (the first always does)."""
     for attempt in range(1, attempts + 1):

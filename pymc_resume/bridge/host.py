@@ -196,7 +196,7 @@ class HostedAdapter:
     def __del__(self) -> None:  # a host nobody stopped still dies with its proxy
         try:
             self.stop()
-        except Exception:  # noqa: BLE001 - never raise from a finalizer
+        except Exception:
             pass
 
     def _start(self, build: Callable[[], object]) -> None:
@@ -251,8 +251,9 @@ class HostedAdapter:
             if _exited(self.pid):
                 raise HostProblem(f"failed: {_status_text(self.stop())}", DIED)
             if deadline is not None and time.monotonic() >= deadline:
-                raise HostProblem(f"did not finish within the step timeout of {self.timeout:g}s "
-                                  "(the adapter hangs)", HUNG)
+                raise HostProblem(
+                    f"did not finish within the step timeout of {self.timeout:g}s (the adapter hangs)", HUNG
+                )
 
 
 def _exited(pid: int) -> bool:
@@ -289,7 +290,7 @@ def _host_main(conn: Connection, build: Callable[[], object], parent: int) -> No
         try:
             adapter = build()
             info = _info(adapter)
-        except BaseException as error:  # noqa: BLE001 - SystemExit too: a failure, not success
+        except BaseException as error:
             _send(conn, ("raised", _error(error)))
             return
         if not _send(conn, ("ok", info)):
@@ -301,7 +302,7 @@ def _host_main(conn: Connection, build: Callable[[], object], parent: int) -> No
                 return
             try:
                 result = getattr(adapter, method)(*args, **kwargs)
-            except BaseException as error:  # noqa: BLE001 - as above
+            except BaseException as error:
                 _send(conn, ("raised", _error(error)))
                 return
             if not _send(conn, ("ok", result)) or method == "close":
@@ -329,11 +330,19 @@ def _send(conn: Connection, message) -> bool:
         conn.send(message)
     except (EOFError, OSError):
         return False
-    except Exception as error:  # noqa: BLE001 - a result that cannot be pickled
+    except Exception as error:
         try:
-            conn.send(("raised", {"type": type(error).__name__, "args": "",
-                                  "error": f"a result the bridge cannot receive: {type(error).__name__}: {error}"}))
-        except Exception:  # noqa: BLE001
+            conn.send(
+                (
+                    "raised",
+                    {
+                        "type": type(error).__name__,
+                        "args": "",
+                        "error": f"a result the bridge cannot receive: {type(error).__name__}: {error}",
+                    },
+                )
+            )
+        except Exception:
             pass
         return False
     return True

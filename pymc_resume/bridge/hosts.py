@@ -175,8 +175,9 @@ def _alive(pid: int) -> bool:
 
 def _pids_in(namespace: str) -> list[int]:
     try:
-        out = subprocess.run(["ip", "netns", "pids", namespace], capture_output=True, text=True,
-                             timeout=30).stdout
+        out = subprocess.run(
+            ["ip", "netns", "pids", namespace], capture_output=True, text=True, timeout=30
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return []
     return [int(word) for word in out.split() if word.isdigit()]
@@ -280,8 +281,10 @@ class Island:
     def _start_postgres(self) -> None:
         binaries = Path(os.environ.get(POSTGRES_BIN_VARIABLE, POSTGRES_BIN))
         if not (binaries / "postgres").exists() or not (binaries / "initdb").exists():
-            raise EnvironmentProblem(f"hosts: no PostgreSQL binaries in {binaries} "
-                                     f"(set {POSTGRES_BIN_VARIABLE} to a PostgreSQL bin folder)")
+            raise EnvironmentProblem(
+                f"hosts: no PostgreSQL binaries in {binaries} "
+                f"(set {POSTGRES_BIN_VARIABLE} to a PostgreSQL bin folder)"
+            )
         try:
             owner = pwd.getpwnam("postgres")
         except KeyError:
@@ -293,28 +296,51 @@ class Island:
         os.chown(sockets, owner.pw_uid, owner.pw_gid)
         as_postgres = _as_user(owner)
         initdb = subprocess.run(
-            [str(binaries / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8",
-             "--no-sync", "--no-instructions"],
-            capture_output=True, text=True, preexec_fn=as_postgres, timeout=120, cwd=self._folder)
+            [
+                str(binaries / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+                "--no-instructions",
+            ],
+            capture_output=True,
+            text=True,
+            preexec_fn=as_postgres,
+            timeout=120,
+            cwd=self._folder,
+        )
         if initdb.returncode != 0:
             raise EnvironmentProblem(f"hosts: initdb failed: {_last_line(initdb.stderr)}")
-        (data / "pg_hba.conf").write_text(
-            "local all all trust\n"
-            f"host all all {SUBNET}.0/24 trust\n")
+        (data / "pg_hba.conf").write_text(f"local all all trust\nhost all all {SUBNET}.0/24 trust\n")
         # A throwaway server: durability against its own crash is not what a race measures.
         settings = {
-            "listen_addresses": STORE_ADDRESS, "port": str(POSTGRES_PORT),
-            "unix_socket_directories": str(sockets), "max_connections": "300",
-            "fsync": "off", "synchronous_commit": "off", "full_page_writes": "off",
-            "dynamic_shared_memory_type": "mmap", "shared_buffers": "32MB",
+            "listen_addresses": STORE_ADDRESS,
+            "port": str(POSTGRES_PORT),
+            "unix_socket_directories": str(sockets),
+            "max_connections": "300",
+            "fsync": "off",
+            "synchronous_commit": "off",
+            "full_page_writes": "off",
+            "dynamic_shared_memory_type": "mmap",
+            "shared_buffers": "32MB",
         }
         command = [str(binaries / "postgres"), "-D", str(data)]
         for name, value in settings.items():
             command += ["-c", f"{name}={value}"]
         with open(log, "wb") as out:
             self._server = subprocess.Popen(
-                command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=self._folder,
-                preexec_fn=lambda: (enter(self.store), as_postgres()))
+                command,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self._folder,
+                preexec_fn=lambda: (enter(self.store), as_postgres()),
+            )
         self._wait_for_server(log)
 
     def _wait_for_server(self, log: Path) -> None:
@@ -324,14 +350,18 @@ class Island:
         with entered(self.store):
             while True:
                 if self._server.poll() is not None:
-                    raise EnvironmentProblem(f"hosts: the PostgreSQL server exited: {_last_line(log.read_text())}")
+                    raise EnvironmentProblem(
+                        f"hosts: the PostgreSQL server exited: {_last_line(log.read_text())}"
+                    )
                 try:
                     psycopg.connect(self.url, connect_timeout=2).close()
                     return
                 except psycopg.OperationalError as error:
                     if time.monotonic() > deadline:
-                        raise EnvironmentProblem(f"hosts: the PostgreSQL server did not answer within "
-                                                 f"{START_SECONDS:.0f}s: {_last_line(str(error))}") from None
+                        raise EnvironmentProblem(
+                            f"hosts: the PostgreSQL server did not answer within "
+                            f"{START_SECONDS:.0f}s: {_last_line(str(error))}"
+                        ) from None
                 time.sleep(0.1)
 
     def _stop_postgres(self) -> None:
@@ -364,6 +394,7 @@ def _as_user(owner):
         os.setgroups([])
         os.setgid(owner.pw_gid)
         os.setuid(owner.pw_uid)
+
     return drop
 
 

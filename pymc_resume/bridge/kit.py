@@ -34,7 +34,7 @@ from collections.abc import Callable
 
 from pymc_resume.bridge.adapter import OK, REFUSED, CrashPoint, FuzzSetup, Outcome
 from pymc_resume.bridge.nodes import NodeContext
-from pymc_resume.bridge.process import ClientControl, Gate, run_in_children, settle
+from pymc_resume.bridge.process import Barrier, ClientControl, run_in_children, settle
 
 RUN = "run"
 DELIVERY = "delivery"
@@ -75,8 +75,10 @@ class ChildProcessAdapter:
         hooks = ["client_start", "client_recover"] + ([] if "resume" in unsupported else ["client_resume"])
         missing = [hook for hook in hooks if getattr(cls, hook) is getattr(ChildProcessAdapter, hook)]
         if missing:
-            raise TypeError(f"{cls.__name__} (a ChildProcessAdapter) does not define {', '.join(missing)}: "
-                            "what the framework's client does in the child process (see docs/adapters.md)")
+            raise TypeError(
+                f"{cls.__name__} (a ChildProcessAdapter) does not define {', '.join(missing)}: "
+                "what the framework's client does in the child process (see docs/adapters.md)"
+            )
 
     def __init__(self) -> None:
         self.setup: FuzzSetup | None = None
@@ -116,14 +118,17 @@ class ChildProcessAdapter:
 
     # -- what the framework calls back, in the child process --------------------------------
 
-    def execute(self, stage: int, state: tuple[int, ...], value: int | None, key: str | None) -> tuple[int, ...]:
+    def execute(
+        self, stage: int, state: tuple[int, ...], value: int | None, key: str | None
+    ) -> tuple[int, ...]:
         """Run the bridge's node code for model stage `stage` on `state`, between the crash
         points (and the after-execute race window); `key` is the stable identity the framework
         handed this execution (None: it hands none). Returns the new state."""
         control = self._control()
         control.at("before-execute", stage)
-        context = NodeContext(control.thread, stage, self.workflow.stages[stage].node, control.op,
-                              control.role, key)
+        context = NodeContext(
+            control.thread, stage, self.workflow.stages[stage].node, control.op, control.role, key
+        )
         state = self.setup.run_node(stage, state, value, context)
         control.executed.add(stage)
         control.at("after-execute", stage)
@@ -155,28 +160,41 @@ class ChildProcessAdapter:
     def recover(self, thread: int, crash: CrashPoint | None, op: str) -> Outcome:
         return self._one(thread, RECOVERY, crash, op, lambda: self.client_recover(thread))
 
-    def resume_together(self, thread: int, values: list[int], window: str | None, op: str,
-                        order: list[int] | None = None) -> list[Outcome]:
+    def resume_together(
+        self, thread: int, values: list[int], window: str | None, op: str, order: list[int] | None = None
+    ) -> list[Outcome]:
         """k deliveries in k children, held at `window` until all got there (or finished),
         then released together, or one at a time in `order` (`ordered-release`)."""
-        tasks = [self._task(thread, DELIVERY, None, f"{op}.{i}", window,
-                            lambda v=v: self.client_resume(thread, v))
-                 for i, v in enumerate(values)]
+        tasks = [
+            self._task(thread, DELIVERY, None, f"{op}.{i}", window, lambda v=v: self.client_resume(thread, v))
+            for i, v in enumerate(values)
+        ]
         results = run_in_children(tasks, synchronized=window is not None, order=order)
         return [settle(self.threads[thread], result, self.framework) for result in results]
 
-    def _one(self, thread: int, role: str, crash: CrashPoint | None, op: str, client: Callable[[], str]) -> Outcome:
+    def _one(
+        self, thread: int, role: str, crash: CrashPoint | None, op: str, client: Callable[[], str]
+    ) -> Outcome:
         [result] = run_in_children([self._task(thread, role, crash, op, None, client)])
         return settle(self.threads[thread], result, self.framework)
 
-    def _task(self, thread: int, role: str, crash: CrashPoint | None, op: str, window: str | None,
-              client: Callable[[], str]):
+    def _task(
+        self,
+        thread: int,
+        role: str,
+        crash: CrashPoint | None,
+        op: str,
+        window: str | None,
+        client: Callable[[], str],
+    ):
         """What one child process runs: the client hook under this operation's control."""
-        def task(gate: Gate) -> dict:
-            self.control = ClientControl(thread, op, role, crash, window, gate)
+
+        def task(barrier: Barrier) -> dict:
+            self.control = ClientControl(thread, op, role, crash, window, barrier)
             try:
                 detail = client()
             except (Refusal, *self.refusals) as refusal:
                 return {"status": REFUSED, "detail": f"{type(refusal).__name__}: {refusal}"}
             return {"status": OK, "detail": str(detail or "")}
+
         return task

@@ -19,11 +19,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from hypothesis import HealthCheck, Phase, seed as hypothesis_seed, settings, strategies as st
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
 from pymc_resume.bridge.adapter import (
-    CRASH_POINTS, ORDERED_RELEASE, RACE_WINDOWS, WARM_CLIENT_IDS, WARM_CLIENTS, CrashPoint,
+    CRASH_POINTS,
+    ORDERED_RELEASE,
+    RACE_WINDOWS,
+    WARM_CLIENT_IDS,
+    WARM_CLIENTS,
+    CrashPoint,
 )
 from pymc_resume.bridge.session import Session
 from pymc_resume.model.bounds import Bounds, load_bounds
@@ -133,13 +140,18 @@ def machine_class(make_session: Callable[[], Session], processes: int = 2, max_f
             value = data.draw(st.sampled_from(self._values()), label="value")
             self.session.apply({"action": "resume", "thread": t, "value": value, **self._served(data)})
 
-        @precondition(lambda self: processes > 1 and self.session.can("resume-together")
-                      and bool(self.session.started()))
+        @precondition(
+            lambda self: (
+                processes > 1 and self.session.can("resume-together") and bool(self.session.started())
+            )
+        )
         @rule(data=st.data())
         def resume_together(self, data):
             t = self._thread(data, self.session.started())
-            values = data.draw(st.lists(st.sampled_from(self._values(invalid=False)),
-                                        min_size=2, max_size=processes), label="values")
+            values = data.draw(
+                st.lists(st.sampled_from(self._values(invalid=False)), min_size=2, max_size=processes),
+                label="values",
+            )
             # Always held at a window: a free race would make the outcome (and so shrinking) flaky.
             window = data.draw(st.sampled_from(RACE_WINDOWS), label="window")
             step = {"action": "resume-together", "thread": t, "values": values, "window": window}
@@ -173,10 +185,20 @@ def machine_class(make_session: Callable[[], Session], processes: int = 2, max_f
             if intent == "replay" or value is None:
                 intent, value = "replay", None
             self.forks += 1
-            self.session.apply({"action": "fork", "thread": t, "checkpoint": checkpoint,
-                                "intent": intent, "value": value, **self._client(data, warm_first=True)})
+            self.session.apply(
+                {
+                    "action": "fork",
+                    "thread": t,
+                    "checkpoint": checkpoint,
+                    "intent": intent,
+                    "value": value,
+                    **self._client(data, warm_first=True),
+                }
+            )
 
-        @precondition(lambda self: self.session.can("update") and bool(self.session.threads_where("free", "dead")))
+        @precondition(
+            lambda self: self.session.can("update") and bool(self.session.threads_where("free", "dead"))
+        )
         @rule(data=st.data())
         def update(self, data):
             t = self._thread(data, self.session.threads_where("free", "dead"))

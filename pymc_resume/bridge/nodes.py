@@ -21,7 +21,6 @@ import attrs
 from pymc_resume.bridge.sink import Sink
 from pymc_resume.model.workflow import APPROVE, DONE, NodeKind, StageKind, Workflow
 
-
 ROLES = ("run", "delivery", "recovery")
 
 
@@ -48,7 +47,9 @@ class NodeContext:
     stage: int
     node: int
     op: str | None = None
-    role: str | None = attrs.field(default=None, validator=attrs.validators.optional(attrs.validators.in_(ROLES)))
+    role: str | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.in_(ROLES))
+    )
     idempotency_key: str | None = None
 
 
@@ -61,10 +62,14 @@ class FuzzNodes:
     workflow: Workflow
     sink: Sink
 
-    def __call__(self, stage_index: int, state: tuple[int, ...], value: int | None, context) -> tuple[int, ...]:
+    def __call__(
+        self, stage_index: int, state: tuple[int, ...], value: int | None, context
+    ) -> tuple[int, ...]:
         return self.run_node(stage_index, state, value, context)
 
-    def run_node(self, stage_index: int, state: tuple[int, ...], value: int | None, context) -> tuple[int, ...]:
+    def run_node(
+        self, stage_index: int, state: tuple[int, ...], value: int | None, context
+    ) -> tuple[int, ...]:
         stage = self.workflow.stages[stage_index]
         node = stage.node
         self.sink.record_execution(context)

@@ -16,7 +16,20 @@ from pymc_resume.bridge.adapter import Observation
 from pymc_resume.bridge.sink import SinkEvent
 from pymc_resume.model.clauses import effect_identity
 from pymc_resume.model.state import (
-    DEAD, EDIT, FAILED, FREE, LIVE, NEW, NO_VALUE, REPLAY, ROOT, STARTED, Budget, Checkpoint, Thread, World,
+    DEAD,
+    EDIT,
+    FAILED,
+    FREE,
+    LIVE,
+    NEW,
+    NO_VALUE,
+    REPLAY,
+    ROOT,
+    STARTED,
+    Budget,
+    Checkpoint,
+    Thread,
+    World,
 )
 from pymc_resume.model.workflow import Workflow, value_name
 
@@ -69,8 +82,10 @@ def parent_changes(history: History, observation: Observation) -> dict[int, str]
         made = f"after fork t{f} was made from its checkpoint {fork.base}"
         point = fork.snapshot[-1].pc if fork.snapshot else None
         if tuple(now.chain[: len(fork.parent_chain)]) != fork.parent_chain:
-            k = next((k for k, (was, is_) in enumerate(zip(fork.parent_chain, now.chain)) if was != is_),
-                     min(len(now.chain), len(fork.parent_chain)))
+            k = next(
+                (k for k, (was, is_) in enumerate(zip(fork.parent_chain, now.chain)) if was != is_),
+                min(len(now.chain), len(fork.parent_chain)),
+            )
             changed[fork.parent] = f"the parent t{fork.parent}'s checkpoint {k} changed {made}"
             continue
         if fork.parent_inputs is None or now.inputs is None:
@@ -79,8 +94,10 @@ def parent_changes(history: History, observation: Observation) -> dict[int, str]
             if now.inputs.get(stage) != value:
                 where = " (the fork point)" if stage == point else ""
                 became = value_name(now.inputs[stage]) if stage in now.inputs else "no record"
-                changed[fork.parent] = (f"the parent t{fork.parent}'s recorded input at stage {stage}{where} "
-                                        f"changed from {value_name(value)} to {became} {made}")
+                changed[fork.parent] = (
+                    f"the parent t{fork.parent}'s recorded input at stage {stage}{where} "
+                    f"changed from {value_name(value)} to {became} {made}"
+                )
                 break
     return changed
 
@@ -97,7 +114,7 @@ def as_when_forked(history: History, observation: Observation) -> Observation:
         if fork.parent >= len(views):
             continue
         view = views[fork.parent]
-        chain = fork.parent_chain + tuple(view.chain[len(fork.parent_chain):])
+        chain = fork.parent_chain + tuple(view.chain[len(fork.parent_chain) :])
         inputs = view.inputs
         if inputs is not None and fork.parent_inputs is not None:
             inputs = {**inputs, **fork.parent_inputs}
@@ -133,7 +150,10 @@ def first_deliveries(workflow: Workflow, events: list[SinkEvent]) -> dict[tuple[
 
 
 def build_world(
-    workflow: Workflow, history: History, observation: Observation, events: list[SinkEvent],
+    workflow: Workflow,
+    history: History,
+    observation: Observation,
+    events: list[SinkEvent],
     capabilities: frozenset[str],
 ) -> World:
     stages = len(workflow.stages)
@@ -143,8 +163,11 @@ def build_world(
         if view.inputs is not None:
             claims = tuple(view.inputs.get(s, NO_VALUE) for s in range(stages))
         else:  # without recorded inputs, what the committed checkpoints consumed
-            consumed = {e.stage: e.app[workflow.stages[e.stage].node]
-                        for e in view.chain if e.stage >= 0 and workflow.consumes[e.stage]}
+            consumed = {
+                e.stage: e.app[workflow.stages[e.stage].node]
+                for e in view.chain
+                if e.stage >= 0 and workflow.consumes[e.stage]
+            }
             claims = tuple(consumed.get(s, NO_VALUE) for s in range(stages))
         fork = history.forks.get(t)
         base_pc = view.chain[fork.base].pc if fork is not None and fork.base < len(view.chain) else 0
@@ -152,23 +175,25 @@ def build_world(
             e.kind == "execute" and e.thread == t and e.stage < base_pc for e in events
         )
         second = tuple(history.second_records.get(t, ())) + tuple(view.late_inputs or ())
-        threads.append(Thread(
-            chain=tuple(view.chain),
-            status=STATUSES.get(view.run, STARTED),
-            runner=RUNNERS[view.run],
-            claims=claims,
-            parent=fork.parent if fork else -1,
-            base=fork.base if fork else -1,
-            intent=INTENTS[fork.intent] if fork else ROOT,
-            edit_value=fork.edit_value if fork else NO_VALUE,
-            inherited=fork.inherited if fork else 0,
-            by_reference=False,
-            crashed=t in history.crashed,
-            crashed_since_fork=t in history.crashed_since_fork,
-            deliveries=tuple(len(deliveries.get((t, s), ())) for s in range(stages)),
-            second_records=second,
-            ancestry_executed=ancestry_executed,
-        ))
+        threads.append(
+            Thread(
+                chain=tuple(view.chain),
+                status=STATUSES.get(view.run, STARTED),
+                runner=RUNNERS[view.run],
+                claims=claims,
+                parent=fork.parent if fork else -1,
+                base=fork.base if fork else -1,
+                intent=INTENTS[fork.intent] if fork else ROOT,
+                edit_value=fork.edit_value if fork else NO_VALUE,
+                inherited=fork.inherited if fork else 0,
+                by_reference=False,
+                crashed=t in history.crashed,
+                crashed_since_fork=t in history.crashed_since_fork,
+                deliveries=tuple(len(deliveries.get((t, s), ())) for s in range(stages)),
+                second_records=second,
+                ancestry_executed=ancestry_executed,
+            )
+        )
     threads = tuple(threads)
     applied: dict[tuple, int] = {}
     for event in events:

@@ -1,9 +1,9 @@
 """Real child processes for the bridge: run an operation in a fresh process, kill it with a
 real SIGKILL at a chosen point, and release k processes together from a barrier.
 
-`run_in_children(tasks, synchronized, order)` forks one child per task. A task gets a `Gate`;
-when `synchronized`, `gate.wait()` blocks the child until every child has either reached its
-gate or finished (the parent holds the barrier, so a child that is refused before its window
+`run_in_children(tasks, synchronized, order)` forks one child per task. A task gets a `Barrier`;
+when `synchronized`, `barrier.wait()` blocks the child until every child has either reached its
+barrier or finished (the parent holds the barrier, so a child that is refused before its window
 never deadlocks the others). Then the waiting children are released: all at once (timing
 decides which wins), or, given `order` (a permutation of the tasks), one at a time in that
 order, each released only when the one before it has finished, so the order decides. A task returns a
@@ -11,7 +11,7 @@ JSON-serialisable value; a child that dies from a signal is reported `killed`.
 
 `ControlledPoints` is a probe for runtimes with named atomic-step boundaries (see
 `pymc_resume.runtime.workflow.Probe`): it SIGKILLs its own process at the crash point and waits
-at the gate at the race window.
+at the barrier at the race window.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class ChildResult:
     signal: int | None = None
 
 
-class Gate:
+class Barrier:
     """The child's side of the barrier."""
 
     def __init__(self, report_fd: int, go_fd: int, synchronized: bool) -> None:
@@ -58,18 +58,20 @@ class Gate:
 
 
 class ControlledPoints:
-    """Kill this process at `crash`; wait at the gate the first time `window` is reached."""
+    """Kill this process at `crash`; wait at the barrier the first time `window` is reached."""
 
-    def __init__(self, crash: CrashPoint | None, window: str | None = None, gate: Gate | None = None) -> None:
+    def __init__(
+        self, crash: CrashPoint | None, window: str | None = None, barrier: Barrier | None = None
+    ) -> None:
         self.crash = crash
         self.window = window
-        self.gate = gate
+        self.barrier = barrier
         self._waited = False
 
     def at(self, point: str, stage: int) -> None:
-        if self.window == point and self.gate is not None and not self._waited:
+        if self.window == point and self.barrier is not None and not self._waited:
             self._waited = True
-            self.gate.wait()
+            self.barrier.wait()
         if self.crash is not None and self.crash.when == point and self.crash.stage == stage:
             os.kill(os.getpid(), signal.SIGKILL)
 
@@ -79,9 +81,16 @@ class ClientControl(ControlledPoints):
     process: the thread, operation and role it serves, and the stages it has executed, so
     that the adapter's persistence hook can kill it right after a stage it ran was stored."""
 
-    def __init__(self, thread: int, op: str, role: str, crash: CrashPoint | None,
-                 window: str | None, gate: Gate | None) -> None:
-        super().__init__(crash, window, gate)
+    def __init__(
+        self,
+        thread: int,
+        op: str,
+        role: str,
+        crash: CrashPoint | None,
+        window: str | None,
+        barrier: Barrier | None,
+    ) -> None:
+        super().__init__(crash, window, barrier)
         self.thread, self.op, self.role = thread, op, role
         self.executed: set[int] = set()
 
@@ -89,8 +98,12 @@ class ClientControl(ControlledPoints):
         """The framework stored the results of `stages`: kill at an after-commit crash point
         among them, once this process has executed that stage."""
         crash = self.crash
-        if crash is not None and crash.when == "after-commit" and crash.stage in stages \
-                and crash.stage in self.executed:
+        if (
+            crash is not None
+            and crash.when == "after-commit"
+            and crash.stage in stages
+            and crash.stage in self.executed
+        ):
             os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -109,13 +122,13 @@ def die_with_parent(parent: int) -> None:
         os._exit(0)
 
 
-def _child(task: Callable[[Gate], object], gate: Gate, report_fd: int, parent: int) -> None:
+def _child(task: Callable[[Barrier], object], barrier: Barrier, report_fd: int, parent: int) -> None:
     """Runs in the forked child; never returns."""
     try:
         die_with_parent(parent)
         try:
-            message = {"value": task(gate)}
-        except BaseException as error:  # noqa: BLE001 - reported to the parent
+            message = {"value": task(barrier)}
+        except BaseException as error:
             message = {"error": f"{type(error).__name__}: {error}"}
         _wait_for_threads()
         os.write(report_fd, (json.dumps(message) + "\n").encode())
@@ -132,12 +145,14 @@ def _wait_for_threads() -> None:
     """
     try:
         threading._shutdown()
-    except Exception:  # noqa: BLE001 - the report must still reach the parent
+    except Exception:
         pass
 
 
 def run_in_children(
-    tasks: list[Callable[[Gate], object]], synchronized: bool = False, order: list[int] | None = None,
+    tasks: list[Callable[[Barrier], object]],
+    synchronized: bool = False,
+    order: list[int] | None = None,
 ) -> list[ChildResult]:
     """Run each task in its own forked process; see the module docstring.
 
@@ -155,7 +170,7 @@ def run_in_children(
             if pid == 0:
                 os.close(report_read)
                 os.close(go_write)
-                _child(task, Gate(report_write, go_read, synchronized), report_write, parent)
+                _child(task, Barrier(report_write, go_read, synchronized), report_write, parent)
             os.close(report_write)
             os.close(go_read)
             children.append((pid, report_read, go_write))
@@ -181,7 +196,7 @@ def run_in_children(
 
 def _collect(children, release: list[int] | None = None) -> dict[int, bytes]:
     """Read every child's reports until all have exited, running the barrier on the way:
-    when every child is at its gate or finished, release all waiting ones, or (`release`: the
+    when every child is at its barrier or finished, release all waiting ones, or (`release`: the
     children's report fds in release order) the first waiting one in that order."""
     buffers = {fd: b"" for _, fd, _ in children}
     open_fds = set(buffers)
@@ -199,7 +214,7 @@ def _collect(children, release: list[int] | None = None) -> dict[int, bytes]:
             while buffers[fd].startswith(b"W\n"):
                 buffers[fd] = buffers[fd][2:]
                 waiting.add(fd)
-        if waiting and waiting == open_fds:  # every child is at its gate or finished
+        if waiting and waiting == open_fds:  # every child is at its barrier or finished
             chosen = set(waiting) if release is None else {next(fd for fd in release if fd in waiting)}
             for fd in chosen:
                 os.write(go_of[fd], b"g")

@@ -34,15 +34,31 @@ from pathlib import Path
 import attrs
 
 from pymc_resume.bridge.adapter import (
-    CONTRACT_OPERATIONS, CRASHED, expressible_workflow, framework_calls, unsupported_operations,
+    CONTRACT_OPERATIONS,
+    CRASHED,
+    expressible_workflow,
+    framework_calls,
+    unsupported_operations,
 )
-from pymc_resume.bridge.clauses import not_expressible, unobservable
 from pymc_resume.bridge.budget import Budget, BudgetSpent
+from pymc_resume.bridge.clauses import not_expressible, unobservable
 from pymc_resume.bridge.evidence import (
-    EffectCounts, Evidence, effect_notes, effects_json, holds_reason, not_exercised_reason,
+    EffectCounts,
+    Evidence,
+    effect_notes,
+    effects_json,
+    holds_reason,
+    not_exercised_reason,
 )
 from pymc_resume.bridge.fuzz import (
-    UNCONFIRMED, ClauseResult, Findings, FuzzReport, Recorder, Target, being_confirmed, run_fuzz,
+    UNCONFIRMED,
+    ClauseResult,
+    Findings,
+    FuzzReport,
+    Recorder,
+    Target,
+    being_confirmed,
+    run_fuzz,
 )
 from pymc_resume.bridge.host import AdapterInfo
 from pymc_resume.bridge.registry import AdapterBuilder, Configuration, factory
@@ -156,10 +172,20 @@ def run_profile(
 
     Raises `registry.AdapterSpecError` when the adapter cannot be built.
     """
-    return ProfileRun(family, configuration, bounds, examples=examples, steps=steps, seed=seed,
-                      repro_dir=Path(repro_dir), step_timeout=step_timeout, shrink=shrink,
-                      say=progress or (lambda message: None), budget=budget or Budget(),
-                      publish=publish).run()
+    return ProfileRun(
+        family,
+        configuration,
+        bounds,
+        examples=examples,
+        steps=steps,
+        seed=seed,
+        repro_dir=Path(repro_dir),
+        step_timeout=step_timeout,
+        shrink=shrink,
+        say=progress or (lambda message: None),
+        budget=budget or Budget(),
+        publish=publish,
+    ).run()
 
 
 @attrs.define
@@ -188,8 +214,9 @@ class ProfileRun:
         sweep()  # work directories a killed run left behind
         configuration, bounds = self.configuration, self.bounds
         builder = factory(configuration.adapter, configuration.options, timeout=self.step_timeout)
-        self.target = Target(configuration.adapter, builder.info, bounds, self.seed, self.repro_dir,
-                             self.step_timeout)
+        self.target = Target(
+            configuration.adapter, builder.info, bounds, self.seed, self.repro_dir, self.step_timeout
+        )
         self.findings = Findings(self.target, changed=self._publish)
         workflow = expressible_workflow(bounds.workflow, unsupported_operations(builder.info))
         battery = scenarios(workflow, bounds.processes)
@@ -203,10 +230,20 @@ class ProfileRun:
             self.findings.confirm(clause_id, recorder, self.budget, self.shrink)
         if self.examples > 0 and self.battery.error is None and not self.budget.spent():
             self.say(f"{self.family} {configuration.name}: fuzzing, {self.examples} examples")
-            self.fuzzed = run_fuzz(configuration.adapter, configuration.options, bounds, examples=self.examples,
-                                   steps=self.steps, seed=self.seed, repro_dir=self.repro_dir,
-                                   step_timeout=self.step_timeout, shrink=self.shrink, known=frozenset(found),
-                                   budget=self.budget, publish=self._fuzzing)
+            self.fuzzed = run_fuzz(
+                configuration.adapter,
+                configuration.options,
+                bounds,
+                examples=self.examples,
+                steps=self.steps,
+                seed=self.seed,
+                repro_dir=self.repro_dir,
+                step_timeout=self.step_timeout,
+                shrink=self.shrink,
+                known=frozenset(found),
+                budget=self.budget,
+                publish=self._fuzzing,
+            )
         self.findings.check_written()
         profile = self.profile(finished=True)
         if self.publish is not None:
@@ -224,7 +261,9 @@ class ProfileRun:
     def profile(self, finished: bool) -> Profile:
         battery, fuzzed, info = self.battery, self.fuzzed, self.target.info
         clauses = {cid: self._verdict(cid, finished) for cid in CLAUSE_IDS}
-        error = (battery.error if battery is not None else None) or (fuzzed.error if fuzzed is not None else None)
+        error = (battery.error if battery is not None else None) or (
+            fuzzed.error if fuzzed is not None else None
+        )
         stopped = None
         if (battery is not None and battery.stopped) or (fuzzed is not None and fuzzed.stopped):
             stopped = self.budget.stopped_reason()
@@ -232,11 +271,24 @@ class ProfileRun:
         effects = self._effects()
         if clauses["effect-exactly-once"].verdict != NOT_APPLICABLE:
             clauses["effect-exactly-once"] = attrs.evolve(
-                clauses["effect-exactly-once"], notes=effect_notes(info.effect_key, effects, self._sessions_text()))
-        return Profile(self.family, self.configuration, info.version, clauses, notes,
-                       battery.ran if battery is not None else 0, fuzzed.examples if fuzzed is not None else 0,
-                       time.perf_counter() - self.started, error, stopped, finished,
-                       operation_table(info), effects_json(info.effect_key, effects))
+                clauses["effect-exactly-once"],
+                notes=effect_notes(info.effect_key, effects, self._sessions_text()),
+            )
+        return Profile(
+            self.family,
+            self.configuration,
+            info.version,
+            clauses,
+            notes,
+            battery.ran if battery is not None else 0,
+            fuzzed.examples if fuzzed is not None else 0,
+            time.perf_counter() - self.started,
+            error,
+            stopped,
+            finished,
+            operation_table(info),
+            effects_json(info.effect_key, effects),
+        )
 
     def _effects(self) -> EffectCounts:
         """The sink's counts over the battery's sessions and the fuzzed examples."""
@@ -244,8 +296,14 @@ class ProfileRun:
         if self.fuzzed is not None and self.fuzzed.effects is not None:
             fuzzed = self.fuzzed.effects
             effects = effects + EffectCounts(
-                fuzzed["fires"], fuzzed["applications"], fuzzed["keyed_fires"], fuzzed["keyed_applications"],
-                fuzzed["hidden_refires"], tuple(fuzzed["hidden_refire_examples"]), tuple(fuzzed["example_keys"]))
+                fuzzed["fires"],
+                fuzzed["applications"],
+                fuzzed["keyed_fires"],
+                fuzzed["keyed_applications"],
+                fuzzed["hidden_refires"],
+                tuple(fuzzed["hidden_refire_examples"]),
+                tuple(fuzzed["example_keys"]),
+            )
         return effects
 
     def _sessions_text(self) -> str:
@@ -285,14 +343,17 @@ class ProfileRun:
         if clause_id in battery.recorder.first_by_clause:
             return being_confirmed(battery.recorder, clause_id)
         if not finished and fuzzed is None:
-            return ClauseResult(HOLDS, reason=f"held in the {battery.ran} targeted scenarios run so far "
-                                              "(the run is still going)")
+            return ClauseResult(
+                HOLDS,
+                reason=f"held in the {battery.ran} targeted scenarios run so far (the run is still going)",
+            )
         if fuzzed is None or not fuzzed.clauses:
             if battery.error is not None:
                 return ClauseResult(SKIPPED, reason=f"the adapter failed: {battery.error}")
             if battery.stopped and battery.ran == 0:
-                return ClauseResult(SKIPPED, reason=f"not judged: {self.budget.stopped_reason()} "
-                                                    "before any scenario ran")
+                return ClauseResult(
+                    SKIPPED, reason=f"not judged: {self.budget.stopped_reason()} before any scenario ran"
+                )
             if battery.stopped:
                 return self._unfailed(clause_id, f"; stopped early: {self.budget.stopped_reason()}")
             return self._unfailed(clause_id, " (no fuzzing)")
@@ -307,8 +368,13 @@ class ProfileRun:
         return self._unfailed(clause_id, suffix)
 
 
-def run_battery(build: AdapterBuilder, bounds: Bounds, battery: list[Scenario], step_timeout,
-                result: BatteryResult | None = None) -> BatteryResult:
+def run_battery(
+    build: AdapterBuilder,
+    bounds: Bounds,
+    battery: list[Scenario],
+    step_timeout,
+    result: BatteryResult | None = None,
+) -> BatteryResult:
     """Run every scenario the adapter can express, into `result` (a fresh one by default);
     violations go to its recorder, which also says when the time budget is spent (checked
     between steps)."""
@@ -324,7 +390,9 @@ def run_battery(build: AdapterBuilder, bounds: Bounds, battery: list[Scenario], 
     return result
 
 
-def _run_until_no_new_clause(build, bounds: Bounds, scenario: Scenario, step_timeout, result: BatteryResult) -> bool:
+def _run_until_no_new_clause(
+    build, bounds: Bounds, scenario: Scenario, step_timeout, result: BatteryResult
+) -> bool:
     """Run `scenario`, then again with each newly found clause ignored, until it finds no new
     one; whether the adapter could express it."""
     exercised: dict[str, set[str]] = {}  # what every run of this scenario exercised, together
@@ -347,9 +415,15 @@ def _runs_of(build, bounds: Bounds, scenario: Scenario, step_timeout, result: Ba
     for _ in range(len(CLAUSE_IDS)):  # once more per new clause found, ignoring the found ones
         result.recorder.check_budget()
         try:
-            session = Session(build, bounds.workflow, bounds.values, step_timeout=step_timeout,
-                              before_step=result.recorder.check_budget, on_violation=result.recorder.violation,
-                              ignore=frozenset(ignore))
+            session = Session(
+                build,
+                bounds.workflow,
+                bounds.values,
+                step_timeout=step_timeout,
+                before_step=result.recorder.check_budget,
+                on_violation=result.recorder.violation,
+                ignore=frozenset(ignore),
+            )
         except AdapterFailure as failure:
             result.error = str(failure)
             return ran
@@ -387,6 +461,7 @@ def _run_scenario(session: Session, scenario: Scenario, result: BatteryResult) -
 
 # -- evidence --------------------------------------------------------------------------------
 
+
 def evidence_notes(evidence: list[tuple[Scenario, list[SinkEvent]]]) -> list[str]:
     """What crash scenarios show about re-execution, in the profile's words.
 
@@ -407,11 +482,16 @@ def evidence_notes(evidence: list[tuple[Scenario, list[SinkEvent]]]) -> list[str
             kept.append(crash.stage)
     notes = []
     if reran:
-        notes.append("re-execution of durably recorded work after a SIGKILL: observed: "
-                     + "; ".join(reran) + " (scenarios crash-stage-S-after-commit, the sink's execution log)")
+        notes.append(
+            "re-execution of durably recorded work after a SIGKILL: observed: "
+            + "; ".join(reran)
+            + " (scenarios crash-stage-S-after-commit, the sink's execution log)"
+        )
     if kept:
-        notes.append("re-execution of durably recorded work after a SIGKILL: not observed for stage(s) "
-                     f"{', '.join(map(str, kept))}: killed right after the stage's checkpoint was written "
-                     "and recovered, each ran once (scenarios crash-stage-S-after-commit, the sink's "
-                     "execution log)")
+        notes.append(
+            "re-execution of durably recorded work after a SIGKILL: not observed for stage(s) "
+            f"{', '.join(map(str, kept))}: killed right after the stage's checkpoint was written "
+            "and recovered, each ran once (scenarios crash-stage-S-after-commit, the sink's "
+            "execution log)"
+        )
     return notes

@@ -38,14 +38,13 @@ from pathlib import Path
 
 import attrs
 
-from pymc_resume.errors import BadInput, PymcResumeError
-from pymc_resume.bridge.hosts import placing
-
 from pymc_resume.bridge.adapter import CRASHED, OK, REFUSED, FuzzSetup
+from pymc_resume.bridge.hosts import placing
 from pymc_resume.bridge.nodes import FuzzNodes
 from pymc_resume.bridge.registry import resolve
 from pymc_resume.bridge.session import AdapterFailure, default_workroot, step_deadline
 from pymc_resume.bridge.sink import Sink
+from pymc_resume.errors import BadInput, PymcResumeError
 from pymc_resume.model.workflow import APPROVE, Workflow
 
 RACE_NODES = ("step", "gated")
@@ -60,8 +59,9 @@ INVOKE, AINVOKE = "invoke", "ainvoke"
 APIS = (INVOKE, AINVOKE)
 # Adapters whose graphs can also run async, and the adapter class that runs them so.
 ASYNC_VARIANTS = {
-    "pymc_resume.bridge.adapters.langgraph:LangGraphAdapter":
-        "pymc_resume.bridge.adapters.langgraph_async:LangGraphAsyncAdapter",
+    "pymc_resume.bridge.adapters.langgraph:LangGraphAdapter": (
+        "pymc_resume.bridge.adapters.langgraph_async:LangGraphAsyncAdapter"
+    ),
 }
 
 
@@ -154,17 +154,28 @@ class CellResult:
     def as_json(self) -> dict:
         cell, trials = self.cell, self.trials
         return {
-            "store": cell.store, "config": cell.config, "k": cell.k, "gate": cell.gate,
-            "hosts": cell.hosts, "network": cell.network, "api": cell.api,
-            "options": cell.options, "trials": len(trials), "verdict": self.verdict, "error": self.error,
-            "fires": [t.fires for t in trials], "consumptions": [t.consumptions for t in trials],
+            "store": cell.store,
+            "config": cell.config,
+            "k": cell.k,
+            "gate": cell.gate,
+            "hosts": cell.hosts,
+            "network": cell.network,
+            "api": cell.api,
+            "options": cell.options,
+            "trials": len(trials),
+            "verdict": self.verdict,
+            "error": self.error,
+            "fires": [t.fires for t in trials],
+            "consumptions": [t.consumptions for t in trials],
             "applied": [t.applied for t in trials],
             "served": [sum(r.status == OK for r in t.racers) for t in trials],
             "refused": [sum(r.status == REFUSED for r in t.racers) for t in trials],
             "recorded": [t.recorded for t in trials],
-            "saturation": self.saturations, "saturation_mean": self.saturation_mean,
+            "saturation": self.saturations,
+            "saturation_mean": self.saturation_mean,
             "saturation_stdev": self.saturation_stdev,
-            "seconds": round(self.seconds, 3), "trial_seconds": [round(t.seconds, 3) for t in trials],
+            "seconds": round(self.seconds, 3),
+            "trial_seconds": [round(t.seconds, 3) for t in trials],
             "racers": [[r.as_json() for r in t.racers] for t in trials],
         }
 
@@ -185,18 +196,29 @@ class RaceReport:
         return [c for c in self.cells if c.verdict == CANNOT_RUN]
 
     def as_json(self) -> dict:
-        return {"adapter": self.adapter, "version": self.version, "workflow": list(RACE_NODES),
-                "window": WINDOW, "seconds": round(self.seconds, 3),
-                "by_hosts": [dict(zip(SATURATION_HEADERS, row)) for row in saturation_by_hosts(self)],
-                "cells": [c.as_json() for c in self.cells]}
+        return {
+            "adapter": self.adapter,
+            "version": self.version,
+            "workflow": list(RACE_NODES),
+            "window": WINDOW,
+            "seconds": round(self.seconds, 3),
+            "by_hosts": [dict(zip(SATURATION_HEADERS, row)) for row in saturation_by_hosts(self)],
+            "cells": [c.as_json() for c in self.cells],
+        }
 
 
 # -- planning: which cells an adapter can race ------------------------------------------------
 
 
-def plan_cells(adapter: str, ks: list[int], stores: list[str] | None = None,
-               durabilities: list[str] | None = None, gates: list[bool] | None = None,
-               hosts: list[int] | None = None, apis: list[str] | None = None) -> list[Cell]:
+def plan_cells(
+    adapter: str,
+    ks: list[int],
+    stores: list[str] | None = None,
+    durabilities: list[str] | None = None,
+    gates: list[bool] | None = None,
+    hosts: list[int] | None = None,
+    apis: list[str] | None = None,
+) -> list[Cell]:
     """Cells for `adapter`: stores x API x durability modes x gate x hosts x k. An option left None
     takes the adapter's own default (every durability mode its module declares, for the base
     class); an option the adapter does not take is a `RaceInputError`.
@@ -210,7 +232,9 @@ def plan_cells(adapter: str, ks: list[int], stores: list[str] | None = None,
     if not ks or any(k < 2 for k in ks):
         raise RaceInputError("--k: every k must be at least 2 (a race needs two racers)")
     stores = _choices(adapter, parameters, "store", stores, [_default(parameters, "store")])
-    durabilities = _choices(adapter, parameters, "durability", durabilities, _modes(adapter_class, parameters))
+    durabilities = _choices(
+        adapter, parameters, "durability", durabilities, _modes(adapter_class, parameters)
+    )
     gates = _choices(adapter, parameters, "gate", gates, [bool(_default(parameters, "gate"))])
     host_counts = _host_counts(adapter, stores, hosts)
     variants = _variants(adapter, adapter_class, apis)
@@ -219,13 +243,26 @@ def plan_cells(adapter: str, ks: list[int], stores: list[str] | None = None,
         networked = hosts is not None and store == "postgres"
         for durability in durabilities:
             for gate in gates:
-                for count in (host_counts if networked else [1]):
+                for count in host_counts if networked else [1]:
                     for k in ks:
-                        options = {name: value for name, value in
-                                   (("store", store), ("durability", durability), ("gate", gate))
-                                   if name in parameters}
-                        cells.append(Cell(store or "default", _config_name(adapter, store, durability), k,
-                                          bool(gate), options, count, networked, api, variant))
+                        options = {
+                            name: value
+                            for name, value in (("store", store), ("durability", durability), ("gate", gate))
+                            if name in parameters
+                        }
+                        cells.append(
+                            Cell(
+                                store or "default",
+                                _config_name(adapter, store, durability),
+                                k,
+                                bool(gate),
+                                options,
+                                count,
+                                networked,
+                                api,
+                                variant,
+                            )
+                        )
     for options in {tuple(sorted(c.options.items())) for c in cells}:
         _check_options(adapter_class, adapter, dict(options))
     return cells
@@ -244,8 +281,10 @@ def _variants(adapter: str, adapter_class, apis: list[str] | None) -> dict[str, 
             continue
         spec = ASYNC_VARIANTS.get(f"{adapter_class.__module__}:{adapter_class.__qualname__}")
         if spec is None:
-            raise RaceInputError(f"adapter {adapter!r} has no async graphs to race (--api ainvoke): "
-                                 f"only {', '.join(sorted(ASYNC_VARIANTS))}")
+            raise RaceInputError(
+                f"adapter {adapter!r} has no async graphs to race (--api ainvoke): "
+                f"only {', '.join(sorted(ASYNC_VARIANTS))}"
+            )
         variants[api] = spec
     return variants
 
@@ -256,8 +295,10 @@ def _host_counts(adapter: str, stores: list, hosts: list[int] | None) -> list[in
     if not hosts or any(h < 1 for h in hosts):
         raise RaceInputError("--hosts: every host count must be at least 1")
     if "postgres" not in stores:
-        raise RaceInputError(f"--hosts needs a network store: adapter {adapter!r} races on "
-                             f"{', '.join(str(s) for s in stores)} here, a file on one host (add --store postgres)")
+        raise RaceInputError(
+            f"--hosts needs a network store: adapter {adapter!r} races on "
+            f"{', '.join(str(s) for s in stores)} here, a file on one host (add --store postgres)"
+        )
     return list(dict.fromkeys(hosts))
 
 
@@ -268,7 +309,7 @@ def _check_options(adapter_class, adapter: str, options: dict) -> None:
         adapter_class(**options)
     except KeyError as error:
         raise RaceInputError(f"adapter {adapter!r}: unknown {', '.join(map(str, error.args))}") from None
-    except Exception:  # noqa: BLE001 - the cell says why it cannot run
+    except Exception:
         pass
 
 
@@ -326,8 +367,15 @@ def postgres_unreachable(url: str) -> str | None:
     return None
 
 
-def run_race(adapter: str, cells: list[Cell], trials: int, *, timeout: float = 120.0,
-             postgres: str | None = None, progress: Callable[[str], None] | None = None) -> RaceReport:
+def run_race(
+    adapter: str,
+    cells: list[Cell],
+    trials: int,
+    *,
+    timeout: float = 120.0,
+    postgres: str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> RaceReport:
     """Run every cell `trials` times; a cell that cannot run keeps its reason.
 
     The networked cells share one island (`pymc_resume.bridge.hosts.Island`) with as many hosts as the
@@ -372,23 +420,27 @@ def run_race(adapter: str, cells: list[Cell], trials: int, *, timeout: float = 1
     return RaceReport(adapter, version, results, time.monotonic() - started)
 
 
-def _run_cell(adapter_class, result: CellResult, trials: int, timeout: float, island, where: str,
-              progress) -> None:
+def _run_cell(
+    adapter_class, result: CellResult, trials: int, timeout: float, island, where: str, progress
+) -> None:
     cell = result.cell
     cell_started = time.monotonic()
-    make_adapter = lambda options=cell.options: adapter_class(**options)  # noqa: E731
+    make_adapter = lambda options=cell.options: adapter_class(**options)
     hosts = island.hosts[: cell.hosts] if island is not None else None
     for trial in range(1, trials + 1):
         try:
             with step_deadline(timeout, f"trial {trial} of {_label(cell)}"):
                 outcome = race_once(make_adapter, cell.k, island=island, hosts=hosts)
-        except (AdapterFailure, Exception) as error:  # noqa: BLE001 - reported per cell
+        except (AdapterFailure, Exception) as error:
             result.error = str(error) if isinstance(error, CellError) else f"{type(error).__name__}: {error}"
             _say(progress, f"{where} trial {trial}: cannot run: {result.error}")
             break
         result.trials.append(outcome)
-        _say(progress, f"{where} trial {trial}/{trials}: "
-                       f"{outcome.fires} fires, {outcome.consumptions} consumptions ({outcome.seconds:.1f}s)")
+        _say(
+            progress,
+            f"{where} trial {trial}/{trials}: "
+            f"{outcome.fires} fires, {outcome.consumptions} consumptions ({outcome.seconds:.1f}s)",
+        )
     result.seconds = time.monotonic() - cell_started
 
 
@@ -396,13 +448,14 @@ def _version(adapter_class, cells: list[Cell]) -> str:
     for cell in cells:
         try:
             return str(getattr(adapter_class(**cell.options), "version", "?"))
-        except Exception:  # noqa: BLE001 - that cell will say why
+        except Exception:
             continue
     return "?"
 
 
-def race_once(make_adapter: Callable[[], object], k: int, *, island=None,
-              hosts: list[str] | None = None) -> Trial:
+def race_once(
+    make_adapter: Callable[[], object], k: int, *, island=None, hosts: list[str] | None = None
+) -> Trial:
     """One trial: park the thread at the gated interrupt, then k racers resume it at once.
 
     On an `island`, this process works from the store's host (it parks the thread and reads
@@ -429,8 +482,9 @@ def race_once(make_adapter: Callable[[], object], k: int, *, island=None,
         finally:
             adapter.close()
     where = [island.host_of(hosts[i % len(hosts)]) if on_island else LOCAL for i in range(k)]
-    racers = tuple(_racer(i, v, o, events, gated, workflow, where[i])
-                   for i, (v, o) in enumerate(zip(values, outcomes)))
+    racers = tuple(
+        _racer(i, v, o, events, gated, workflow, where[i]) for i, (v, o) in enumerate(zip(values, outcomes))
+    )
     applied = sum(e.applied for e in events if e.kind == "fire" and e.stage == gated)
     recorded = head.app[workflow.stages[gated].node] if head.pc > gated else None
     return Trial(racers, applied, recorded, time.monotonic() - started)
@@ -452,8 +506,16 @@ def _racer(index: int, value: int, outcome, events, gated: int, workflow: Workfl
     node = workflow.stages[gated].node
     acted_on = fires[0].app[node] if fires and fires[0].app is not None else None
     status = outcome.status if outcome.status in (OK, REFUSED, CRASHED) else str(outcome.status)
-    return Racer(index, value, status, outcome.detail, any(e.kind == "execute" for e in mine),
-                 len(fires), acted_on, host)
+    return Racer(
+        index,
+        value,
+        status,
+        outcome.detail,
+        any(e.kind == "execute" for e in mine),
+        len(fires),
+        acted_on,
+        host,
+    )
 
 
 def _label(cell: Cell) -> str:
@@ -482,8 +544,18 @@ def race_rows(report: RaceReport) -> list[list[str]]:
         applied = ",".join(str(t.applied) for t in result.trials)
         served = ",".join(str(sum(r.status == OK for r in t.racers)) for t in result.trials)
         saturation = f"{result.saturation_mean:.2f} ± {result.saturation_stdev:.2f}"
-        rows.append([*where, fires, applied, consumptions, served, saturation, result.verdict,
-                     f"{result.seconds:.1f}s"])
+        rows.append(
+            [
+                *where,
+                fires,
+                applied,
+                consumptions,
+                served,
+                saturation,
+                result.verdict,
+                f"{result.seconds:.1f}s",
+            ]
+        )
     return rows
 
 
@@ -500,8 +572,21 @@ def _gate_column(cell: Cell) -> str:
     return "on" if cell.gate else "off"
 
 
-RACE_HEADERS = ["store", "config", "api", "hosts", "gate", "k", "fires", "applied", "consumptions", "served",
-                "saturation", "verdict", "time"]
+RACE_HEADERS = [
+    "store",
+    "config",
+    "api",
+    "hosts",
+    "gate",
+    "k",
+    "fires",
+    "applied",
+    "consumptions",
+    "served",
+    "saturation",
+    "verdict",
+    "time",
+]
 
 
 def saturation_by_hosts(report: RaceReport) -> list[list[str]]:
@@ -512,16 +597,39 @@ def saturation_by_hosts(report: RaceReport) -> list[list[str]]:
     for result in report.cells:
         if result.error is None and result.trials:
             cell = result.cell
-            groups.setdefault((cell.store, cell.api, _hosts_column(cell), _gate_column(cell)), []).append(result)
+            groups.setdefault((cell.store, cell.api, _hosts_column(cell), _gate_column(cell)), []).append(
+                result
+            )
     rows = []
     for (store, api, hosts, gate), results in groups.items():
         saturations = [s for r in results for s in r.saturations]
         means = [r.saturation_mean for r in results]
         once = sum(all(t.consumptions == 1 for t in r.trials) for r in results)
         ks = ",".join(str(k) for k in sorted({r.cell.k for r in results}))
-        rows.append([store, api, hosts, gate, ks, str(len(results)), f"{statistics.fmean(saturations):.2f}",
-                     f"{min(means):.2f}-{max(means):.2f}", f"{once}/{len(results)}"])
+        rows.append(
+            [
+                store,
+                api,
+                hosts,
+                gate,
+                ks,
+                str(len(results)),
+                f"{statistics.fmean(saturations):.2f}",
+                f"{min(means):.2f}-{max(means):.2f}",
+                f"{once}/{len(results)}",
+            ]
+        )
     return rows
 
 
-SATURATION_HEADERS = ["store", "api", "hosts", "gate", "k", "cells", "saturation", "cell range", "one consumption"]
+SATURATION_HEADERS = [
+    "store",
+    "api",
+    "hosts",
+    "gate",
+    "k",
+    "cells",
+    "saturation",
+    "cell range",
+    "one consumption",
+]

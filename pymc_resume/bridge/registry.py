@@ -83,8 +83,11 @@ FAMILIES: dict[str, Family] = {
         (
             Configuration("sqlite/sync", "langgraph", {"durability": "sync"}),
             # The contract's effect-then-interrupt as one LangGraph node (effect, then interrupt()).
-            Configuration("sqlite/sync+one-node", "langgraph",
-                          {"durability": "sync", "effect_then_interrupt": "one-node"}),
+            Configuration(
+                "sqlite/sync+one-node",
+                "langgraph",
+                {"durability": "sync", "effect_then_interrupt": "one-node"},
+            ),
             Configuration("sqlite/async", "langgraph", {"durability": "async"}),
             Configuration("sqlite/exit", "langgraph", {"durability": "exit"}),
             Configuration("postgres/sync", "langgraph", {"durability": "sync", "store": "postgres"}),
@@ -185,8 +188,12 @@ ENTRY_POINT_GROUP = "pymc_resume.adapters"
 # `unsupported`, may be missing). Attributes such as `name` and `version` may be set by the
 # constructor, so they are checked on the built adapter.
 REQUIRED_METHODS = ("options", "open", "close", "start", "recover", "observe")
-OPERATION_METHODS = {"resume": "resume", "resume-together": "resume_together", "fork": "fork",
-                     "update": "update"}
+OPERATION_METHODS = {
+    "resume": "resume",
+    "resume-together": "resume_together",
+    "fork": "fork",
+    "update": "update",
+}
 
 
 def installed_adapters() -> dict[str, str]:
@@ -217,13 +224,15 @@ def resolve(spec: str, allowed: Collection[str] | None = None):
             known = ", ".join([*BUILT_IN, *installed])
             raise AdapterSpecError(
                 f"adapter {spec!r} is neither built in nor installed (known: {known}); a repro names "
-                "other adapters only with --allow-adapter " + spec)
+                "other adapters only with --allow-adapter " + spec
+            )
         target = spec
     module_name, colon, class_name = target.rpartition(":")
     if not colon or not module_name or not class_name.isidentifier():
         known = ", ".join(BUILT_IN)
         raise AdapterSpecError(
-            f"unknown adapter {spec!r} (built-in: {known}; or module:Class or path/to/file.py:Class)")
+            f"unknown adapter {spec!r} (built-in: {known}; or module:Class or path/to/file.py:Class)"
+        )
     module = _import(module_name, spec)
     adapter = getattr(module, class_name, None)
     if adapter is None:
@@ -242,9 +251,10 @@ def _import(module_name: str, spec: str):
         return importlib.import_module(module_name)
     except ImportError as error:
         raise AdapterSpecError(f"adapter {spec!r}: cannot import {module_name!r}: {error}") from None
-    except BaseException as error:  # noqa: BLE001 - the module's own code failed (SystemExit too)
-        raise AdapterError(f"adapter {spec!r}: importing {module_name!r} failed: "
-                           f"{type(error).__name__}: {error}") from None
+    except BaseException as error:
+        raise AdapterError(
+            f"adapter {spec!r}: importing {module_name!r} failed: {type(error).__name__}: {error}"
+        ) from None
 
 
 def _import_file(path: Path, spec: str):
@@ -260,10 +270,11 @@ def _import_file(path: Path, spec: str):
     sys.modules[name] = module  # before running it, as an import does (dataclasses need it)
     try:
         module_spec.loader.exec_module(module)
-    except BaseException as error:  # noqa: BLE001 - the file's own code failed (SystemExit too)
+    except BaseException as error:
         del sys.modules[name]
-        raise AdapterError(f"adapter {spec!r}: loading {str(path)!r} failed: "
-                           f"{type(error).__name__}: {error}") from None
+        raise AdapterError(
+            f"adapter {spec!r}: loading {str(path)!r} failed: {type(error).__name__}: {error}"
+        ) from None
     return module
 
 
@@ -274,13 +285,16 @@ def check_adapter_class(adapter, spec: str) -> None:
         raise AdapterSpecError(f"adapter {spec!r} is not a class (got {type(adapter).__name__})")
     unsupported = getattr(adapter, "unsupported", None)
     declared = set(unsupported) if isinstance(unsupported, dict) else set()
-    wanted = [*REQUIRED_METHODS,
-              *(method for operation, method in OPERATION_METHODS.items() if operation not in declared)]
+    wanted = [
+        *REQUIRED_METHODS,
+        *(method for operation, method in OPERATION_METHODS.items() if operation not in declared),
+    ]
     missing = [method for method in wanted if not callable(getattr(adapter, method, None))]
     if missing:
         raise AdapterSpecError(
             f"adapter {spec!r} does not implement the adapter protocol: missing "
-            f"{', '.join(missing)} (see pymc_resume.bridge.adapter.Adapter)")
+            f"{', '.join(missing)} (see pymc_resume.bridge.adapter.Adapter)"
+        )
 
 
 JSON_SCALARS = (str, int, float, bool, type(None))
@@ -296,8 +310,10 @@ def check_options(spec: str, adapter_class, options: dict) -> dict:
         if not isinstance(key, str) or not key.isidentifier():
             raise AdapterSpecError(f"adapter {spec!r}: option name {key!r} is not an identifier")
         if not isinstance(value, JSON_SCALARS) or (isinstance(value, float) and not math.isfinite(value)):
-            raise AdapterSpecError(f"adapter {spec!r}: option {key!r} must be a string, number, "
-                                   f"boolean or null, not {type(value).__name__}")
+            raise AdapterSpecError(
+                f"adapter {spec!r}: option {key!r} must be a string, number, "
+                f"boolean or null, not {type(value).__name__}"
+            )
         if value is not None:
             kwargs[key] = value
     if kwargs:
@@ -305,7 +321,8 @@ def check_options(spec: str, adapter_class, options: dict) -> dict:
             inspect.signature(adapter_class).bind(**kwargs)
         except TypeError:
             raise AdapterSpecError(
-                f"adapter {spec!r} does not take option(s) {', '.join(sorted(kwargs))}") from None
+                f"adapter {spec!r} does not take option(s) {', '.join(sorted(kwargs))}"
+            ) from None
         except ValueError:  # no signature to read (a builtin)
             raise AdapterSpecError(f"adapter {spec!r} declares no options") from None
     return kwargs
@@ -326,8 +343,12 @@ class AdapterBuilder:
         return self.adapter_class(**self.kwargs)
 
 
-def factory(spec: str, options: dict | None = None, allowed: Collection[str] | None = None,
-            timeout: float | None = 30.0) -> AdapterBuilder:
+def factory(
+    spec: str,
+    options: dict | None = None,
+    allowed: Collection[str] | None = None,
+    timeout: float | None = 30.0,
+) -> AdapterBuilder:
     """A zero-argument callable that builds a fresh adapter; checks the options up front.
     `allowed`: see `resolve` (None for a spec the user typed).
 
@@ -342,7 +363,8 @@ def factory(spec: str, options: dict | None = None, allowed: Collection[str] | N
         if problem.error_type == "KeyError":  # an option naming something unknown (a fault)
             raise AdapterSpecError(f"adapter {spec!r}: unknown {problem.error_args}") from None
         if problem.kind == RAISED:  # with the constructor's own message
-            raise AdapterSpecError(f"adapter {spec!r} cannot be built: "
-                                   f"{problem.reason.removeprefix('raised ')}") from None
+            raise AdapterSpecError(
+                f"adapter {spec!r} cannot be built: {problem.reason.removeprefix('raised ')}"
+            ) from None
         raise AdapterError(f"adapter {spec!r}: building the adapter {problem.reason}") from None
     return attrs.evolve(builder, info=info)

@@ -13,7 +13,6 @@ the violation reproduces and passes once it is fixed. Both files are written ato
 
 from __future__ import annotations
 
-import json
 import pprint
 import re
 from pathlib import Path
@@ -22,7 +21,7 @@ import attrs
 
 from pymc_resume import __version__
 from pymc_resume.bridge.registry import factory
-from pymc_resume.bridge.repro_format import FORMATS, ReproError, read_repro, repro_bounds
+from pymc_resume.bridge.repro_format import FORMATS, read_repro, repro_bounds
 from pymc_resume.bridge.session import AdapterFailure, Session, Violation, describe_step
 from pymc_resume.files import write_atomically, write_json
 from pymc_resume.model.bounds import Bounds
@@ -33,7 +32,13 @@ KEEP = object()  # replay_repro(fault=KEEP): the fault recorded in the repro
 
 
 def repro_document(
-    *, adapter: str, options: dict, version: str, seed: int | None, bounds: Bounds, violation: Violation,
+    *,
+    adapter: str,
+    options: dict,
+    version: str,
+    seed: int | None,
+    bounds: Bounds,
+    violation: Violation,
     clause: str | None = None,
 ) -> dict:
     steps = [{k: v for k, v in step.items() if k != "outcome"} for step in violation.steps]
@@ -62,8 +67,14 @@ def repro_name(document: dict) -> str:
     """adapter_configuration_clause: the configuration is the option values (`nofault` for none),
     so that the repros of one adapter's configurations do not overwrite each other."""
     options = document.get("adapter_options") or {}
-    configuration = "_".join(_slug(key if value is True else str(value)) for key, value in sorted(options.items())
-                             if value not in (None, False)) or "nofault"
+    configuration = (
+        "_".join(
+            _slug(key if value is True else str(value))
+            for key, value in sorted(options.items())
+            if value not in (None, False)
+        )
+        or "nofault"
+    )
     adapter = document["adapter"].rsplit(":", 1)[-1]
     return f"{_slug(adapter)}_{configuration}_{_slug(document['clause'])}"
 
@@ -82,11 +93,16 @@ def write_repro(directory: str | Path, document: dict) -> tuple[Path, Path]:
 def pytest_text(document: dict) -> str:
     fault = (document.get("adapter_options") or {}).get("fault")
     listing = "\n".join(f"  {i}. {describe_step(step)}" for i, step in enumerate(document["steps"]))
-    where = ("in the liveness drain" if document["violated_at"] == "drain"
-             else f"after step {document['violated_at']}")
+    where = (
+        "in the liveness drain"
+        if document["violated_at"] == "drain"
+        else f"after step {document['violated_at']}"
+    )
     fault_note = (
         f"\nThe repro was found with the runtime fault {fault!r}; set PYMC_RESUME_FAULT=none (or "
-        "another fault name) to replay against another configuration.\n" if fault else ""
+        "another fault name) to replay against another configuration.\n"
+        if fault
+        else ""
     )
     return f'''"""Minimal repro: `{document["clause"]}` violated by adapter {document["adapter"]!r} {where}.
 
@@ -145,7 +161,10 @@ class ReplayResult:
 
 
 def replay_steps(
-    make_adapter, bounds: Bounds, steps: list[dict], step_timeout: float | None = 30.0,
+    make_adapter,
+    bounds: Bounds,
+    steps: list[dict],
+    step_timeout: float | None = 30.0,
     only: str | None = None,
 ) -> Violation | None:
     """Apply `steps` (then the drain) to a fresh adapter; the violation seen, or None.
@@ -154,8 +173,9 @@ def replay_steps(
     two clauses has a repro for each). AdapterFailure propagates.
     """
     ignore = frozenset(CLAUSE_IDS) - {only} if only is not None else frozenset()
-    session = Session(make_adapter, bounds.workflow, bounds.values, step_timeout=step_timeout,
-                      ignore=ignore)  # built in its host, under the deadline
+    session = Session(
+        make_adapter, bounds.workflow, bounds.values, step_timeout=step_timeout, ignore=ignore
+    )  # built in its host, under the deadline
     try:
         for step in steps:
             session.apply({k: v for k, v in step.items() if k != "outcome"})
@@ -168,8 +188,13 @@ def replay_steps(
     return None
 
 
-def replay_repro(document: dict, fault=KEEP, step_timeout: float | None = 30.0,
-                 attempts: int | None = None, allowed: tuple[str, ...] = ()) -> ReplayResult:
+def replay_repro(
+    document: dict,
+    fault=KEEP,
+    step_timeout: float | None = 30.0,
+    attempts: int | None = None,
+    allowed: tuple[str, ...] = (),
+) -> ReplayResult:
     """Replay a repro's steps against a fresh adapter; `fault` overrides the recorded fault
     option ("none" for the correct runtime). The adapter it names must be built in, installed,
     or in `allowed` (see `registry.resolve`): a repro is data, never a way to run a callable.

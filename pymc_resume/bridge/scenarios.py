@@ -37,8 +37,9 @@ class Scenario:
     crash: CrashPoint | None = None  # the crash it plants, for the evidence notes
 
 
-def advance(session: Session, thread: int, crash: CrashPoint | None = None,
-            values: dict[int, int] | None = None) -> None:
+def advance(
+    session: Session, thread: int, crash: CrashPoint | None = None, values: dict[int, int] | None = None
+) -> None:
     """Carry `thread` to its end (or until it makes no progress); see the module docstring.
 
     `values` gives the resume value per consuming stage (default: approve everywhere).
@@ -93,6 +94,7 @@ def _other_value(session: Session) -> int:
 
 # -- the scenarios ------------------------------------------------------------------------
 
+
 def run_through(session: Session) -> None:
     advance(session, 0)
 
@@ -106,14 +108,17 @@ def resume_after_completion(session: Session) -> None:
 def second_resume_after_crash(when: str) -> Callable[[Session], None]:
     """Deliver v1 to the first interrupt and kill the process `when`; deliver another value;
     then carry on: the continuation must use v1 and the second value must be refused."""
+
     def run(session: Session) -> None:
         first = session.workflow.consuming[0]
         if not _parked_at(session, 0, lambda pc: pc == first):
             return
-        session.apply({"action": "resume", "thread": 0, "value": APPROVE,
-                       "crash": CrashPoint(first, when).as_json()})
+        session.apply(
+            {"action": "resume", "thread": 0, "value": APPROVE, "crash": CrashPoint(first, when).as_json()}
+        )
         session.apply({"action": "resume", "thread": 0, "value": _other_value(session), "crash": None})
         advance(session, 0)
+
     return run
 
 
@@ -132,25 +137,30 @@ def invalid_resume(session: Session) -> None:
 def concurrent_resume(window: str, processes: int) -> Callable[[Session], None]:
     """Park at the last interrupt (the gated one in the default workflow) and let `processes`
     clients deliver the approving value at once, held together at `window`."""
+
     def run(session: Session) -> None:
         last = session.workflow.consuming[-1]
         if not _parked_at(session, 0, lambda pc: pc == last):
             return
-        session.apply({"action": "resume-together", "thread": 0, "values": [APPROVE] * processes,
-                       "window": window})
+        session.apply(
+            {"action": "resume-together", "thread": 0, "values": [APPROVE] * processes, "window": window}
+        )
         advance(session, 0)
+
     return run
 
 
 def crash_and_recover(crash: CrashPoint) -> Callable[[Session], None]:
     def run(session: Session) -> None:
         advance(session, 0, crash=crash)
+
     return run
 
 
 def forks(intent: str) -> Callable[[Session], None]:
     """Complete the thread, then fork twice from the checkpoint before its first interrupt with
     the same intent (and the same new input for edits) and run both forks to their end."""
+
     def run(session: Session) -> None:
         advance(session, 0)
         choices = session.fork_choices(0)
@@ -160,39 +170,59 @@ def forks(intent: str) -> Callable[[Session], None]:
             return
         value = edits[0] if intent == "edit" else None
         for _ in range(2):
-            session.apply({"action": "fork", "thread": 0, "checkpoint": checkpoint,
-                           "intent": intent, "value": value})
+            session.apply(
+                {"action": "fork", "thread": 0, "checkpoint": checkpoint, "intent": intent, "value": value}
+            )
         for thread in range(1, len(session.observation.threads)):
             advance(session, thread)
+
     return run
 
 
 def scenarios(workflow: Workflow, processes: int) -> list[Scenario]:
     """The battery for `workflow` (as the adapter runs it), in the order it runs."""
-    battery = [Scenario("run-through", ("prefix-continuation", "effect-exactly-once", "liveness"), (),
-                        run_through)]
+    battery = [
+        Scenario("run-through", ("prefix-continuation", "effect-exactly-once", "liveness"), (), run_through)
+    ]
     if workflow.consuming:
-        battery.append(Scenario("resume-after-completion", ("consume-once-value",), ("resume",),
-                                resume_after_completion))
+        battery.append(
+            Scenario("resume-after-completion", ("consume-once-value",), ("resume",), resume_after_completion)
+        )
         for when in ("after-execute", "after-commit"):
-            battery.append(Scenario(f"second-resume-after-crash-{when}", ("consume-once-value",),
-                                    ("resume",), second_resume_after_crash(when)))
+            battery.append(
+                Scenario(
+                    f"second-resume-after-crash-{when}",
+                    ("consume-once-value",),
+                    ("resume",),
+                    second_resume_after_crash(when),
+                )
+            )
         battery.append(Scenario("invalid-resume", ("checkpoint-validity",), ("resume",), invalid_resume))
     battery.append(Scenario("invalid-update", ("checkpoint-validity",), ("update",), invalid_update))
     if workflow.consuming and processes > 1:
         for window in RACE_WINDOWS:
-            battery.append(Scenario(f"concurrent-resume-{window}", ("consume-once-consumption",),
-                                    ("resume-together",), concurrent_resume(window, processes)))
+            battery.append(
+                Scenario(
+                    f"concurrent-resume-{window}",
+                    ("consume-once-consumption",),
+                    ("resume-together",),
+                    concurrent_resume(window, processes),
+                )
+            )
     for stage in range(len(workflow.stages)):
         for when in CRASH_POINTS:
             crash = CrashPoint(stage, when)
-            battery.append(Scenario(
-                f"crash-stage-{stage}-{when}",
-                ("prefix-continuation", "effect-exactly-once", "recovery-determinism", "liveness"),
-                ("resume",) if any(s < stage for s in workflow.consuming) else (),
-                crash_and_recover(crash), crash,
-            ))
+            battery.append(
+                Scenario(
+                    f"crash-stage-{stage}-{when}",
+                    ("prefix-continuation", "effect-exactly-once", "recovery-determinism", "liveness"),
+                    ("resume",) if any(s < stage for s in workflow.consuming) else (),
+                    crash_and_recover(crash),
+                    crash,
+                )
+            )
     for intent in ("replay", "edit"):
-        battery.append(Scenario(f"fork-{intent}", ("fork-determinism", "fork-intent"), ("fork",),
-                                forks(intent)))
+        battery.append(
+            Scenario(f"fork-{intent}", ("fork-determinism", "fork-intent"), ("fork",), forks(intent))
+        )
     return battery

@@ -107,7 +107,9 @@ def step_deadline(seconds: float | None, what: str) -> Iterator[None]:
         return
 
     def expired(signum, frame):
-        raise AdapterFailure(f"{what} did not finish within the step timeout of {seconds:g}s (the adapter hangs)")
+        raise AdapterFailure(
+            f"{what} did not finish within the step timeout of {seconds:g}s (the adapter hangs)"
+        )
 
     previous = signal.signal(signal.SIGALRM, expired)
     signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -145,9 +147,14 @@ def describe_step(step: dict) -> str:
         if not step.get("window"):
             return f"resume t{t} concurrently with {values} (timing decides the order)"
         if step.get("order") is None:
-            return f"resume t{t} concurrently with {values}, held together {step['window']} (timing decides the order)"
+            return (
+                f"resume t{t} concurrently with {values}, held together {step['window']} "
+                "(timing decides the order)"
+            )
         order = ", ".join(f"#{i}" for i in step["order"])
-        return f"resume t{t} concurrently with {values}, held {step['window']}, released one at a time: {order}"
+        return (
+            f"resume t{t} concurrently with {values}, held {step['window']}, released one at a time: {order}"
+        )
     if action == "fork":
         edit = f", new input {_value(step['value'])}" if step["intent"] == "edit" else ""
         return f"fork t{t} at checkpoint {step['checkpoint']} ({step['intent']}{edit}){killed}"
@@ -311,18 +318,27 @@ class Session:
             for value, outcome in zip(values, outcomes):
                 if value == INVALID:
                     if outcome.status != REFUSED:
-                        history.findings.append((
-                            "checkpoint-validity",
-                            f"a schema-invalid resume value to t{t} was not refused ({outcome.status})",
-                        ))
+                        history.findings.append(
+                            (
+                                "checkpoint-validity",
+                                f"a schema-invalid resume value to t{t} was not refused ({outcome.status})",
+                            )
+                        )
                     elif (parked := self._parked(before, t)) is not None:
                         history.refused_invalid[t] = parked
                 elif target is not None and outcome.status != REFUSED:
                     if self._rewound_across(before, t, target):
-                        history.derived.append(("prefix-continuation", (
-                            f"a resume of {value_name(value)} to the interrupt at stage {target} of t{t} was "
-                            "accepted only because its committed node ran again and waits again (the second "
-                            "record consume-once-value would count is derived from this re-execution)")))
+                        history.derived.append(
+                            (
+                                "prefix-continuation",
+                                (
+                                    f"a resume of {value_name(value)} to the interrupt at stage {target} "
+                                    f"of t{t} was accepted only because its committed node ran again and "
+                                    "waits again (the second record consume-once-value would count is "
+                                    "derived from this re-execution)"
+                                ),
+                            )
+                        )
                     else:
                         history.second_records.setdefault(t, []).append((target, value))
                 elif outcome.status == REFUSED and action == "resume":
@@ -371,7 +387,9 @@ class Session:
         chain = parent.chain
         edit = step["intent"] == "edit"
         self.history.forks[new] = ForkRecord(
-            parent=t, base=c, intent=step["intent"],
+            parent=t,
+            base=c,
+            intent=step["intent"],
             edit_value=step["value"] if edit else NO_VALUE,
             inherited=chain[c].pc if edit else committed_upto(chain),
             snapshot=tuple(chain[: c + 1]),
@@ -409,11 +427,13 @@ class Session:
         # Refused for another reason (the delivery ran and a node's output failed the thread)
         # when the interrupt is no longer parked where it was.
         if self._parked(self._observe(), thread) == parked:
-            self.history.findings.append((
-                "checkpoint-validity",
-                f"after refusing a schema-invalid resume value, the interrupt at stage {parked[0]} of "
-                f"t{thread} refuses valid values too: the invalid value consumed it",
-            ))
+            self.history.findings.append(
+                (
+                    "checkpoint-validity",
+                    f"after refusing a schema-invalid resume value, the interrupt at stage {parked[0]} of "
+                    f"t{thread} refuses valid values too: the invalid value consumed it",
+                )
+            )
 
     def _consumed_interrupt(self, observation: Observation, thread: int) -> int | None:
         """The interrupt a resume to `thread` is aimed at, if it has already consumed (or
@@ -435,8 +455,11 @@ class Session:
     def _recorded(self, view) -> dict[int, int]:
         if view.inputs is not None:
             return dict(view.inputs)
-        return {e.stage: e.app[self.workflow.stages[e.stage].node]
-                for e in view.chain if e.stage >= 0 and self.workflow.consumes[e.stage]}
+        return {
+            e.stage: e.app[self.workflow.stages[e.stage].node]
+            for e in view.chain
+            if e.stage >= 0 and self.workflow.consumes[e.stage]
+        }
 
     # -- judging -------------------------------------------------------------------------
 
@@ -454,8 +477,11 @@ class Session:
             if f >= len(threads) or fork.parent in changed:
                 continue
             if threads[f].chain[: fork.base + 1] != fork.snapshot:
-                violated.setdefault("fork-determinism", f"fork t{f} does not start from exactly "
-                                    f"checkpoint {fork.base} of t{fork.parent} and its ancestry")
+                violated.setdefault(
+                    "fork-determinism",
+                    f"fork t{f} does not start from exactly "
+                    f"checkpoint {fork.base} of t{fork.parent} and its ancestry",
+                )
         if changed and "fork-determinism" not in self.skip:
             violated = self._count_parent_changes(violated, changed)
         for root, seen in self.history.derived:  # the root's fault was seen when these were
@@ -474,14 +500,20 @@ class Session:
         seen = "; ".join(changed[t] for t in sorted(changed))
         repaired = as_when_forked(self.history, self.observation)
         events = self.sink.events()
-        still = judge_world(self.workflow, build_world(self.workflow, self.history, repaired, events,
-                                                       self.capabilities), self.skip)
-        derived = [cid for cid in violated
-                   if cid in CHECKS and cid != "fork-determinism" and cid not in still]
+        still = judge_world(
+            self.workflow,
+            build_world(self.workflow, self.history, repaired, events, self.capabilities),
+            self.skip,
+        )
+        derived = [
+            cid for cid in violated if cid in CHECKS and cid != "fork-determinism" and cid not in still
+        ]
         if derived:
             verb = "fails" if len(derived) == 1 else "fail"
-            seen += (f"; on the changed record {', '.join(derived)} also {verb}, "
-                     "counted here only (derived from this change)")
+            seen += (
+                f"; on the changed record {', '.join(derived)} also {verb}, "
+                "counted here only (derived from this change)"
+            )
         kept = {cid: reason for cid, reason in violated.items() if cid not in derived}
         own = kept.get("fork-determinism")
         kept["fork-determinism"] = seen if own is None else f"{own}; {seen}"
@@ -505,14 +537,20 @@ class Session:
         the sink's applications by effect identity."""
         threads = []
         for t, view in enumerate(self.observation.threads):
-            threads.append({
-                "thread": t,
-                "run": view.run,
-                "checkpoints": [{"pc": e.pc, "stage": e.stage, "state": list(e.app)} for e in view.chain],
-                "inputs": None if view.inputs is None else {str(k): v for k, v in sorted(view.inputs.items())},
-            })
-        sink = [{"identity": [identity[0], identity[1], list(identity[2])], "applications": count}
-                for identity, count in world.sink]
+            threads.append(
+                {
+                    "thread": t,
+                    "run": view.run,
+                    "checkpoints": [{"pc": e.pc, "stage": e.stage, "state": list(e.app)} for e in view.chain],
+                    "inputs": None
+                    if view.inputs is None
+                    else {str(k): v for k, v in sorted(view.inputs.items())},
+                }
+            )
+        sink = [
+            {"identity": [identity[0], identity[1], list(identity[2])], "applications": count}
+            for identity, count in world.sink
+        ]
         return {"threads": threads, "sink": sink}
 
     # -- the end of an example -----------------------------------------------------------
@@ -527,9 +565,13 @@ class Session:
                 for t, view in enumerate(self.observation.threads):
                     op = f"drain{round_number}.t{t}"
                     if view.run == "dead":
-                        outcome = self._call(f"drain: recover t{t}", lambda: self.adapter.recover(t, None, op))
+                        outcome = self._call(
+                            f"drain: recover t{t}", lambda t=t, op=op: self.adapter.recover(t, None, op)
+                        )
                     elif view.run == "new":
-                        outcome = self._call(f"drain: start t{t}", lambda: self.adapter.start(t, None, op))
+                        outcome = self._call(
+                            f"drain: start t{t}", lambda t=t, op=op: self.adapter.start(t, None, op)
+                        )
                     else:
                         continue
                     progressed |= outcome.status == OK
@@ -588,5 +630,7 @@ class Session:
             return function()
         except HostProblem as problem:
             if problem.kind == RAISED:
-                raise AdapterFailure(f"the adapter raised during {what}: {problem.reason[len('raised '):]}") from None
+                raise AdapterFailure(
+                    f"the adapter raised during {what}: {problem.reason[len('raised ') :]}"
+                ) from None
             raise AdapterFailure(f"{what} {problem.reason}") from None

@@ -94,8 +94,13 @@ class _Search:
 
 
 def minimize(
-    steps: list[dict], clause_id: str, replay: Replay, budget: int = 60, *,
-    deadline: float | None = None, on_better: Callable[[Violation], None] | None = None,
+    steps: list[dict],
+    clause_id: str,
+    replay: Replay,
+    budget: int = 60,
+    *,
+    deadline: float | None = None,
+    on_better: Callable[[Violation], None] | None = None,
     confirmed: Violation | None = None,
 ) -> tuple[list[dict], Violation | None]:
     """The simplest step list found that still violates `clause_id`, and its violation (None

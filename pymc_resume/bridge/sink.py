@@ -77,8 +77,14 @@ class Sink:
             db.execute(
                 "INSERT INTO events (kind, thread, stage, node, op, role, pid) "
                 "VALUES ('execute', ?, ?, ?, ?, ?, ?)",
-                (context.thread, context.stage, context.node, getattr(context, "op", None),
-                 getattr(context, "role", None), os.getpid()),
+                (
+                    context.thread,
+                    context.stage,
+                    context.node,
+                    getattr(context, "op", None),
+                    getattr(context, "role", None),
+                    os.getpid(),
+                ),
             )
         finally:
             db.close()
@@ -95,8 +101,17 @@ class Sink:
             db.execute(
                 "INSERT INTO events (kind, thread, stage, node, op, role, key, applied, app, pid) "
                 "VALUES ('fire', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (context.thread, context.stage, context.node, getattr(context, "op", None),
-                 getattr(context, "role", None), key, int(applied), json.dumps(list(app)), os.getpid()),
+                (
+                    context.thread,
+                    context.stage,
+                    context.node,
+                    getattr(context, "op", None),
+                    getattr(context, "role", None),
+                    key,
+                    int(applied),
+                    json.dumps(list(app)),
+                    os.getpid(),
+                ),
             )
             db.execute("COMMIT")
             return applied
@@ -113,7 +128,18 @@ class Sink:
         finally:
             db.close()
         return [
-            SinkEvent(seq, kind, thread, stage, node, op, role, key, bool(applied),
-                      tuple(json.loads(app)) if app is not None else None, pid)
+            SinkEvent(
+                seq,
+                kind,
+                thread,
+                stage,
+                node,
+                op,
+                role,
+                key,
+                bool(applied),
+                tuple(json.loads(app)) if app is not None else None,
+                pid,
+            )
             for seq, kind, thread, stage, node, op, role, key, applied, app, pid in rows
         ]

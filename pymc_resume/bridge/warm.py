@@ -4,13 +4,13 @@ Real clients are long-lived processes: one runs a thread until it parks, then, i
 process, forks it or resumes it, with whatever the layer keeps in memory still there. A fresh
 process per operation (`process.run_in_children`) never sees faults that live in that memory.
 A `WarmClient` is such a process: forked once, it reads requests from a pipe and serves them
-one at a time with `serve(request, gate)` (an object it built once, so its memory carries
+one at a time with `serve(request, barrier)` (an object it built once, so its memory carries
 over), writing one JSON reply per request. A request whose operation SIGKILLs the process (a
 crash point) is reported `killed`, and the client is gone: the adapter starts a new one for
 the next request with that client id, as a restarted client would be.
 
 A warm client serves one operation at a time and is never held at a barrier (concurrent
-deliveries run in fresh processes), so its `Gate` never waits.
+deliveries run in fresh processes), so its `Barrier` never waits.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import os
 import signal
 from collections.abc import Callable
 
-from pymc_resume.bridge.process import FAILED, KILLED, RETURNED, ChildResult, Gate, die_with_parent
+from pymc_resume.bridge.process import FAILED, KILLED, RETURNED, Barrier, ChildResult, die_with_parent
 
-Serve = Callable[[dict, Gate], object]
+Serve = Callable[[dict, Barrier], object]
 
 
 class WarmClient:
@@ -82,13 +82,13 @@ class WarmClient:
 
 def _serve_forever(serve: Serve, request_read: int, reply_write: int) -> None:
     """The client process's loop; never returns. It exits when its request pipe closes."""
-    never_waits = Gate(-1, -1, synchronized=False)
+    never_waits = Barrier(-1, -1, synchronized=False)
     try:
         with os.fdopen(request_read, "rb") as requests:
             for line in requests:
                 try:
                     message = {"value": serve(json.loads(line), never_waits)}
-                except BaseException as error:  # noqa: BLE001 - reported to the parent
+                except BaseException as error:
                     message = {"error": f"{type(error).__name__}: {error}"}
                 os.write(reply_write, (json.dumps(message) + "\n").encode())
     finally:

@@ -69,8 +69,11 @@ def peak_rss_mib(result: ExplorationResult) -> dict:
     # process (a test runner) would report that process's peak as its own.
     coordinator = (peak_bytes() or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024) / 2**20
     workers = [round(rss / mib, 1) for rss in result.worker_peak_rss]
-    return {"coordinator": round(coordinator, 1), "workers": workers,
-            "total": round(coordinator + sum(workers), 1)}
+    return {
+        "coordinator": round(coordinator, 1),
+        "workers": workers,
+        "total": round(coordinator + sum(workers), 1),
+    }
 
 
 def trace_table(model: ResumeModel, steps) -> tuple[dict, ...]:
@@ -112,14 +115,27 @@ def judge(model: ResumeModel, result: ExplorationResult) -> dict[str, Verdict]:
     return verdicts
 
 
-def run_description(bounds: Bounds, mutant: str | None, symmetry: bool, workers: int, *,
-                    checkpoint_every: float = 60.0, max_states: int | None = None,
-                    max_memory: int | None = None) -> dict:
+def run_description(
+    bounds: Bounds,
+    mutant: str | None,
+    symmetry: bool,
+    workers: int,
+    *,
+    checkpoint_every: float = 60.0,
+    max_states: int | None = None,
+    max_memory: int | None = None,
+) -> dict:
     """What a checkpoint records about the run, so that `--recover` can redo exactly it: what is
     checked, and the options it runs with (a recovery keeps them unless given again)."""
-    return {"bounds": bounds.as_json(), "mutant": mutant, "symmetry": symmetry, "workers": workers,
-            "checkpoint_every": checkpoint_every, "max_states": max_states,
-            "max_memory": max_memory}
+    return {
+        "bounds": bounds.as_json(),
+        "mutant": mutant,
+        "symmetry": symmetry,
+        "workers": workers,
+        "checkpoint_every": checkpoint_every,
+        "max_states": max_states,
+        "max_memory": max_memory,
+    }
 
 
 @attrs.frozen
@@ -135,8 +151,7 @@ class RecoveredRun:
     max_memory: int | None  # bytes
 
 
-RUN_FIELDS = ("bounds", "mutant", "symmetry", "workers", "checkpoint_every", "max_states",
-              "max_memory")
+RUN_FIELDS = ("bounds", "mutant", "symmetry", "workers", "checkpoint_every", "max_states", "max_memory")
 MAX_WORKERS = 1024  # far beyond any machine this runs on; a larger count is a damaged file
 
 
@@ -171,8 +186,9 @@ def recovered_run(run: dict, where: str) -> RecoveredRun:
         value = run[name]
         if value is not None and (type(value) is not int or value < low):
             refuse(f"has {name} {value!r}")
-    return RecoveredRun(checked, mutant, run["symmetry"], workers, float(every),
-                        run["max_states"], run["max_memory"])
+    return RecoveredRun(
+        checked, mutant, run["symmetry"], workers, float(every), run["max_states"], run["max_memory"]
+    )
 
 
 def run_check(
@@ -193,8 +209,15 @@ def run_check(
     model = ResumeModel(bounds, mutant)
     checkpoint = None
     if checkpoint_dir is not None:
-        run = run_description(bounds, mutant, symmetry, workers, checkpoint_every=checkpoint_every,
-                              max_states=max_states, max_memory=max_memory)
+        run = run_description(
+            bounds,
+            mutant,
+            symmetry,
+            workers,
+            checkpoint_every=checkpoint_every,
+            max_states=max_states,
+            max_memory=max_memory,
+        )
         checkpoint = Checkpointing(checkpoint_dir, checkpoint_every, run)
     result = explore(
         model,
@@ -226,6 +249,5 @@ def simulate_check(
     a violation is `skipped`, and `liveness` is not checked). One process, no symmetry
     reduction (a walk's states are real states)."""
     model = ResumeModel(bounds, mutant)
-    result = simulate(model, seed=seed, depth=depth, walks=walks, max_seconds=max_seconds,
-                      progress=progress)
+    result = simulate(model, seed=seed, depth=depth, walks=walks, max_seconds=max_seconds, progress=progress)
     return CheckReport(bounds, mutant, False, 1, result, judge(model, result), engine=None)

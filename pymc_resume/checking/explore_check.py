@@ -34,8 +34,7 @@ class PropertyVerdict:
 
     def as_json(self) -> dict:
         trace = list(self.trace) if self.trace is not None else None
-        return {"kind": self.kind, "verdict": self.verdict, "reason": self.reason,
-                "trace": trace}
+        return {"kind": self.kind, "verdict": self.verdict, "reason": self.reason, "trace": trace}
 
 
 @attrs.frozen
@@ -63,14 +62,18 @@ class ExploreReport:
         }
 
 
-def trace_rows(steps: Sequence[Step], state_fields: Sequence[str] | None = None
-               ) -> tuple[dict, ...]:
+def trace_rows(steps: Sequence[Step], state_fields: Sequence[str] | None = None) -> tuple[dict, ...]:
     """A trace as rows: step number, action, what changed, and the state's repr."""
     rows, before = [], None
     for number, step in enumerate(steps):
-        rows.append({"step": number, "action": step.action or "initial state",
-                     "changes": changes(before, step.state, state_fields),
-                     "state": repr(step.state)})
+        rows.append(
+            {
+                "step": number,
+                "action": step.action or "initial state",
+                "changes": changes(before, step.state, state_fields),
+                "state": repr(step.state),
+            }
+        )
         before = step.state
     return tuple(rows)
 
@@ -84,9 +87,11 @@ def _properties(model: ValidModel) -> list[tuple[str, str]]:
 
 
 def _reason(kind: str) -> str:
-    return {INVARIANT: "false in the last state",
-            REACHABILITY: "no goal state is reachable from the last state",
-            DEADLOCK: "the last state has no successor"}[kind]
+    return {
+        INVARIANT: "false in the last state",
+        REACHABILITY: "no goal state is reachable from the last state",
+        DEADLOCK: "the last state has no successor",
+    }[kind]
 
 
 def judge(model: ValidModel, result: ExplorationResult) -> tuple[PropertyVerdict, ...]:
@@ -96,13 +101,17 @@ def judge(model: ValidModel, result: ExplorationResult) -> tuple[PropertyVerdict
     for name, kind in _properties(model):
         violation = result.violations.get(name)
         if violation is not None:
-            verdicts.append(PropertyVerdict(name, kind, VIOLATED, _reason(kind),
-                                            trace_rows(violation.trace, state_fields)))
+            verdicts.append(
+                PropertyVerdict(
+                    name, kind, VIOLATED, _reason(kind), trace_rows(violation.trace, state_fields)
+                )
+            )
         elif result.complete:
             verdicts.append(PropertyVerdict(name, kind, HOLDS))
         else:
-            verdicts.append(PropertyVerdict(
-                name, kind, SKIPPED, reason=result.unproved(kind == REACHABILITY)))
+            verdicts.append(
+                PropertyVerdict(name, kind, SKIPPED, reason=result.unproved(kind == REACHABILITY))
+            )
     return tuple(verdicts)
 
 
@@ -128,13 +137,30 @@ def run_explore(
     checkpoint = None
     if checkpoint_dir is not None:
         # What a recovery redoes: the run, and the options it keeps unless given again.
-        run = {"target": target, "workers": workers, "deadlock": valid.deadlock_is_error,
-               "stop_at_first": stop_at_first, "checkpoint_every": checkpoint_every,
-               "max_states": max_states, "max_seconds": max_seconds, "max_memory": max_memory}
+        run = {
+            "target": target,
+            "workers": workers,
+            "deadlock": valid.deadlock_is_error,
+            "stop_at_first": stop_at_first,
+            "checkpoint_every": checkpoint_every,
+            "max_states": max_states,
+            "max_seconds": max_seconds,
+            "max_memory": max_memory,
+        }
         checkpoint = Checkpointing(checkpoint_dir, checkpoint_every, run)
-    result = explore(valid, workers=workers, max_states=max_states, max_seconds=max_seconds,
-                     max_memory=max_memory, stop_at_first=stop_at_first, progress=progress,
-                     checkpoint=checkpoint, resume=resume, engine=engine, address=address)
+    result = explore(
+        valid,
+        workers=workers,
+        max_states=max_states,
+        max_seconds=max_seconds,
+        max_memory=max_memory,
+        stop_at_first=stop_at_first,
+        progress=progress,
+        checkpoint=checkpoint,
+        resume=resume,
+        engine=engine,
+        address=address,
+    )
     return ExploreReport(target, workers, result, judge(valid, result), engine)
 
 
@@ -153,8 +179,15 @@ def simulate_explore(
     """Seeded random walks through `model` (what `target` names), judged as `run_explore`
     judges, except that nothing can hold: a property without a violation is `skipped`."""
     valid = validated(model, check_deadlock)
-    result = simulate(valid, seed=seed, depth=depth, walks=walks, max_seconds=max_seconds,
-                      stop_at_first=stop_at_first, progress=progress)
+    result = simulate(
+        valid,
+        seed=seed,
+        depth=depth,
+        walks=walks,
+        max_seconds=max_seconds,
+        stop_at_first=stop_at_first,
+        progress=progress,
+    )
     return ExploreReport(target, 1, result, judge(valid, result), engine=None)
 
 

@@ -23,7 +23,7 @@ import attrs
 from pymc_resume.checking.check import judge
 from pymc_resume.explore import ExplorationResult, explore
 from pymc_resume.model.bounds import Bounds
-from pymc_resume.model.contract import CLAUSE_IDS, CLAUSES, HOLDS, VIOLATED
+from pymc_resume.model.contract import CLAUSE_IDS, HOLDS, VIOLATED
 from pymc_resume.model.mutants import MUTANTS
 from pymc_resume.model.semantics import ResumeModel
 
@@ -97,15 +97,15 @@ class Matrix:
         """Mutants that do not violate the clause they are meant to break, though the bounds
         reach their fault."""
         return [
-            row.name for row in self.mutant_rows
+            row.name
+            for row in self.mutant_rows
             if row.cells[MUTANTS[row.name].target].verdict != VIOLATED
             and MUTANTS[row.name].reachable_at(self.bounds.nodes)
         ]
 
     def out_of_reach(self) -> list[str]:
         """Mutants whose fault acts on a node kind these bounds do not have."""
-        return [row.name for row in self.mutant_rows
-                if not MUTANTS[row.name].reachable_at(self.bounds.nodes)]
+        return [row.name for row in self.mutant_rows if not MUTANTS[row.name].reachable_at(self.bounds.nodes)]
 
     @property
     def ok(self) -> bool:
@@ -140,9 +140,7 @@ class Matrix:
         }
 
 
-def check_row(
-    bounds: Bounds, name: str, *, symmetry: bool = True, progress: Callable | None = None
-) -> Row:
+def check_row(bounds: Bounds, name: str, *, symmetry: bool = True, progress: Callable | None = None) -> Row:
     """Explore one row exhaustively and judge the nine ids."""
     model = ResumeModel(bounds, None if name == REFERENCE else name)
     result = explore(model, canonical=model.canonical if symmetry else None, progress=progress)

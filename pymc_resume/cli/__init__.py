@@ -58,12 +58,15 @@ class Group(click.Group):
                 sys.exit(TERMINATED)
             click.echo("pymc-resume: interrupted", err=True)
             sys.exit(INTERRUPTED)
-        except Exception as error:  # noqa: BLE001 - a bug of ours: still one line, still exit 2
+        except Exception as error:
             if os.environ.get("PYMC_RESUME_DEBUG") == "1":
                 raise
-            click.echo(f"pymc-resume: internal error (a bug in pymc-resume, please report it; "
-                       f"PYMC_RESUME_DEBUG=1 shows where): {type(error).__name__}: "
-                       f"{' '.join(str(error).split())}", err=True)
+            click.echo(
+                f"pymc-resume: internal error (a bug in pymc-resume, please report it; "
+                f"PYMC_RESUME_DEBUG=1 shows where): {type(error).__name__}: "
+                f"{' '.join(str(error).split())}",
+                err=True,
+            )
             sys.exit(BAD_INPUT)
         finally:
             signal.signal(signal.SIGTERM, previous)

@@ -29,39 +29,98 @@ from pymc_resume.model.mutants import MUTANTS
 
 
 @main.command("check")
-@click.option("--bounds", "bounds_name", default=None,
-              help="A bundled bound name (small, default, paper) or a path to a TOML file  "
-                   "[default: default].")
+@click.option(
+    "--bounds",
+    "bounds_name",
+    default=None,
+    help="A bundled bound name (small, default, paper) or a path to a TOML file  [default: default].",
+)
 @click.option("--mutant", default=None, help="Switch one fault on (see --list-mutants).")
 @click.option("--list-mutants", is_flag=True, help="List the mutants and exit.")
-@click.option("--max-states", type=click.IntRange(min=1), default=None,
-              help="Stop after this many distinct states (unproved clauses are 'skipped').")
-@click.option("--no-symmetry", is_flag=True,
-              help="Do not reduce interchangeable processes (reports the unreduced counts).")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Worker processes, each owning a hash partition  [default: number of cores].")
-@click.option("--max-memory", type=click.IntRange(min=64), default=None, metavar="MIB",
-              help="Stop cleanly, with the counts so far, before resident memory exceeds this.")
-@click.option("--checkpoint-dir", type=click.Path(file_okay=False), default=None,
-              help="Save the explorer's own state here between levels, atomically (the first "
-                   "snapshot after the first level).")
-@click.option("--checkpoint-every", type=Seconds(low=0.0), default=None,
-              metavar="SECONDS", help="At most this long between snapshots; the wait grows "
-                                      "from 1 s up to it  [default: 60].")
-@click.option("--recover", "recover_dir", type=click.Path(file_okay=False), default=None,
-              help="Continue the run checkpointed in this folder (and keep checkpointing there); "
-                   "bounds, mutant, symmetry and workers come from the checkpoint, and so do "
-                   "--checkpoint-every, --max-states and --max-memory unless given again.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
-              help="Write the result as JSON to this path (atomically).")
+@click.option(
+    "--max-states",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Stop after this many distinct states (unproved clauses are 'skipped').",
+)
+@click.option(
+    "--no-symmetry",
+    is_flag=True,
+    help="Do not reduce interchangeable processes (reports the unreduced counts).",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Worker processes, each owning a hash partition  [default: number of cores].",
+)
+@click.option(
+    "--max-memory",
+    type=click.IntRange(min=64),
+    default=None,
+    metavar="MIB",
+    help="Stop cleanly, with the counts so far, before resident memory exceeds this.",
+)
+@click.option(
+    "--checkpoint-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Save the explorer's own state here between levels, atomically (the first "
+    "snapshot after the first level).",
+)
+@click.option(
+    "--checkpoint-every",
+    type=Seconds(low=0.0),
+    default=None,
+    metavar="SECONDS",
+    help="At most this long between snapshots; the wait grows from 1 s up to it  [default: 60].",
+)
+@click.option(
+    "--recover",
+    "recover_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Continue the run checkpointed in this folder (and keep checkpointing there); "
+    "bounds, mutant, symmetry and workers come from the checkpoint, and so do "
+    "--checkpoint-every, --max-states and --max-memory unless given again.",
+)
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the result as JSON to this path (atomically).",
+)
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
 @engine_flags
 @simulation_flags
-@click.option("--max-seconds", type=Seconds(low=0.001), default=None,
-              help="With --simulate: stop taking walks after this many seconds.")
-def check_command(bounds_name, mutant, list_mutants, max_states, no_symmetry, workers,
-                  max_memory, checkpoint_dir, checkpoint_every, recover_dir, json_path, quiet,
-                  engine, address, simulate, seed, depth, walks, max_seconds):
+@click.option(
+    "--max-seconds",
+    type=Seconds(low=0.001),
+    default=None,
+    help="With --simulate: stop taking walks after this many seconds.",
+)
+def check_command(
+    bounds_name,
+    mutant,
+    list_mutants,
+    max_states,
+    no_symmetry,
+    workers,
+    max_memory,
+    checkpoint_dir,
+    checkpoint_every,
+    recover_dir,
+    json_path,
+    quiet,
+    engine,
+    address,
+    simulate,
+    seed,
+    depth,
+    walks,
+    max_seconds,
+):
     """Explore every interleaving of the reference semantics and judge the nine contract ids
     (or, with --simulate, take random walks through it and judge what they visit)."""
     if list_mutants:
@@ -72,35 +131,53 @@ def check_command(bounds_name, mutant, list_mutants, max_states, no_symmetry, wo
     refuse_for_simulation(
         simulate,
         {"--seed": seed, "--depth": depth, "--walks": walks, "--max-seconds": max_seconds},
-        {"--max-states": max_states, "--no-symmetry": no_symmetry, "--workers": workers,
-         "--max-memory": max_memory, "--checkpoint-dir": checkpoint_dir,
-         "--checkpoint-every": checkpoint_every, "--recover": recover_dir,
-         "--engine ray": engine == "ray" or None},
+        {
+            "--max-states": max_states,
+            "--no-symmetry": no_symmetry,
+            "--workers": workers,
+            "--max-memory": max_memory,
+            "--checkpoint-dir": checkpoint_dir,
+            "--checkpoint-every": checkpoint_every,
+            "--recover": recover_dir,
+            "--engine ray": engine == "ray" or None,
+        },
     )
     refuse_lone_address(engine, address)
     if simulate:
         bounds = _bounds(bounds_name, mutant)
-        report = simulate_check(bounds, mutant, seed=seed or 0, depth=depth or DEFAULT_DEPTH,
-                                walks=walks, max_seconds=max_seconds,
-                                progress=None if quiet else WalkPrinter())
+        report = simulate_check(
+            bounds,
+            mutant,
+            seed=seed or 0,
+            depth=depth or DEFAULT_DEPTH,
+            walks=walks,
+            max_seconds=max_seconds,
+            progress=None if quiet else WalkPrinter(),
+        )
         _finish(report, json_path)
         return
     max_memory = max_memory * 2**20 if max_memory else None
     resume = None
     if recover_dir is not None:
         if bounds_name is not None or mutant or no_symmetry or workers:
-            fail("--recover: the run's bounds, mutant, symmetry and workers come from the "
-                 "checkpoint; do not pass them again")
+            fail(
+                "--recover: the run's bounds, mutant, symmetry and workers come from the "
+                "checkpoint; do not pass them again"
+            )
         if checkpoint_dir is not None:
-            fail("--recover: the recovered run keeps checkpointing into its own folder; "
-                 "do not pass --checkpoint-dir")
+            fail(
+                "--recover: the recovered run keeps checkpointing into its own folder; "
+                "do not pass --checkpoint-dir"
+            )
         writable_folder(recover_dir, "--recover")
         resume = snapshot.load(recover_dir)
         run = recovered_run(resume.run, str(Path(resume.files[0]).parent / snapshot.MANIFEST))
         bounds, mutant, no_symmetry, workers = run.bounds, run.mutant, not run.symmetry, run.workers
         if len(resume.partitions) != workers:
-            raise snapshot.SnapshotError(f"{recover_dir}: its run had {workers} workers, but "
-                                         f"it holds {len(resume.partitions)} partitions")
+            raise snapshot.SnapshotError(
+                f"{recover_dir}: its run had {workers} workers, but "
+                f"it holds {len(resume.partitions)} partitions"
+            )
         # The run's own options, unless given again.
         checkpoint_every = run.checkpoint_every if checkpoint_every is None else checkpoint_every
         max_states = run.max_states if max_states is None else max_states

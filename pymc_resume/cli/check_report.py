@@ -17,8 +17,7 @@ def verdict_table(report: CheckReport) -> str:
         if verdict.trace is not None:
             detail = trace_detail(len(verdict.trace) - 1, simulated)
         rows.append([clause.id, clause.kind, verdict.verdict, states, detail])
-    return table(["id", "kind", "verdict", "states" + (" visited" if simulated else ""),
-                  "detail"], rows)
+    return table(["id", "kind", "verdict", "states" + (" visited" if simulated else ""), "detail"], rows)
 
 
 def visited_states(result) -> int:
@@ -34,14 +33,17 @@ def trace_detail(steps: int, simulated: bool) -> str:
 
 def simulation_line(result) -> str:
     """A simulation's counts, in one line."""
-    return (f"{result.walks:,} walks of up to {result.max_depth} steps (seed {result.seed}), "
-            f"{result.states_visited:,} states visited, {result.states_generated:,} generated, "
-            f"longest walk {result.longest_walk} steps, {result.seconds:.1f}s, "
-            f"{result.walks_per_second:,.1f} walks/s; {result.stopped_because}")
+    return (
+        f"{result.walks:,} walks of up to {result.max_depth} steps (seed {result.seed}), "
+        f"{result.states_visited:,} states visited, {result.states_generated:,} generated, "
+        f"longest walk {result.longest_walk} steps, {result.seconds:.1f}s, "
+        f"{result.walks_per_second:,.1f} walks/s; {result.stopped_because}"
+    )
 
 
-def trace_text(clause_id: str, trace: tuple[dict, ...], reason: str | None = None,
-               simulated: bool = False) -> str:
+def trace_text(
+    clause_id: str, trace: tuple[dict, ...], reason: str | None = None, simulated: bool = False
+) -> str:
     rows = []
     for row in trace:
         changes = row["changes"] or ["-"]

@@ -29,35 +29,88 @@ from pymc_resume.files import write_json
 
 @main.command("explore")
 @click.argument("target", required=False)
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Worker processes, each owning a hash partition  [default: 1].")
-@click.option("--max-states", type=click.IntRange(min=1), default=None,
-              help="Stop after this many distinct states (unproved properties are 'skipped').")
-@click.option("--max-seconds", type=Seconds(low=0.001), default=None,
-              help="Stop after this many seconds.")
-@click.option("--max-memory", type=click.IntRange(min=64), default=None, metavar="MIB",
-              help="Stop cleanly, with the counts so far, before resident memory exceeds this.")
-@click.option("--stop-at-first", is_flag=True,
-              help="Stop at the first violation (TLC's default; without it, as TLC's -continue).")
-@click.option("--deadlock/--no-deadlock", default=None,
-              help="Report states without successors  [default: the model's deadlock_is_error, "
-                   "else yes, as TLC].")
-@click.option("--checkpoint-dir", type=click.Path(file_okay=False), default=None,
-              help="Save the explorer's own state here between levels, atomically.")
-@click.option("--checkpoint-every", type=Seconds(low=0.0), default=None, metavar="SECONDS",
-              help="The longest wait between saves into --checkpoint-dir (the first save follows "
-                   "the first level)  [default: 60, or the recovered run's].")
-@click.option("--recover", "recover_dir", type=click.Path(file_okay=False), default=None,
-              help="Continue the run checkpointed in this folder (and keep checkpointing there); "
-                   "target, workers and deadlock checking come from the checkpoint.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
-              help="Write the result as JSON to this path (atomically).")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Worker processes, each owning a hash partition  [default: 1].",
+)
+@click.option(
+    "--max-states",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Stop after this many distinct states (unproved properties are 'skipped').",
+)
+@click.option("--max-seconds", type=Seconds(low=0.001), default=None, help="Stop after this many seconds.")
+@click.option(
+    "--max-memory",
+    type=click.IntRange(min=64),
+    default=None,
+    metavar="MIB",
+    help="Stop cleanly, with the counts so far, before resident memory exceeds this.",
+)
+@click.option(
+    "--stop-at-first",
+    is_flag=True,
+    help="Stop at the first violation (TLC's default; without it, as TLC's -continue).",
+)
+@click.option(
+    "--deadlock/--no-deadlock",
+    default=None,
+    help="Report states without successors  [default: the model's deadlock_is_error, else yes, as TLC].",
+)
+@click.option(
+    "--checkpoint-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Save the explorer's own state here between levels, atomically.",
+)
+@click.option(
+    "--checkpoint-every",
+    type=Seconds(low=0.0),
+    default=None,
+    metavar="SECONDS",
+    help="The longest wait between saves into --checkpoint-dir (the first save follows "
+    "the first level)  [default: 60, or the recovered run's].",
+)
+@click.option(
+    "--recover",
+    "recover_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Continue the run checkpointed in this folder (and keep checkpointing there); "
+    "target, workers and deadlock checking come from the checkpoint.",
+)
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the result as JSON to this path (atomically).",
+)
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
 @engine_flags
 @simulation_flags
-def explore_command(target, workers, max_states, max_seconds, max_memory, stop_at_first,
-                    deadlock, checkpoint_dir, checkpoint_every, recover_dir, json_path, quiet,
-                    engine, address, simulate, seed, depth, walks):
+def explore_command(
+    target,
+    workers,
+    max_states,
+    max_seconds,
+    max_memory,
+    stop_at_first,
+    deadlock,
+    checkpoint_dir,
+    checkpoint_every,
+    recover_dir,
+    json_path,
+    quiet,
+    engine,
+    address,
+    simulate,
+    seed,
+    depth,
+    walks,
+):
     """Explore every state of the model TARGET (module:factory or path/to/file.py:factory,
     a callable returning the model) and judge its invariants, reachability properties and
     deadlocks. Exit 0 when every property holds, 1 when any is violated, 2 on bad input or
@@ -65,18 +118,27 @@ def explore_command(target, workers, max_states, max_seconds, max_memory, stop_a
     instead: exit 1 when a walk violates a property, else 0 (which proves nothing)."""
     writable_file(json_path, "--json")
     refuse_for_simulation(
-        simulate, {"--seed": seed, "--depth": depth, "--walks": walks},
-        {"--workers": workers, "--max-states": max_states, "--max-memory": max_memory,
-         "--checkpoint-dir": checkpoint_dir, "--checkpoint-every": checkpoint_every,
-         "--recover": recover_dir, "--engine ray": engine == "ray" or None},
+        simulate,
+        {"--seed": seed, "--depth": depth, "--walks": walks},
+        {
+            "--workers": workers,
+            "--max-states": max_states,
+            "--max-memory": max_memory,
+            "--checkpoint-dir": checkpoint_dir,
+            "--checkpoint-every": checkpoint_every,
+            "--recover": recover_dir,
+            "--engine ray": engine == "ray" or None,
+        },
     )
     refuse_lone_address(engine, address)
     writable_folder(checkpoint_dir, "--checkpoint-dir")
     resume = None
     if recover_dir is not None:
         if workers or deadlock is not None or stop_at_first or checkpoint_dir:
-            fail("--recover: the run's workers, deadlock checking, --stop-at-first and "
-                 "checkpoint folder come from the checkpoint; do not pass them again")
+            fail(
+                "--recover: the run's workers, deadlock checking, --stop-at-first and "
+                "checkpoint folder come from the checkpoint; do not pass them again"
+            )
         writable_folder(recover_dir, "--recover")
         try:
             resume = snapshot.load(recover_dir)
@@ -106,20 +168,42 @@ def explore_command(target, workers, max_states, max_seconds, max_memory, stop_a
     try:
         if simulate:
             report = simulate_explore(
-                target, model, seed=seed or 0, depth=depth or DEFAULT_DEPTH, walks=walks,
-                max_seconds=max_seconds, stop_at_first=stop_at_first, check_deadlock=deadlock,
-                progress=None if quiet else WalkPrinter())
+                target,
+                model,
+                seed=seed or 0,
+                depth=depth or DEFAULT_DEPTH,
+                walks=walks,
+                max_seconds=max_seconds,
+                stop_at_first=stop_at_first,
+                check_deadlock=deadlock,
+                progress=None if quiet else WalkPrinter(),
+            )
         else:
-            report = _explore(target, model, workers, max_states, max_seconds, max_memory,
-                              stop_at_first, deadlock, quiet, checkpoint_dir, checkpoint_every,
-                              resume, engine, address)
+            report = _explore(
+                target,
+                model,
+                workers,
+                max_states,
+                max_seconds,
+                max_memory,
+                stop_at_first,
+                deadlock,
+                quiet,
+                checkpoint_dir,
+                checkpoint_every,
+                resume,
+                engine,
+                address,
+            )
     except PymcResumeError:
         raise
-    except Exception as error:  # noqa: BLE001 - raised by the model's own code
+    except Exception as error:
         if os.environ.get("PYMC_RESUME_DEBUG") == "1":
             raise
-        raise BadInput(f"{target}: the model raised {type(error).__name__}: {error} while "
-                       "being explored (PYMC_RESUME_DEBUG=1 shows where)") from None
+        raise BadInput(
+            f"{target}: the model raised {type(error).__name__}: {error} while "
+            "being explored (PYMC_RESUME_DEBUG=1 shows where)"
+        ) from None
     click.echo(explore_text(report))
     if json_path:
         write_json(json_path, report.as_json())
@@ -129,11 +213,26 @@ def explore_command(target, workers, max_states, max_seconds, max_memory, stop_a
         fail(f"exploration incomplete, nothing proved: {report.result.stopped_because}")
 
 
-def _explore(target, model, workers, max_states, max_seconds, max_memory, stop_at_first,
-             deadlock, quiet, checkpoint_dir, checkpoint_every, resume, engine, address):
+def _explore(
+    target,
+    model,
+    workers,
+    max_states,
+    max_seconds,
+    max_memory,
+    stop_at_first,
+    deadlock,
+    quiet,
+    checkpoint_dir,
+    checkpoint_every,
+    resume,
+    engine,
+    address,
+):
     """The exhaustive run, with the command's options."""
     return run_explore(
-        target, model,
+        target,
+        model,
         workers=workers or 1,
         max_states=max_states,
         max_seconds=max_seconds,
@@ -153,8 +252,12 @@ def _kept_options(run: dict, folder: str) -> dict:
     """The interval and limits a checkpointed run was started with, checked (a checkpoint
     written before they were recorded has none)."""
     kept = {}
-    for name, kind in (("checkpoint_every", (int, float)), ("max_states", int),
-                       ("max_seconds", (int, float)), ("max_memory", int)):
+    for name, kind in (
+        ("checkpoint_every", (int, float)),
+        ("max_states", int),
+        ("max_seconds", (int, float)),
+        ("max_memory", int),
+    ):
         value = run.get(name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, kind) or value < 0):
             fail(f"--recover: {folder}: the recorded {name} {value!r} is not a valid value")

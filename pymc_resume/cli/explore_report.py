@@ -16,8 +16,9 @@ def verdict_table(report: ExploreReport) -> str:
         if v.trace is not None:
             detail = trace_detail(len(v.trace) - 1, simulated)
         rows.append([v.name, v.kind, v.verdict, states, detail])
-    return table(["property", "kind", "verdict", "states" + (" visited" if simulated else ""),
-                  "detail"], rows)
+    return table(
+        ["property", "kind", "verdict", "states" + (" visited" if simulated else ""), "detail"], rows
+    )
 
 
 def trace_text(verdict: PropertyVerdict, simulated: bool = False) -> str:
@@ -27,8 +28,7 @@ def trace_text(verdict: PropertyVerdict, simulated: bool = False) -> str:
         rows.append([str(row["step"]), row["action"], changed[0]])
         rows.extend(["", "", more] for more in changed[1:])
     walk = " (a walk's trace, not promised shortest)" if simulated else ""
-    return (f"{verdict.name} violated{walk}: {verdict.reason}\n"
-            + table(["step", "action", "changed"], rows))
+    return f"{verdict.name} violated{walk}: {verdict.reason}\n" + table(["step", "action", "changed"], rows)
 
 
 def explore_text(report: ExploreReport) -> str:

@@ -11,12 +11,11 @@ from pymc_resume.cli import Terminated, main
 from pymc_resume.cli.errors import fail
 from pymc_resume.cli.options import Seconds, adapter_option_flag, adapter_options
 from pymc_resume.cli.paths import writable_file, writable_folder
+from pymc_resume.cli.tables import table
 from pymc_resume.errors import AdapterError
 from pymc_resume.files import write_json
 from pymc_resume.model.bounds import BoundsError, load_bounds
 from pymc_resume.model.contract import CLAUSES, HOLDS, VIOLATED
-from pymc_resume.cli.tables import table
-
 
 DEFAULT_EXAMPLES = 100
 # --max-seconds without --examples: the time budget is the limit, searched in batches of
@@ -26,36 +25,94 @@ AS_MANY_AS_TIME_ALLOWS = 10**9
 
 @main.command("fuzz")
 @click.argument("adapter")
-@click.option("--examples", type=click.IntRange(min=1), default=None,
-              help="Examples (rule sequences) Hypothesis generates  [default: 100; with --max-seconds, "
-                   "as many as the time allows].")
-@click.option("--steps", type=click.IntRange(min=1), default=12, show_default=True,
-              help="Most client steps per example.")
+@click.option(
+    "--examples",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Examples (rule sequences) Hypothesis generates  [default: 100; with --max-seconds, "
+    "as many as the time allows].",
+)
+@click.option(
+    "--steps",
+    type=click.IntRange(min=1),
+    default=12,
+    show_default=True,
+    help="Most client steps per example.",
+)
 @click.option("--seed", type=int, default=None, help="Seed Hypothesis for a reproducible run.")
-@click.option("--fault", default=None,
-              help="The reference runtime's fault switch: a mutant name (see `check --list-mutants`).")
-@click.option("--bounds", "bounds_name", default=None,
-              help="Bounds whose workflow, values and processes to fuzz with (name or TOML path)  "
-                   "[default: `fuzz` for the reference runtime, whose every fault it reaches; "
-                   "`default` for other adapters].")
-@click.option("--repro-dir", type=click.Path(file_okay=False), default=None,
-              help="Write repros here and keep Hypothesis's example database here  "
-                   "[default: ./pymc-resume-repros, no database].")
-@click.option("--step-timeout", type=Seconds(low=0.1), default=30.0, show_default=True,
-              metavar="SECONDS", help="Stop an adapter that takes longer to build, open or run a step (a hang).")
-@click.option("--max-seconds", type=Seconds(low=1.0), default=None, metavar="SECONDS",
-              help="Stop the whole run after this long and report what it found  [default: no limit].")
-@click.option("--shrink-seconds", type=Seconds(low=0.0), default=None, metavar="SECONDS",
-              help="Stop shrinking one violation after this long (Hypothesis's pass, then the step "
-                   "pass of each clause it violates)  [default: no limit].")
-@click.option("--no-shrink", "no_shrink", is_flag=True,
-              help="Report each violation's failing steps as found, without minimizing them "
-                   "(every minimizing replay is a full run of real processes).")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
-              help="Write the result as JSON to this path (atomically, and again at every finding).")
+@click.option(
+    "--fault",
+    default=None,
+    help="The reference runtime's fault switch: a mutant name (see `check --list-mutants`).",
+)
+@click.option(
+    "--bounds",
+    "bounds_name",
+    default=None,
+    help="Bounds whose workflow, values and processes to fuzz with (name or TOML path)  "
+    "[default: `fuzz` for the reference runtime, whose every fault it reaches; "
+    "`default` for other adapters].",
+)
+@click.option(
+    "--repro-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Write repros here and keep Hypothesis's example database here  "
+    "[default: ./pymc-resume-repros, no database].",
+)
+@click.option(
+    "--step-timeout",
+    type=Seconds(low=0.1),
+    default=30.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Stop an adapter that takes longer to build, open or run a step (a hang).",
+)
+@click.option(
+    "--max-seconds",
+    type=Seconds(low=1.0),
+    default=None,
+    metavar="SECONDS",
+    help="Stop the whole run after this long and report what it found  [default: no limit].",
+)
+@click.option(
+    "--shrink-seconds",
+    type=Seconds(low=0.0),
+    default=None,
+    metavar="SECONDS",
+    help="Stop shrinking one violation after this long (Hypothesis's pass, then the step "
+    "pass of each clause it violates)  [default: no limit].",
+)
+@click.option(
+    "--no-shrink",
+    "no_shrink",
+    is_flag=True,
+    help="Report each violation's failing steps as found, without minimizing them "
+    "(every minimizing replay is a full run of real processes).",
+)
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the result as JSON to this path (atomically, and again at every finding).",
+)
 @adapter_option_flag
-def fuzz_command(adapter, examples, steps, seed, fault, bounds_name, repro_dir, step_timeout, max_seconds,
-                 shrink_seconds, no_shrink, json_path, adapter_option_pairs):
+def fuzz_command(
+    adapter,
+    examples,
+    steps,
+    seed,
+    fault,
+    bounds_name,
+    repro_dir,
+    step_timeout,
+    max_seconds,
+    shrink_seconds,
+    no_shrink,
+    json_path,
+    adapter_option_pairs,
+):
     """Fuzz ADAPTER (`reference`, or module:Class) with the model's client actions."""
     from pymc_resume.bridge.budget import Budget, stop_on_signal
     from pymc_resume.bridge.fuzz import run_fuzz
@@ -71,15 +128,26 @@ def fuzz_command(adapter, examples, steps, seed, fault, bounds_name, repro_dir, 
     options = adapter_options(adapter_option_pairs, {"fault": fault} if fault is not None else {})
     batch = None
     if examples is None:  # with --max-seconds: batches of the default size, as long as time allows
-        examples, batch = (DEFAULT_EXAMPLES, None) if max_seconds is None else (AS_MANY_AS_TIME_ALLOWS,
-                                                                                  DEFAULT_EXAMPLES)
+        examples, batch = (
+            (DEFAULT_EXAMPLES, None) if max_seconds is None else (AS_MANY_AS_TIME_ALLOWS, DEFAULT_EXAMPLES)
+        )
     publish = None if json_path is None else (lambda so_far: write_json(json_path, so_far.as_json()))
     budget = Budget(max_seconds, shrink_seconds)
     with stop_on_signal(budget, signal.SIGTERM, Terminated):
         report = run_fuzz(
-            adapter, options, bounds, examples=examples, steps=steps, seed=seed, repro_dir=repro_dir,
-            use_database=use_database, step_timeout=step_timeout, shrink=not no_shrink,
-            budget=budget, publish=publish, batch=batch,
+            adapter,
+            options,
+            bounds,
+            examples=examples,
+            steps=steps,
+            seed=seed,
+            repro_dir=repro_dir,
+            use_database=use_database,
+            step_timeout=step_timeout,
+            shrink=not no_shrink,
+            budget=budget,
+            publish=publish,
+            batch=batch,
         )
     if report.error is not None:
         raise AdapterError(f"adapter {adapter!r}: {report.error}")

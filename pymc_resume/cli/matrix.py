@@ -8,12 +8,12 @@ import time
 import attrs
 import click
 
+from pymc_resume.checking.matrix import Row, compute_matrix
 from pymc_resume.cli import main
 from pymc_resume.cli.errors import fail
+from pymc_resume.cli.matrix_report import matrix_text
 from pymc_resume.cli.paths import writable_file
 from pymc_resume.files import write_json
-from pymc_resume.checking.matrix import Row, compute_matrix
-from pymc_resume.cli.matrix_report import matrix_text
 from pymc_resume.model.bounds import BoundsError, load_bounds
 
 HEARTBEAT_SECONDS = 30.0
@@ -33,8 +33,7 @@ class RowHeartbeat:
             return
         self.last = now
         print(
-            f"matrix: {self.name}: {snapshot.distinct_states:,} states so far, "
-            f"{snapshot.seconds:.0f}s",
+            f"matrix: {self.name}: {snapshot.distinct_states:,} states so far, {snapshot.seconds:.0f}s",
             file=sys.stderr,
             flush=True,
         )
@@ -47,19 +46,33 @@ def heartbeat(name: str) -> RowHeartbeat:
 def report_row(row: Row, done: int, total: int) -> None:
     verdict = f"violates {', '.join(row.violated)}" if row.violated else "holds everywhere"
     click.echo(
-        f"matrix: [{done}/{total}] {row.name}: {row.distinct_states:,} states, "
-        f"{row.seconds:.1f}s, {verdict}",
+        f"matrix: [{done}/{total}] {row.name}: {row.distinct_states:,} states, {row.seconds:.1f}s, {verdict}",
         err=True,
     )
 
 
 @main.command("matrix")
-@click.option("--bounds", "bounds_name", default="default", show_default=True,
-              help="A bundled bound name (small, default, paper) or a path to a TOML file.")
-@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Check this many rows at once, each in its own process (same output).")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
-              help="Write the matrix as JSON to this path (atomically).")
+@click.option(
+    "--bounds",
+    "bounds_name",
+    default="default",
+    show_default=True,
+    help="A bundled bound name (small, default, paper) or a path to a TOML file.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Check this many rows at once, each in its own process (same output).",
+)
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the matrix as JSON to this path (atomically).",
+)
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
 def matrix_command(bounds_name, workers, json_path, quiet):
     """Check the reference and every mutant exhaustively: which fault breaks which id.

@@ -46,8 +46,7 @@ def matrix_text(matrix: Matrix, workers: int | None = None) -> str:
         "",
         matrix_table(matrix),
         "",
-        "cells: holds, or violated N (N = steps in the shortest counterexample); "
-        "* = the mutant's target",
+        "cells: holds, or violated N (N = steps in the shortest counterexample); * = the mutant's target",
         "",
         "separating mutants (violate the id, hold on the other eight):",
     ]
@@ -66,9 +65,7 @@ def matrix_text(matrix: Matrix, workers: int | None = None) -> str:
     if unseparated:
         lines.append(f"FAILED: no separating mutant for: {', '.join(unseparated)}")
     if matrix.ok:
-        lines.append(
-            "OK: the reference holds on all nine ids and every id has a separating mutant"
-        )
+        lines.append("OK: the reference holds on all nine ids and every id has a separating mutant")
     total = sum(row.distinct_states for row in matrix.rows.values())
     lines.append(f"{total:,} distinct states in all rows")
     run = f" with {workers} worker{'s' if workers != 1 else ''}" if workers else ""

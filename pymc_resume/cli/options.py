@@ -83,18 +83,32 @@ def simulation_flags(function):
     """`--simulate` and its options (`--seed`, `--depth`, `--walks`), shared by `check` and
     `explore`."""
     flags = [
-        click.option("--simulate", is_flag=True,
-                     help="Take seeded random walks instead of enumerating every state (for "
-                          "bounds too large to enumerate): finds violations, proves nothing; "
-                          "traces are walks, not promised shortest."),
-        click.option("--seed", type=click.IntRange(min=0), default=None,
-                     help="With --simulate: the walks' seed; a seed gives the same walks  "
-                          "[default: 0]."),
-        click.option("--depth", type=click.IntRange(min=1), default=None,
-                     help="With --simulate: steps a walk takes at most  [default: 100]."),
-        click.option("--walks", type=click.IntRange(min=1), default=None,
-                     help="With --simulate: walks to take (and --max-seconds, whichever comes "
-                          "first)  [default: 1000 without --max-seconds, else no limit]."),
+        click.option(
+            "--simulate",
+            is_flag=True,
+            help="Take seeded random walks instead of enumerating every state (for "
+            "bounds too large to enumerate): finds violations, proves nothing; "
+            "traces are walks, not promised shortest.",
+        ),
+        click.option(
+            "--seed",
+            type=click.IntRange(min=0),
+            default=None,
+            help="With --simulate: the walks' seed; a seed gives the same walks  [default: 0].",
+        ),
+        click.option(
+            "--depth",
+            type=click.IntRange(min=1),
+            default=None,
+            help="With --simulate: steps a walk takes at most  [default: 100].",
+        ),
+        click.option(
+            "--walks",
+            type=click.IntRange(min=1),
+            default=None,
+            help="With --simulate: walks to take (and --max-seconds, whichever comes "
+            "first)  [default: 1000 without --max-seconds, else no limit].",
+        ),
     ]
     for flag in reversed(flags):
         function = flag(function)
@@ -107,8 +121,9 @@ def refuse_for_simulation(simulate: bool, simulation_only: dict, exhaustive_only
     if simulate:
         given = [flag for flag, value in exhaustive_only.items() if value not in (None, False)]
         if given:
-            raise click.UsageError(f"{given[0]}: does not apply to --simulate (random walks "
-                                   "keep no visited store)")
+            raise click.UsageError(
+                f"{given[0]}: does not apply to --simulate (random walks keep no visited store)"
+            )
     else:
         given = [flag for flag, value in simulation_only.items() if value is not None]
         if given:
@@ -118,15 +133,21 @@ def refuse_for_simulation(simulate: bool, simulation_only: dict, exhaustive_only
 def engine_flags(function):
     """`--engine` and `--address`, shared by `check` and `explore`."""
     function = click.option(
-        "--address", default=None, metavar="HOST:PORT",
+        "--address",
+        default=None,
+        metavar="HOST:PORT",
         help="With --engine ray: join the Ray cluster there ('auto': the one this host "
-             "belongs to)  [default: start a local Ray instance for the run].")(function)
+        "belongs to)  [default: start a local Ray instance for the run].",
+    )(function)
     return click.option(
-        "--engine", type=click.Choice(["multiprocess", "ray"]), default="multiprocess",
+        "--engine",
+        type=click.Choice(["multiprocess", "ray"]),
+        default="multiprocess",
         show_default=True,
         help="What runs the partitions: worker processes on this host, or Ray actors (the "
-             "ray extra), one per partition, on a local instance or the cluster at "
-             "--address.")(function)
+        "ray extra), one per partition, on a local instance or the cluster at "
+        "--address.",
+    )(function)
 
 
 def refuse_lone_address(engine: str, address: str | None) -> None:

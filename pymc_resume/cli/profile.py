@@ -19,49 +19,133 @@ from pymc_resume.files import write_atomically, write_json
 from pymc_resume.model.bounds import BoundsError, load_bounds
 from pymc_resume.model.contract import CLAUSE_IDS, HOLDS, NOT_APPLICABLE, SKIPPED, VIOLATED
 
-CELL = {HOLDS: "holds", VIOLATED: "violated", NOT_APPLICABLE: "n/a", SKIPPED: "skipped",
-        "unconfirmed": "unconfirmed"}
+CELL = {
+    HOLDS: "holds",
+    VIOLATED: "violated",
+    NOT_APPLICABLE: "n/a",
+    SKIPPED: "skipped",
+    "unconfirmed": "unconfirmed",
+}
 
 
 @main.command("profile")
 @click.argument("adapter", required=False)
-@click.option("--all", "every", is_flag=True,
-              help="Profile every built-in framework (those installed) and every adapter that installed "
-                   "packages offer (entry points `pymc_resume.adapters`).")
-@click.option("--config", "only_configs", multiple=True, metavar="NAME",
-              help="Only these configurations of the framework (e.g. sqlite/sync); repeatable.")
-@click.option("--examples", type=click.IntRange(min=0), default=25, show_default=True,
-              help="Fuzzed examples per configuration after the targeted scenarios (0: scenarios only).")
-@click.option("--steps", type=click.IntRange(min=1), default=12, show_default=True,
-              help="Most client steps per fuzzed example.")
+@click.option(
+    "--all",
+    "every",
+    is_flag=True,
+    help="Profile every built-in framework (those installed) and every adapter that installed "
+    "packages offer (entry points `pymc_resume.adapters`).",
+)
+@click.option(
+    "--config",
+    "only_configs",
+    multiple=True,
+    metavar="NAME",
+    help="Only these configurations of the framework (e.g. sqlite/sync); repeatable.",
+)
+@click.option(
+    "--examples",
+    type=click.IntRange(min=0),
+    default=25,
+    show_default=True,
+    help="Fuzzed examples per configuration after the targeted scenarios (0: scenarios only).",
+)
+@click.option(
+    "--steps",
+    type=click.IntRange(min=1),
+    default=12,
+    show_default=True,
+    help="Most client steps per fuzzed example.",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Hypothesis seed (deterministic runs).")
-@click.option("--bounds", "bounds_name", default="default", show_default=True,
-              help="Bounds whose workflow, values and processes to use (name or TOML path).")
-@click.option("--repro-dir", type=click.Path(file_okay=False), default="pymc-resume-repros",
-              show_default=True, help="Where repros of violations are written.")
-@click.option("--step-timeout", type=Seconds(low=0.1), default=60.0, show_default=True,
-              metavar="SECONDS", help="Stop an adapter that takes longer to build, open or run a step (a hang).")
-@click.option("--max-seconds", type=Seconds(low=1.0), default=None, metavar="SECONDS",
-              help="Stop the whole run (every configuration) after this long and report what it found  "
-                   "[default: no limit].")
-@click.option("--shrink-seconds", type=Seconds(low=0.0), default=None, metavar="SECONDS",
-              help="Stop shrinking one violation after this long  [default: no limit].")
-@click.option("--no-shrink", "no_shrink", is_flag=True,
-              help="Keep each violation's failing steps as found, without minimizing them "
-                   "(every minimizing replay is a full run of real processes).")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
-              help="Write the profiles as JSON to this path (atomically, and again at every finding).")
-@click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), default=None,
-              help="Write the table as Markdown to this path (atomically).")
-@click.option("--operations", "operations", is_flag=True,
-              help="Print each configuration's operation table (contract operation -> the framework call "
-                   "its adapter declares); alone, without running anything else (exit 0); with --examples, "
-                   "before the profiles.")
+@click.option(
+    "--bounds",
+    "bounds_name",
+    default="default",
+    show_default=True,
+    help="Bounds whose workflow, values and processes to use (name or TOML path).",
+)
+@click.option(
+    "--repro-dir",
+    type=click.Path(file_okay=False),
+    default="pymc-resume-repros",
+    show_default=True,
+    help="Where repros of violations are written.",
+)
+@click.option(
+    "--step-timeout",
+    type=Seconds(low=0.1),
+    default=60.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Stop an adapter that takes longer to build, open or run a step (a hang).",
+)
+@click.option(
+    "--max-seconds",
+    type=Seconds(low=1.0),
+    default=None,
+    metavar="SECONDS",
+    help="Stop the whole run (every configuration) after this long and report what it found  "
+    "[default: no limit].",
+)
+@click.option(
+    "--shrink-seconds",
+    type=Seconds(low=0.0),
+    default=None,
+    metavar="SECONDS",
+    help="Stop shrinking one violation after this long  [default: no limit].",
+)
+@click.option(
+    "--no-shrink",
+    "no_shrink",
+    is_flag=True,
+    help="Keep each violation's failing steps as found, without minimizing them "
+    "(every minimizing replay is a full run of real processes).",
+)
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the profiles as JSON to this path (atomically, and again at every finding).",
+)
+@click.option(
+    "--markdown",
+    "markdown_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the table as Markdown to this path (atomically).",
+)
+@click.option(
+    "--operations",
+    "operations",
+    is_flag=True,
+    help="Print each configuration's operation table (contract operation -> the framework call "
+    "its adapter declares); alone, without running anything else (exit 0); with --examples, "
+    "before the profiles.",
+)
 @adapter_option_flag
 @click.pass_context
-def profile_command(context, adapter, every, only_configs, examples, steps, seed, bounds_name, repro_dir,
-                    step_timeout, max_seconds, shrink_seconds, no_shrink, json_path, markdown_path,
-                    operations, adapter_option_pairs):
+def profile_command(
+    context,
+    adapter,
+    every,
+    only_configs,
+    examples,
+    steps,
+    seed,
+    bounds_name,
+    repro_dir,
+    step_timeout,
+    max_seconds,
+    shrink_seconds,
+    no_shrink,
+    json_path,
+    markdown_path,
+    operations,
+    adapter_option_pairs,
+):
     """The conformance profile of ADAPTER (a framework such as `langgraph`, a built-in adapter
     name, or module:Class), or of every framework with --all."""
     from pymc_resume.bridge.budget import Budget, stop_on_signal
@@ -83,14 +167,21 @@ def profile_command(context, adapter, every, only_configs, examples, steps, seed
         if not family.installed():
             if not every:
                 fail(f"{family.name} is not installed: {family.install}")
-            skipped.append({"adapter": family.name, "reason": f"not installed (no module {family.requires})",
-                            "install": family.install})
+            skipped.append(
+                {
+                    "adapter": family.name,
+                    "reason": f"not installed (no module {family.requires})",
+                    "install": family.install,
+                }
+            )
             continue
         configurations = [c for c in family.configurations if not only_configs or c.name in only_configs]
         if not configurations:
             known = ", ".join(c.name for c in family.configurations)
             fail(f"--config: {family.name} has no configuration {', '.join(only_configs)} (known: {known})")
-        runs += [(family, with_options(configuration, adapter_option_pairs)) for configuration in configurations]
+        runs += [
+            (family, with_options(configuration, adapter_option_pairs)) for configuration in configurations
+        ]
     writable_file(json_path, "--json")
     if operations:
         tables = operation_tables(runs, every, skipped, step_timeout)
@@ -112,20 +203,43 @@ def profile_command(context, adapter, every, only_configs, examples, steps, seed
     with stop_on_signal(budget, signal.SIGTERM, Terminated):
         for family, configuration in runs:
             if budget.spent():
-                skipped.append({"adapter": family.name, "config": configuration.name,
-                                "reason": f"not run: {budget.stopped_reason()}", "install": None})
+                skipped.append(
+                    {
+                        "adapter": family.name,
+                        "config": configuration.name,
+                        "reason": f"not run: {budget.stopped_reason()}",
+                        "install": None,
+                    }
+                )
                 continue
             try:
-                profiles.append(run_profile(
-                    family.name, configuration, bounds, examples=examples, steps=steps, seed=seed,
-                    repro_dir=repro_dir, step_timeout=step_timeout, shrink=not no_shrink,
-                    progress=lambda message: click.echo(message, err=True), budget=budget, publish=publish,
-                ))
+                profiles.append(
+                    run_profile(
+                        family.name,
+                        configuration,
+                        bounds,
+                        examples=examples,
+                        steps=steps,
+                        seed=seed,
+                        repro_dir=repro_dir,
+                        step_timeout=step_timeout,
+                        shrink=not no_shrink,
+                        progress=lambda message: click.echo(message, err=True),
+                        budget=budget,
+                        publish=publish,
+                    )
+                )
             except (AdapterSpecError, AdapterError) as error:
                 if not every:
                     raise
-                skipped.append({"adapter": family.name, "config": configuration.name, "reason": str(error),
-                                "install": family.install})
+                skipped.append(
+                    {
+                        "adapter": family.name,
+                        "config": configuration.name,
+                        "reason": str(error),
+                        "install": family.install,
+                    }
+                )
     if json_path:
         write_json(json_path, _document(bounds, seed, examples, profiles, skipped))
     if markdown_path:
@@ -134,8 +248,10 @@ def profile_command(context, adapter, every, only_configs, examples, steps, seed
     failed = [p for p in profiles if p.error]
     if failed:
         first = failed[0]
-        raise AdapterError(f"adapter {first.configuration.adapter!r} ({first.family} {first.configuration.name}): "
-                           f"{first.error}")
+        raise AdapterError(
+            f"adapter {first.configuration.adapter!r} ({first.family} {first.configuration.name}): "
+            f"{first.error}"
+        )
     if any(p.violated for p in profiles):
         sys.exit(1)
 
@@ -154,12 +270,26 @@ def operation_tables(runs, every: bool, skipped: list[dict], step_timeout) -> li
         except (AdapterSpecError, AdapterError, ValueError) as error:
             if not every:
                 fail(f"adapter {configuration.adapter!r}: {error}")
-            skipped.append({"adapter": family.name, "config": configuration.name, "reason": str(error),
-                            "install": family.install})
+            skipped.append(
+                {
+                    "adapter": family.name,
+                    "config": configuration.name,
+                    "reason": str(error),
+                    "install": family.install,
+                }
+            )
             continue
-        tables.append({"adapter": family.name, "version": info.version, "config": configuration.name,
-                       "adapter_spec": configuration.adapter, "adapter_options": configuration.options,
-                       "operations": table_of, "clauses": None})
+        tables.append(
+            {
+                "adapter": family.name,
+                "version": info.version,
+                "config": configuration.name,
+                "adapter_spec": configuration.adapter,
+                "adapter_options": configuration.options,
+                "operations": table_of,
+                "clauses": None,
+            }
+        )
     return tables
 
 
@@ -170,8 +300,10 @@ def operations_text(tables: list[dict]) -> str:
     lines = []
     for entry in tables:
         calls = entry["operations"]
-        lines += [f"{entry['adapter']} {entry['config']} ({entry['version']}): operations",
-                  table(["operation", "framework call"], [[op, call] for op, call in calls.items()])]
+        lines += [
+            f"{entry['adapter']} {entry['config']} ({entry['version']}): operations",
+            table(["operation", "framework call"], [[op, call] for op, call in calls.items()]),
+        ]
         missing = [op for op, call in calls.items() if call == NOT_DECLARED]
         if missing:
             lines.append(f"  performed without naming its framework call: {', '.join(missing)}")
@@ -235,10 +367,14 @@ def profile_text(profiles, skipped) -> str:
         lines.append(f"skipped: {entry['adapter']}{config}: {entry['reason']}{install}")
     unconfirmed = [(p, cid) for p in profiles for cid in p.unconfirmed]
     if unconfirmed:
-        lines += ["", "unconfirmed (seen in a live run, never reproduced by a replay of its repro; "
-                      "not counted as violated):"]
-        lines += [f"  {p.family} {p.configuration.name} {cid}: {p.clauses[cid].repro}"
-                  for p, cid in unconfirmed]
+        lines += [
+            "",
+            "unconfirmed (seen in a live run, never reproduced by a replay of its repro; "
+            "not counted as violated):",
+        ]
+        lines += [
+            f"  {p.family} {p.configuration.name} {cid}: {p.clauses[cid].repro}" for p, cid in unconfirmed
+        ]
     for profile in profiles:
         lines += ["", *_profile_lines(profile.as_json())]
     return "\n".join(lines)
@@ -246,8 +382,10 @@ def profile_text(profiles, skipped) -> str:
 
 def _profile_lines(data: dict) -> list[str]:
     """One configuration's explanations, read from its profile JSON."""
-    lines = [f"{data['adapter']} {data['config']} ({data['version']}): {data['scenarios']} targeted "
-             f"scenarios, {data['examples']} fuzzed examples, {data['seconds']:.0f}s"]
+    lines = [
+        f"{data['adapter']} {data['config']} ({data['version']}): {data['scenarios']} targeted "
+        f"scenarios, {data['examples']} fuzzed examples, {data['seconds']:.0f}s"
+    ]
     if data["error"]:
         lines.append(f"  ERROR (verdicts incomplete): {data['error']}")
     if data["stopped"]:
@@ -275,9 +413,15 @@ def markdown_table(profiles, skipped) -> str:
     lines += ["", identical_line(profiles)]
     unconfirmed = [(p, cid) for p in profiles for cid in p.unconfirmed]
     if unconfirmed:  # apart from the violations: seen once, never reproduced, never counted
-        lines += ["", "Unconfirmed (seen in a live run, never reproduced by a replay of its repro; not counted "
-                      "as violated):", ""]
-        lines += [f"- {p.family} {p.configuration.name} `{cid}`: [repro]({p.clauses[cid].repro})"
-                  for p, cid in unconfirmed]
+        lines += [
+            "",
+            "Unconfirmed (seen in a live run, never reproduced by a replay of its repro; not counted "
+            "as violated):",
+            "",
+        ]
+        lines += [
+            f"- {p.family} {p.configuration.name} `{cid}`: [repro]({p.clauses[cid].repro})"
+            for p, cid in unconfirmed
+        ]
     lines += [f"\nskipped: {e['adapter']}: {e['reason']} ({e.get('install') or ''})" for e in skipped]
     return "\n".join(lines)

@@ -10,8 +10,8 @@ import click
 from pymc_resume.cli import main
 from pymc_resume.cli.errors import fail
 from pymc_resume.cli.options import Seconds
-from pymc_resume.files import write_json
 from pymc_resume.cli.tables import table
+from pymc_resume.files import write_json
 
 GATE_CHOICES = {"off": [False], "on": [True], "both": [False, True]}
 
@@ -30,46 +30,96 @@ def _list(text: str | None, what: str, convert=str) -> list | None:
 
 @main.command("race")
 @click.argument("adapter")
-@click.option("--store", default=None, metavar="sqlite|postgres[,...]",
-              help="Stores to race on  [default: the adapter's own, sqlite for langgraph].")
-@click.option("--k", "ks", default="2,4,8,16", show_default=True, metavar="K[,K...]",
-              help="Numbers of concurrent racers (each at least 2).")
-@click.option("--trials", type=click.IntRange(min=1), default=3, show_default=True,
-              help="Races per cell.")
-@click.option("--gate", type=click.Choice(list(GATE_CHOICES)), default=None, is_flag=False, flag_value="on",
-              help="`--gate`: gated cells only; `--gate=both`: ungated and gated side by side; "
-                   "`--gate=off`: ungated only  [default: the adapter's own setting, off for langgraph].")
-@click.option("--durability", default=None, metavar="MODE[,MODE...]",
-              help="Durability modes (sync, async, exit)  [default: every mode the adapter has].")
-@click.option("--api", "apis", default=None, metavar="invoke|ainvoke[,...]",
-              help="How the racers run the graph: `invoke`, `ainvoke` (an async graph on the store's "
-                   "async saver, gated through `aresume`), or both  [default: invoke].")
-@click.option("--hosts", "hosts", default=None, metavar="N[,N...]",
-              help="Spread the racers of the PostgreSQL cells over N network hosts (network namespaces "
-                   "this run creates, root only), the store a throwaway PostgreSQL server on the "
-                   "namespaces' private network; SQLite cells stay on one host  [default: every racer "
-                   "on this machine, the store over loopback].")
-@click.option("--postgres-url", default=None, metavar="URL",
-              help="The PostgreSQL server  [default: $PYMC_RESUME_POSTGRES_URL or "
-                   "postgresql://postgres@127.0.0.1:5432/test].")
-@click.option("--timeout", type=Seconds(low=1.0), default=120.0, show_default=True, metavar="SECONDS",
-              help="Stop a trial that takes longer (a hang): its cell cannot run.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
-              help="Write the result as JSON to this path (atomically).")
+@click.option(
+    "--store",
+    default=None,
+    metavar="sqlite|postgres[,...]",
+    help="Stores to race on  [default: the adapter's own, sqlite for langgraph].",
+)
+@click.option(
+    "--k",
+    "ks",
+    default="2,4,8,16",
+    show_default=True,
+    metavar="K[,K...]",
+    help="Numbers of concurrent racers (each at least 2).",
+)
+@click.option("--trials", type=click.IntRange(min=1), default=3, show_default=True, help="Races per cell.")
+@click.option(
+    "--gate",
+    type=click.Choice(list(GATE_CHOICES)),
+    default=None,
+    is_flag=False,
+    flag_value="on",
+    help="`--gate`: gated cells only; `--gate=both`: ungated and gated side by side; "
+    "`--gate=off`: ungated only  [default: the adapter's own setting, off for langgraph].",
+)
+@click.option(
+    "--durability",
+    default=None,
+    metavar="MODE[,MODE...]",
+    help="Durability modes (sync, async, exit)  [default: every mode the adapter has].",
+)
+@click.option(
+    "--api",
+    "apis",
+    default=None,
+    metavar="invoke|ainvoke[,...]",
+    help="How the racers run the graph: `invoke`, `ainvoke` (an async graph on the store's "
+    "async saver, gated through `aresume`), or both  [default: invoke].",
+)
+@click.option(
+    "--hosts",
+    "hosts",
+    default=None,
+    metavar="N[,N...]",
+    help="Spread the racers of the PostgreSQL cells over N network hosts (network namespaces "
+    "this run creates, root only), the store a throwaway PostgreSQL server on the "
+    "namespaces' private network; SQLite cells stay on one host  [default: every racer "
+    "on this machine, the store over loopback].",
+)
+@click.option(
+    "--postgres-url",
+    default=None,
+    metavar="URL",
+    help="The PostgreSQL server  [default: $PYMC_RESUME_POSTGRES_URL or "
+    "postgresql://postgres@127.0.0.1:5432/test].",
+)
+@click.option(
+    "--timeout",
+    type=Seconds(low=1.0),
+    default=120.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Stop a trial that takes longer (a hang): its cell cannot run.",
+)
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the result as JSON to this path (atomically).",
+)
 def race_command(adapter, store, ks, trials, gate, durability, apis, hosts, postgres_url, timeout, json_path):
     """Race k processes resuming one parked interrupt of ADAPTER (`langgraph`, `reference`, or
     module:Class); exit 1 when any cell consumed it more than once."""
-    from pymc_resume.bridge.registry import AdapterSpecError
     from pymc_resume.bridge.race import RaceInputError, plan_cells, run_race
+    from pymc_resume.bridge.registry import AdapterSpecError
 
     k_values = _list(ks, "--k", int)
     try:
-        cells = plan_cells(adapter, k_values, _list(store, "--store"), _list(durability, "--durability"),
-                           GATE_CHOICES[gate] if gate else None, _list(hosts, "--hosts", int),
-                           _list(apis, "--api"))
+        cells = plan_cells(
+            adapter,
+            k_values,
+            _list(store, "--store"),
+            _list(durability, "--durability"),
+            GATE_CHOICES[gate] if gate else None,
+            _list(hosts, "--hosts", int),
+            _list(apis, "--api"),
+        )
     except (AdapterSpecError, RaceInputError) as error:
         fail(str(error))
-    progress = lambda line: click.echo(f"race: {line}", err=True)  # noqa: E731
+    progress = lambda line: click.echo(f"race: {line}", err=True)
     report = run_race(adapter, cells, trials, timeout=timeout, postgres=postgres_url, progress=progress)
     if json_path:
         write_json(json_path, report.as_json())
@@ -78,12 +128,20 @@ def race_command(adapter, store, ks, trials, gate, durability, apis, hosts, post
         sys.exit(1)
     if report.unrunnable:
         first = report.unrunnable[0]
-        fail(f"{len(report.unrunnable)} of {len(report.cells)} cells could not run "
-             f"({first.cell.config} k={first.cell.k}: {first.error})")
+        fail(
+            f"{len(report.unrunnable)} of {len(report.cells)} cells could not run "
+            f"({first.cell.config} k={first.cell.k}: {first.error})"
+        )
 
 
 def race_text(report, trials: int) -> str:
-    from pymc_resume.bridge.race import RACE_HEADERS, RACE_NODES, SATURATION_HEADERS, race_rows, saturation_by_hosts
+    from pymc_resume.bridge.race import (
+        RACE_HEADERS,
+        RACE_NODES,
+        SATURATION_HEADERS,
+        race_rows,
+        saturation_by_hosts,
+    )
 
     lines = [
         f"race {report.adapter!r} ({report.version}): workflow {list(RACE_NODES)}, k racers resume the "
@@ -97,7 +155,11 @@ def race_text(report, trials: int) -> str:
     ]
     by_hosts = saturation_by_hosts(report)
     if by_hosts:
-        lines += ["", "saturation per host count (hosts \"local\": every racer on this machine, the store over "
-                      "loopback or a file; SQLite is a file, so it races on one host only):", "",
-                  table(SATURATION_HEADERS, by_hosts)]
+        lines += [
+            "",
+            'saturation per host count (hosts "local": every racer on this machine, the store over '
+            "loopback or a file; SQLite is a file, so it races on one host only):",
+            "",
+            table(SATURATION_HEADERS, by_hosts),
+        ]
     return "\n".join(lines)

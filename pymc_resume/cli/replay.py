@@ -18,25 +18,48 @@ from pymc_resume.cli.options import Seconds
 
 @main.command("replay")
 @click.argument("repro_file", type=click.Path(dir_okay=False))
-@click.option("--fault", default=None,
-              help="Replay against the reference runtime with this fault instead of the recorded "
-                   "one ('none': the correct runtime).")
-@click.option("--step-timeout", type=Seconds(0.1, 3600), default=30.0, show_default=True,
-              metavar="SECONDS", help="Stop an adapter step that takes longer (a hang).")
-@click.option("--attempts", type=click.IntRange(min=1, max=20), default=None,
-              help="Replay up to this many times until it reproduces (a race)  "
-                   "[default: what the repro records, 1 for most].")
-@click.option("--allow-adapter", "allowed", multiple=True, metavar="MODULE:CLASS",
-              help="Allow the repro's adapter when it is neither built in nor installed "
-                   "(module:Class or path/to/file.py:Class); repeatable. A repro names code to "
-                   "run: allow only adapters you trust.")
+@click.option(
+    "--fault",
+    default=None,
+    help="Replay against the reference runtime with this fault instead of the recorded "
+    "one ('none': the correct runtime).",
+)
+@click.option(
+    "--step-timeout",
+    type=Seconds(0.1, 3600),
+    default=30.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Stop an adapter step that takes longer (a hang).",
+)
+@click.option(
+    "--attempts",
+    type=click.IntRange(min=1, max=20),
+    default=None,
+    help="Replay up to this many times until it reproduces (a race)  "
+    "[default: what the repro records, 1 for most].",
+)
+@click.option(
+    "--allow-adapter",
+    "allowed",
+    multiple=True,
+    metavar="MODULE:CLASS",
+    help="Allow the repro's adapter when it is neither built in nor installed "
+    "(module:Class or path/to/file.py:Class); repeatable. A repro names code to "
+    "run: allow only adapters you trust.",
+)
 def replay_command(repro_file, fault, step_timeout, attempts, allowed):
     """Replay REPRO_FILE (written by `fuzz` or `profile`) against its adapter, without Hypothesis."""
     from pymc_resume.bridge.repro import KEEP, load_repro, replay_repro
 
     document = load_repro(repro_file)
-    result = replay_repro(document, fault=KEEP if fault is None else fault, step_timeout=step_timeout,
-                          attempts=attempts, allowed=tuple(allowed))
+    result = replay_repro(
+        document,
+        fault=KEEP if fault is None else fault,
+        step_timeout=step_timeout,
+        attempts=attempts,
+        allowed=tuple(allowed),
+    )
     if result.error is not None:
         fail(f"{document['adapter']!r}: {result.describe()}")
     steps = len(document["steps"])

@@ -34,8 +34,13 @@ def pack(batch: tuple[list, list, object]) -> bytes:
     kind, body = _pack_candidates(candidates)
     positions = array("q", [position for position, _ in repeats])
     parents = array("q", [parent for _, parent in repeats])
-    return (HEADER.pack(kind, len(body), len(repeats)) + body + positions.tobytes()
-            + parents.tobytes() + pickle.dumps(tables, 5))
+    return (
+        HEADER.pack(kind, len(body), len(repeats))
+        + body
+        + positions.tobytes()
+        + parents.tobytes()
+        + pickle.dumps(tables, 5)
+    )
 
 
 def unpack(data: bytes) -> tuple:

@@ -49,8 +49,12 @@ def _diff(path: str, before, after, out: list[str]) -> None:
         out.extend(f"{path}: - {item}" for item in removed)
         return
     parts_before, parts_after = _fields(before), _fields(after)
-    if (parts_before is None or parts_after is None or type(before) is not type(after)
-            or [label for label, _ in parts_before] != [label for label, _ in parts_after]):
+    if (
+        parts_before is None
+        or parts_after is None
+        or type(before) is not type(after)
+        or [label for label, _ in parts_before] != [label for label, _ in parts_after]
+    ):
         out.append(f"{path}: {shown(before)} -> {shown(after)}")
         return
     for (label, part_before), (_, part_after) in zip(parts_before, parts_after):
@@ -61,8 +65,7 @@ def _top(label: str) -> str:
     return label[1:] if label.startswith(".") else label
 
 
-def changes(before: Hashable | None, after: Hashable,
-            state_fields: Sequence[str] | None = None) -> list[str]:
+def changes(before: Hashable | None, after: Hashable, state_fields: Sequence[str] | None = None) -> list[str]:
     """The changes from `before` to `after`, one string each; for an initial state (`before`
     None), every field with its value."""
     parts_after = _fields(after, state_fields)
@@ -71,8 +74,12 @@ def changes(before: Hashable | None, after: Hashable,
             return [shown(after)]
         return [f"{_top(label)} = {shown(part)}" for label, part in parts_after]
     parts_before = _fields(before, state_fields)
-    if (parts_before is None or parts_after is None or type(before) is not type(after)
-            or [label for label, _ in parts_before] != [label for label, _ in parts_after]):
+    if (
+        parts_before is None
+        or parts_after is None
+        or type(before) is not type(after)
+        or [label for label, _ in parts_before] != [label for label, _ in parts_after]
+    ):
         return [] if before == after else [f"state: {shown(before)} -> {shown(after)}"]
     out: list[str] = []
     for (label, part_before), (_, part_after) in zip(parts_before, parts_after):

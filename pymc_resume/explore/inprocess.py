@@ -4,20 +4,26 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 
-from pymc_resume.explore.limits import Limits, results_reserve
 from pymc_resume.explore import snapshot
+from pymc_resume.explore.limits import Limits, results_reserve
 from pymc_resume.explore.memory import peak_bytes
 from pymc_resume.explore.partition import Partition
-from pymc_resume.explore.validate import ValidModel
 from pymc_resume.explore.reachability import GraphPiece
+from pymc_resume.explore.validate import ValidModel
 
 
 class InProcess:
     """Runs the level steps of one partition directly."""
 
-    def __init__(self, model: ValidModel, canonical: Callable | None, limits: Limits,
-                 started: float, on_tick: Callable[[int, int, int], None] | None = None,
-                 stop_at_first: bool = False) -> None:
+    def __init__(
+        self,
+        model: ValidModel,
+        canonical: Callable | None,
+        limits: Limits,
+        started: float,
+        on_tick: Callable[[int, int, int], None] | None = None,
+        stop_at_first: bool = False,
+    ) -> None:
         self.partition = Partition(model, 0, 1, canonical, stop_at_first)
         self.limits = limits
         self.started = started

@@ -14,7 +14,6 @@ import time
 
 import attrs
 
-
 # Bytes the post-search reachability costs per edge and per state, measured on the reference
 # semantics at `default` (the coordinator's arrays and lists, the workers' packed edges).
 RESERVE_PER_EDGE = 32
@@ -42,7 +41,8 @@ class Limits:
         if self.max_memory is not None and memory > self.max_memory:
             return self.memory_message(
                 f"the run reached {memory / 2**20:,.0f} MiB (its processes at their peaks, and "
-                "what deciding liveness still needs)")
+                "what deciding liveness still needs)"
+            )
         return None
 
     def memory_message(self, what: str) -> str:

@@ -32,6 +32,7 @@ Batch = tuple[list[Candidate], list[tuple[int, int]], tuple[int, object] | None]
 def empty_batch() -> Batch:
     return [], [], None
 
+
 PROTOCOL = 5
 
 # Owners come from the key's hash modulo a prime, then modulo the partition count: Python hashes
@@ -54,6 +55,7 @@ def state_hasher(model: ValidModel) -> Callable[[Hashable], int]:
 def owner_of(state: Hashable, count: int, hasher: Callable[[Hashable], int]) -> int:
     """The partition that owns `state` among `count` (`hasher` from `state_hasher`)."""
     return hasher(state) % PRIME % count
+
 
 # How many expansions between calls of the `tick` callback (progress, limits).
 TICK_EVERY = 4096
@@ -86,10 +88,10 @@ class Partition:
             self.codec = PlainCodec() if count > 1 and fits_plain_codec(model.model) else None
         # Where a state belongs: the plain codec hashes a key from its tables' cached hashes.
         self.partition_key = model.partition_key
-        self.state_hash = (hash if self.codec is None and not self.partition_key
-                           else state_hasher(model))
-        self.key_hash = (self.codec.owner_hash
-                         if isinstance(self.codec, PlainCodec) and not self.partition_key else None)
+        self.state_hash = hash if self.codec is None and not self.partition_key else state_hasher(model)
+        self.key_hash = (
+            self.codec.owner_hash if isinstance(self.codec, PlainCodec) and not self.partition_key else None
+        )
         # A wire codec's keys travel as they are (see `codec`): `sent` is, per destination, the
         # mark of our tables at our last batch to it; `translations` map each sender's ids.
         self.wire = self.codec is not None and hasattr(self.codec, "translate")
@@ -291,8 +293,7 @@ class Partition:
             self.stopped = True
             self.stop_reason = "stopped at the first violation (--stop-at-first)"
 
-    def _expand(self, first: int, fresh: list, level: int, tick: Callable[[], bool] | None
-                ) -> list[Batch]:
+    def _expand(self, first: int, fresh: list, level: int, tick: Callable[[], bool] | None) -> list[Batch]:
         # The hot loop. A successor is first looked up among this partition's states: a known
         # one is dropped at once (or, where edges are recorded, becomes an edge into it). The
         # others are deduplicated in `seen`, and only a first sighting pays for its owner (a
@@ -327,8 +328,7 @@ class Partition:
         check_deadlock = self.model.deadlock_is_error
         generated = 0
         for expanded, key in enumerate(fresh):
-            if self.stopped or (tick is not None and expanded % TICK_EVERY == TICK_EVERY - 1
-                                and tick()):
+            if self.stopped or (tick is not None and expanded % TICK_EVERY == TICK_EVERY - 1 and tick()):
                 self.stopped = True
                 break
             gid = (first + expanded) * count + own
@@ -386,14 +386,12 @@ class Partition:
         if seen is self.forwarded:  # our own states are in the store from the next level on
             for key, _parent in outbound[own]:
                 del seen[key]
-        return self._with_tables(
-            [(batch, extra, None) for batch, extra in zip(outbound, repeats)]
-        )
+        return self._with_tables([(batch, extra, None) for batch, extra in zip(outbound, repeats)])
 
     def _inside(self, state: Hashable, action: str, successor: Hashable) -> bool:
         """Whether a successor is inside the state and action constraints (TLC's CONSTRAINT
         and ACTION_CONSTRAINT)."""
         model = self.model
-        return ((model.constraint is None or model.constraint(successor))
-                and (model.action_constraint is None
-                     or model.action_constraint(state, action, successor)))
+        return (model.constraint is None or model.constraint(successor)) and (
+            model.action_constraint is None or model.action_constraint(state, action, successor)
+        )

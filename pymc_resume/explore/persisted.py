@@ -15,8 +15,9 @@ truncated or torn file, flipped bits), not tampering: a crafted file can carry a
 the reader of the values still validates them (see `snapshot.restore_partition`).
 
 Two shortcuts keep large snapshots fast: a list of ints is written as one raw block of
-fixed-width integers (8-byte signed ones, or wider unsigned ones for packed state keys), and a tuple or class instance met again (the same object) is written as a
-back-reference, so that shared parts stay shared after loading.
+fixed-width integers (8-byte signed ones, or wider unsigned ones for packed state keys), and a
+tuple or class instance met again (the same object) is written as a back-reference, so that
+shared parts stay shared after loading.
 """
 
 from __future__ import annotations
@@ -236,10 +237,18 @@ class _Writer:
 
 
 _WRITERS = {
-    type(None): _Writer._none, bool: _Writer._bool, int: _Writer._int, float: _Writer._float,
-    str: _Writer._str, bytes: _Writer._bytes, bytearray: _Writer._bytearray,
-    tuple: _Writer._tuple, list: _Writer._list, dict: _Writer._dict,
-    frozenset: _Writer._frozenset, array: _Writer._array,
+    type(None): _Writer._none,
+    bool: _Writer._bool,
+    int: _Writer._int,
+    float: _Writer._float,
+    str: _Writer._str,
+    bytes: _Writer._bytes,
+    bytearray: _Writer._bytearray,
+    tuple: _Writer._tuple,
+    list: _Writer._list,
+    dict: _Writer._dict,
+    frozenset: _Writer._frozenset,
+    array: _Writer._array,
 }
 
 
@@ -452,19 +461,30 @@ class _Reader:
                 built = cls(fields[0])
             else:
                 built = cls(**dict(zip(names, fields)))
-        except Exception as error:  # noqa: BLE001 - a class's own checks refused the fields
+        except Exception as error:
             raise _Damaged(f"has a {cls.__qualname__} its class refuses: {error}") from None
         self.built.append(built)
         return built
 
 
 _READERS = {
-    NONE[0]: _Reader._none, TRUE[0]: _Reader._true, FALSE[0]: _Reader._false,
-    INT[0]: _Reader._int, BIG_INT[0]: _Reader._big_int, FLOAT[0]: _Reader._float,
-    STR[0]: _Reader._str, BYTES[0]: _Reader._bytes, BYTEARRAY[0]: _Reader._bytearray,
-    TUPLE[0]: _Reader._tuple, LIST[0]: _Reader._list, DICT[0]: _Reader._dict,
-    FROZENSET[0]: _Reader._frozenset, ARRAY[0]: _Reader._array, INT_LIST[0]: _Reader._int_list,
-    INSTANCE[0]: _Reader._instance, BACK_REFERENCE[0]: _Reader._back_reference,
+    NONE[0]: _Reader._none,
+    TRUE[0]: _Reader._true,
+    FALSE[0]: _Reader._false,
+    INT[0]: _Reader._int,
+    BIG_INT[0]: _Reader._big_int,
+    FLOAT[0]: _Reader._float,
+    STR[0]: _Reader._str,
+    BYTES[0]: _Reader._bytes,
+    BYTEARRAY[0]: _Reader._bytearray,
+    TUPLE[0]: _Reader._tuple,
+    LIST[0]: _Reader._list,
+    DICT[0]: _Reader._dict,
+    FROZENSET[0]: _Reader._frozenset,
+    ARRAY[0]: _Reader._array,
+    INT_LIST[0]: _Reader._int_list,
+    INSTANCE[0]: _Reader._instance,
+    BACK_REFERENCE[0]: _Reader._back_reference,
 }
 
 

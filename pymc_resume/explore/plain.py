@@ -61,10 +61,12 @@ def tuple_mapper(arity: int) -> Callable[[tuple, Any], tuple]:
     if not 0 < arity <= 64:
         return lambda values, table: tuple(map(table.__getitem__, values))
     fields = [f"f{i}" for i in range(arity)]
-    source = (f"def mapper(values, table):\n    {', '.join(fields)}, = values\n"
-              f"    return ({', '.join(f'table[{field}]' for field in fields)},)\n")
+    source = (
+        f"def mapper(values, table):\n    {', '.join(fields)}, = values\n"
+        f"    return ({', '.join(f'table[{field}]' for field in fields)},)\n"
+    )
     namespace: dict = {}
-    exec(source, namespace)  # noqa: S102 - our own text: the names f0..f63 and nothing else
+    exec(source, namespace)
     return namespace["mapper"]
 
 
@@ -179,8 +181,11 @@ class PlainCodec(InternerTables):
         values = translation[1]
         mapper = tuple_mapper(len(candidates[0][0]) if candidates else 0)
         try:
-            return [(mapper(key, values), parent) for key, parent in candidates
-                    if key and key[0] >= 0 or _not_plain()]
+            return [
+                (mapper(key, values), parent)
+                for key, parent in candidates
+                if key and key[0] >= 0 or _not_plain()
+            ]
         except (_NotPlain, ValueError):  # a tagged key, an empty one, or another length
             pass
         translate = self.translate
@@ -190,7 +195,7 @@ class PlainCodec(InternerTables):
         """`stable_hash` of each interned value, by id (one list, extended in place)."""
         hashes, values = self._hashes, self.values.values
         if len(hashes) < len(values):
-            hashes.extend(map(stable_hash, values[len(hashes):]))
+            hashes.extend(map(stable_hash, values[len(hashes) :]))
         return hashes
 
     def owner_hash(self, key: Key) -> int:

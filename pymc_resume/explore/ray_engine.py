@@ -53,8 +53,16 @@ class RayPartition:
     and memory as this actor's peak plus the rest of the run's, as last reported.
     """
 
-    def __init__(self, model_files: list[str], pickled_model: bytes, index: int, count: int,
-                 stop_at_first: bool, limits: Limits, started_at: float) -> None:
+    def __init__(
+        self,
+        model_files: list[str],
+        pickled_model: bytes,
+        index: int,
+        count: int,
+        stop_at_first: bool,
+        limits: Limits,
+        started_at: float,
+    ) -> None:
         # The actor's parent is its node's raylet: when a killed driver takes the local instance
         # down with it, the partition goes too instead of lingering as an orphan.
         die_with_parent()
@@ -68,8 +76,7 @@ class RayPartition:
         self.started = time.monotonic() - (time.time() - started_at)
         self.elsewhere = 0  # the peak bytes of the run's other processes, as last reported
         self.count = count
-        self.service = PartitionService(model, index, count, canonical, stop_at_first,
-                                        self._limit_check)
+        self.service = PartitionService(model, index, count, canonical, stop_at_first, self._limit_check)
 
     def _limit_check(self, partition: Partition) -> str | None:
         memory = own_peak_bytes() + self.elsewhere
@@ -108,8 +115,9 @@ class RayPartition:
 
 def _require_ray() -> None:
     if ray is None:
-        raise EnvironmentProblem("--engine ray: Ray is not installed; install the extra with "
-                                 "pip install 'pymc-resume[ray]'")
+        raise EnvironmentProblem(
+            "--engine ray: Ray is not installed; install the extra with pip install 'pymc-resume[ray]'"
+        )
 
 
 def _start(address: str | None, count: int) -> bool:
@@ -120,9 +128,12 @@ def _start(address: str | None, count: int) -> bool:
     # The actors import what this process can: its module search path goes with the job (on
     # a cluster, each host needs the same folders, or the model installed).
     search_path = os.pathsep.join(folder for folder in sys.path if folder)
-    options: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False,
-               "include_dashboard": False,
-               "runtime_env": {"env_vars": {"PYTHONPATH": search_path}}}
+    options: dict[str, Any] = {
+        "logging_level": logging.ERROR,
+        "log_to_driver": False,
+        "include_dashboard": False,
+        "runtime_env": {"env_vars": {"PYTHONPATH": search_path}},
+    }
     # Ray's core installs its own handlers (SIGTERM aborts the process): the command's own
     # handlers are put back, so that SIGTERM and Ctrl-C still stop the run cleanly.
     handlers = {number: signal.getsignal(number) for number in (signal.SIGTERM, signal.SIGINT)}
@@ -133,8 +144,9 @@ def _start(address: str | None, count: int) -> bool:
             ray.init(num_cpus=max(count, os.cpu_count() or 1), **options)
     except (ConnectionError, RuntimeError, ValueError) as error:
         where = f"the Ray cluster at {address}" if address else "a local Ray instance"
-        raise EnvironmentProblem(f"--engine ray: could not start or join {where}: "
-                                 f"{' '.join(str(error).split())[:300]}") from None
+        raise EnvironmentProblem(
+            f"--engine ray: could not start or join {where}: {' '.join(str(error).split())[:300]}"
+        ) from None
     finally:
         for number, handler in handlers.items():
             if handler is not None:
@@ -145,16 +157,27 @@ def _start(address: str | None, count: int) -> bool:
 def _model_files() -> list[str]:
     """The model files this process loaded by path (`explore path/to/model.py:factory`): an
     actor loads them under the same module names before it unpickles the model."""
-    return [str(module.__file__) for name, module in list(sys.modules.items())
-            if is_file_module(name) and getattr(module, "__file__", None)]
+    return [
+        str(module.__file__)
+        for name, module in list(sys.modules.items())
+        if is_file_module(name) and getattr(module, "__file__", None)
+    ]
 
 
 class RayEngine:
     """`count` Ray actors, each owning one hash partition; the backend `search` drives."""
 
-    def __init__(self, model: ValidModel, count: int, canonical: Callable | None, limits: Limits,
-                 started: float, *, stop_at_first: bool = False,
-                 address: str | None = None) -> None:
+    def __init__(
+        self,
+        model: ValidModel,
+        count: int,
+        canonical: Callable | None,
+        limits: Limits,
+        started: float,
+        *,
+        stop_at_first: bool = False,
+        address: str | None = None,
+    ) -> None:
         _require_ray()
         self.count = count
         self.state_hash = state_hasher(model)
@@ -164,8 +187,10 @@ class RayEngine:
         try:
             cpus = ray.cluster_resources().get("CPU", 0)
             if cpus < count:
-                raise BadInput(f"--workers {count}: the Ray cluster has {cpus:g} CPUs, and each "
-                               "partition's actor takes one")
+                raise BadInput(
+                    f"--workers {count}: the Ray cluster has {cpus:g} CPUs, and each "
+                    "partition's actor takes one"
+                )
             actor: Any = ray.remote(num_cpus=1, max_restarts=0)(RayPartition)
             started_at = time.time() - (time.monotonic() - started)
             files = _model_files()
@@ -173,7 +198,8 @@ class RayEngine:
             # SPREAD: partitions on as many nodes as there are, so that memory adds up.
             self.actors: list[Any] = [
                 actor.options(scheduling_strategy="SPREAD").remote(
-                    files, pickled_model, index, count, stop_at_first, limits, started_at)
+                    files, pickled_model, index, count, stop_at_first, limits, started_at
+                )
                 for index in range(count)
             ]
         except BaseException:
@@ -203,8 +229,10 @@ class RayEngine:
         try:
             return ray.get(refs)
         except ray.exceptions.RayActorError as error:
-            raise EnvironmentProblem(f"a Ray partition actor died (killed, or out of memory?): "
-                                     f"{' '.join(str(error).split())[:300]}") from None
+            raise EnvironmentProblem(
+                f"a Ray partition actor died (killed, or out of memory?): "
+                f"{' '.join(str(error).split())[:300]}"
+            ) from None
         except ray.exceptions.RayTaskError as error:
             raise EnvironmentProblem(f"a Ray partition actor failed:\n{error}") from None
 
@@ -225,9 +253,12 @@ class RayEngine:
 
     def step(self, level: int) -> int:
         total = own_peak_bytes() + sum(self.peaks)
-        calls = [actor.step.options(num_returns=self.count + 1).remote(
-                     level, total - self.peaks[index], *self.routed[index])
-                 for index, actor in enumerate(self.actors)]
+        calls = [
+            actor.step.options(num_returns=self.count + 1).remote(
+                level, total - self.peaks[index], *self.routed[index]
+            )
+            for index, actor in enumerate(self.actors)
+        ]
         counters: list[Stepped] = self._route(calls)
         self._size = sum(c.size for c in counters)
         self._generated = sum(c.generated for c in counters)
@@ -265,18 +296,24 @@ class RayEngine:
     def save_state(self) -> tuple[list[bytes], snapshot.Layout]:
         """Every partition's checkpoint file, and the layout of their levels. Each actor first
         takes the batches routed to it (they are its candidates from now on)."""
-        saved = self._get([actor.snapshot.remote(*self.routed[index])
-                           for index, actor in enumerate(self.actors)])
+        saved = self._get(
+            [actor.snapshot.remote(*self.routed[index]) for index, actor in enumerate(self.actors)]
+        )
         self.routed = [[] for _ in range(self.count)]
-        layout = snapshot.Layout(tuple(tuple(starts) for _size, starts, _data in saved),
-                                 tuple(size for size, _starts, _data in saved))
+        layout = snapshot.Layout(
+            tuple(tuple(starts) for _size, starts, _data in saved),
+            tuple(size for size, _starts, _data in saved),
+        )
         return [data for _size, _starts, data in saved], layout
 
     def load_state(self, saved: snapshot.Snapshot) -> None:
         """Restore every partition from `saved` (each actor checks its own file)."""
-        replies = self._get([actor.restore.remote(saved.partitions[index], saved.files[index],
-                                                  saved.layout)
-                             for index, actor in enumerate(self.actors)])
+        replies = self._get(
+            [
+                actor.restore.remote(saved.partitions[index], saved.files[index], saved.layout)
+                for index, actor in enumerate(self.actors)
+            ]
+        )
         refused = [reply for reply in replies if isinstance(reply, str)]
         if refused:
             raise snapshot.SnapshotError(refused[0])

@@ -76,10 +76,12 @@ def explore(
     gc.disable()
     try:
         level_holder = [0]  # the level running, for progress lines in the middle of a level
-        backend = _backend(model, workers, canonical, limits, started, stop_at_first, engine,
-                           address, progress, level_holder)
-        return _explore(model, backend, limits, started, canonical, progress, checkpoint,
-                        resume, level_holder)
+        backend = _backend(
+            model, workers, canonical, limits, started, stop_at_first, engine, address, progress, level_holder
+        )
+        return _explore(
+            model, backend, limits, started, canonical, progress, checkpoint, resume, level_holder
+        )
     except PymcResumeError:
         raise
     except (LookupError, ValueError, TypeError, AttributeError, StopIteration) as error:
@@ -100,8 +102,7 @@ def _refuse_impossible(workers, max_states, max_seconds, max_memory) -> None:
     """Options that would explore nothing and report it complete are refused."""
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         raise BadInput(f"workers: must be a whole number of at least 1, got {workers!r}")
-    for name, value in (("max_states", max_states), ("max_seconds", max_seconds),
-                        ("max_memory", max_memory)):
+    for name, value in (("max_states", max_states), ("max_seconds", max_seconds), ("max_memory", max_memory)):
         if value is not None and not value > 0:
             raise BadInput(f"{name}: must be positive, got {value!r}")
 
@@ -109,18 +110,19 @@ def _refuse_impossible(workers, max_states, max_seconds, max_memory) -> None:
 ENGINES = ("multiprocess", "ray")
 
 
-def _backend(model, workers, canonical, limits, started, stop_at_first, engine, address,
-             progress, level_holder):
+def _backend(
+    model, workers, canonical, limits, started, stop_at_first, engine, address, progress, level_holder
+):
     """The engine that runs the partitions: in this process (one worker), worker processes,
     or Ray actors."""
     if engine == "ray":
         from pymc_resume.explore.ray_engine import RayEngine  # the optional extra
 
-        return RayEngine(model, workers, canonical, limits, started,
-                         stop_at_first=stop_at_first, address=address)
+        return RayEngine(
+            model, workers, canonical, limits, started, stop_at_first=stop_at_first, address=address
+        )
     if workers > 1:
-        return WorkerPool(model, workers, canonical, limits, started,
-                          stop_at_first=stop_at_first)
+        return WorkerPool(model, workers, canonical, limits, started, stop_at_first=stop_at_first)
 
     def on_tick(size: int, generated: int, queue: int) -> None:
         if progress:
@@ -129,24 +131,23 @@ def _backend(model, workers, canonical, limits, started, stop_at_first, engine, 
     return InProcess(model, canonical, limits, started, on_tick, stop_at_first)
 
 
-def _explore(model, backend, limits, started, canonical, progress, checkpoint, resume,
-             level_holder):
+def _explore(model, backend, limits, started, canonical, progress, checkpoint, resume, level_holder):
     with backend:
         depth, stopped_because = _run_levels(
             backend, limits, started, level_holder, progress, checkpoint, resume
         )
         complete = stopped_because is None
         # property -> (gid, successor index): see `Partition.first_bad`
-        first_bad = {name: (gid, position)
-                     for name, (_level, gid, position) in backend.first_bad().items()}
+        first_bad = {name: (gid, position) for name, (_level, gid, position) in backend.first_bad().items()}
         if complete and model.reachability:
             found = shallowest_unable(backend.graph_pieces())
             for prop, gid in zip(model.reachability, found):
                 if gid is not None:
                     first_bad[prop.name] = (gid, -1)
         violations = {
-            name: Violation(name, shortest_trace(model, gid, backend.parent_of, backend.id_of,
-                                                 canonical, then=position))
+            name: Violation(
+                name, shortest_trace(model, gid, backend.parent_of, backend.id_of, canonical, then=position)
+            )
             for name, (gid, position) in first_bad.items()
         }
         size, generated = backend.size(), backend.generated()
@@ -195,15 +196,19 @@ def _run_levels(
         if reason:
             return depth, reason
         if progress:
-            progress(Snapshot(backend.size(), backend.generated(), backend.pending(), depth,
-                              time.monotonic() - started))
+            progress(
+                Snapshot(
+                    backend.size(), backend.generated(), backend.pending(), depth, time.monotonic() - started
+                )
+            )
         if not added:
             break
         if checkpoint and time.monotonic() - last_saved >= checkpoint.wait_after(taken):
             partitions, layout = backend.save_state()
             elapsed = time.monotonic() - started
-            snapshot.save(checkpoint.directory, snapshot.Snapshot(
-                checkpoint.run, depth, elapsed, partitions, layout))
+            snapshot.save(
+                checkpoint.directory, snapshot.Snapshot(checkpoint.run, depth, elapsed, partitions, layout)
+            )
             taken += 1
             last_saved = time.monotonic()
     return depth, None

@@ -47,8 +47,15 @@ def own_peak_bytes() -> int:
 class PartitionService:
     """Partition `index` of `count`, answering an engine's requests."""
 
-    def __init__(self, model: ValidModel, index: int, count: int, canonical, stop_at_first: bool,
-                 limit_check: LimitCheck) -> None:
+    def __init__(
+        self,
+        model: ValidModel,
+        index: int,
+        count: int,
+        canonical,
+        stop_at_first: bool,
+        limit_check: LimitCheck,
+    ) -> None:
         self.partition = Partition(model, index, count, canonical, stop_at_first)
         self.index, self.count = index, count
         self.limit_check = limit_check
@@ -65,8 +72,7 @@ class PartitionService:
         """The initial states (partition 0 generates them all, once): candidates waiting,
         and one batch for each partition."""
         p = self.partition
-        outbound = (p.initial_candidates() if self.index == 0
-                    else [empty_batch() for _ in range(self.count)])
+        outbound = p.initial_candidates() if self.index == 0 else [empty_batch() for _ in range(self.count)]
         return self._pending(outbound), [pack(batch) for batch in outbound]
 
     def step(self, inbound: list[bytes], level: int) -> tuple[Stepped, list[bytes]]:
@@ -75,8 +81,9 @@ class PartitionService:
         before = len(p)
         outbound = p.step([unpack(chunk) for chunk in inbound], level, self._tick)
         stopped = (self.limit_reason or p.stop_reason) if p.stopped else None
-        stepped = Stepped(len(p) - before, len(p), p.generated, stopped,
-                          self._pending(outbound), own_peak_bytes())
+        stepped = Stepped(
+            len(p) - before, len(p), p.generated, stopped, self._pending(outbound), own_peak_bytes()
+        )
         return stepped, [pack(batch) for batch in outbound]
 
     def parent(self, gid: int) -> int:
@@ -94,8 +101,7 @@ class PartitionService:
         piece = None
         if p.goals:
             assert p.edge_sources is not None and p.edge_targets is not None  # kept with goals
-            piece = GraphPiece(len(p), p.level_starts, p.goal_flags, p.edge_sources,
-                               p.edge_targets)
+            piece = GraphPiece(len(p), p.level_starts, p.goal_flags, p.edge_sources, p.edge_targets)
         return p.first_bad, piece, own_peak_bytes()
 
     def snapshot(self, inbound: list[bytes]) -> tuple[int, list[int], bytes]:

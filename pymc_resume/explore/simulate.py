@@ -76,8 +76,10 @@ class SimulationResult:
         """Why a property without a violation has no verdict."""
         if graph_property:
             return "a graph property: random walks cannot decide it (explore exhaustively)"
-        return (f"no violation in {self.walks:,} walks of up to {self.max_depth} steps "
-                "(a simulation proves nothing)")
+        return (
+            f"no violation in {self.walks:,} walks of up to {self.max_depth} steps "
+            "(a simulation proves nothing)"
+        )
 
     def counts_json(self) -> dict:
         """The counts, in the shape of an exhaustive run's (`ExplorationResult.counts_json`),
@@ -127,8 +129,9 @@ def simulate(
         wanted.add(DEADLOCK)
     taken = 0
     while True:
-        stopped_because = _stop_reason(taken, walks, max_seconds, started, walker.found,
-                                       wanted, stop_at_first)
+        stopped_because = _stop_reason(
+            taken, walks, max_seconds, started, walker.found, wanted, stop_at_first
+        )
         if stopped_because:
             break
         walker.walk(random.Random(f"{seed}/{taken}"))
@@ -138,10 +141,21 @@ def simulate(
     seconds = time.monotonic() - started
     if progress:
         progress(WalkProgress(taken, walker.visited, seconds), final=True)
-    violations = {name: Violation(name, tuple(Step(action, state) for action, state in trace))
-                  for name, trace in walker.found.items()}
-    return SimulationResult(seed, depth, taken, walker.visited, walker.generated,
-                            walker.longest, seconds, violations, stopped_because)
+    violations = {
+        name: Violation(name, tuple(Step(action, state) for action, state in trace))
+        for name, trace in walker.found.items()
+    }
+    return SimulationResult(
+        seed,
+        depth,
+        taken,
+        walker.visited,
+        walker.generated,
+        walker.longest,
+        seconds,
+        violations,
+        stopped_because,
+    )
 
 
 def _refuse_impossible(seed, depth, walks, max_seconds) -> None:
@@ -155,8 +169,15 @@ def _refuse_impossible(seed, depth, walks, max_seconds) -> None:
         raise BadInput(f"max_seconds: must be positive, got {max_seconds!r}")
 
 
-def _stop_reason(taken: int, walks: int | None, max_seconds: float | None, started: float,
-                 found: dict, wanted: set, stop_at_first: bool) -> str | None:
+def _stop_reason(
+    taken: int,
+    walks: int | None,
+    max_seconds: float | None,
+    started: float,
+    found: dict,
+    wanted: set,
+    stop_at_first: bool,
+) -> str | None:
     if walks is not None and taken >= walks:
         return f"{walks:,} walks taken"
     if max_seconds is not None and time.monotonic() - started > max_seconds:
@@ -198,9 +219,9 @@ class _Walker:
                     self._record(DEADLOCK, path)
                 break
             action, following = choices[draw.randrange(len(choices))]
-            inside = ((constraint is None or constraint(following))
-                      and (action_constraint is None
-                           or action_constraint(state, action, following)))
+            inside = (constraint is None or constraint(following)) and (
+                action_constraint is None or action_constraint(state, action, following)
+            )
             state = following
             path.append((action, state))
             self._check(state, path)

@@ -28,7 +28,6 @@ from typing import NoReturn, TypeVar, cast
 import attrs
 
 from pymc_resume.errors import EnvironmentProblem
-from pymc_resume.explore import persisted
 from pymc_resume.explore.persisted import SnapshotError
 from pymc_resume.explore.result import DEADLOCK
 from pymc_resume.files import write_atomically
@@ -41,8 +40,16 @@ MANIFEST = "manifest.json"
 _FOLDER = re.compile(r"level-\d{6}")
 _POINTER_TEMPORARY = f".{POINTER}."  # write_atomically's temporary files beside the pointer
 
-__all__ = ["Layout", "Snapshot", "SnapshotError", "load", "partition_record", "remove_stale",
-           "restore_partition", "save"]
+__all__ = [
+    "Layout",
+    "Snapshot",
+    "SnapshotError",
+    "load",
+    "partition_record",
+    "remove_stale",
+    "restore_partition",
+    "save",
+]
 
 
 @attrs.frozen
@@ -229,11 +236,25 @@ def _check_manifest(manifest: object, where: str) -> tuple[int, float, Layout]:
 
 # --- one partition's record -----------------------------------------------------------------
 
-RECORD_KEYS = frozenset({
-    "partition", "partitions", "tables", "keys", "parents", "goal_flags", "edge_sources",
-    "edge_targets", "first_bad", "level_starts", "generated", "carry", "sent", "translations",
-    "forwarded",
-})
+RECORD_KEYS = frozenset(
+    {
+        "partition",
+        "partitions",
+        "tables",
+        "keys",
+        "parents",
+        "goal_flags",
+        "edge_sources",
+        "edge_targets",
+        "first_bad",
+        "level_starts",
+        "generated",
+        "carry",
+        "sent",
+        "translations",
+        "forwarded",
+    }
+)
 
 
 def partition_record(partition) -> dict:
@@ -257,8 +278,12 @@ def partition_record(partition) -> dict:
         "level_starts": partition.level_starts,
         "generated": partition.generated,
         "carry": [
-            ([key for key, _ in candidates], [parent for _, parent in candidates],
-             [position for position, _ in repeats], [parent for _, parent in repeats])
+            (
+                [key for key, _ in candidates],
+                [parent for _, parent in candidates],
+                [position for position, _ in repeats],
+                [parent for _, parent in repeats],
+            )
             for candidates, repeats, _tables in partition.carry
         ],
         "sent": partition.sent,
@@ -321,8 +346,10 @@ def restore_partition(partition, record: object, where: str, layout: Layout) -> 
         check.fail("not a partition's snapshot (unexpected fields)")
     index, count, depth = partition.index, partition.count, check.depth
     if record["partition"] != index or record["partitions"] != count:
-        check.fail(f"holds partition {record['partition']!r} of {record['partitions']!r}, "
-                   f"expected {index} of {count}")
+        check.fail(
+            f"holds partition {record['partition']!r} of {record['partitions']!r}, "
+            f"expected {index} of {count}"
+        )
     size = layout.sizes[index]
     if record["level_starts"] != list(layout.level_starts[index]):
         check.fail("its levels do not match the manifest's")
@@ -404,9 +431,11 @@ def restore_partition(partition, record: object, where: str, layout: Layout) -> 
     if partition.wire:
         assert tables is not None  # a wire codec keeps tables (see `codec`)
         for mark in sent:
-            if mark is not None and (type(mark) is not tuple or len(mark) != len(tables)
-                                     or any(type(m) is not int or not 0 <= m <= len(v)
-                                            for m, v in zip(mark, saved_tables))):
+            if mark is not None and (
+                type(mark) is not tuple
+                or len(mark) != len(tables)
+                or any(type(m) is not int or not 0 <= m <= len(v) for m, v in zip(mark, saved_tables))
+            ):
                 check.fail("sent holds a mark beyond the tables")
         if type(translations) is not list or len(translations) != count:
             check.fail(f"translations must be a list of {count}")
@@ -435,9 +464,12 @@ def restore_partition(partition, record: object, where: str, layout: Layout) -> 
             table.by_identity.update((id(value), number) for number, value in enumerate(values))
     carry = _restored_carry(check, partition, record["carry"], depth)
     forwarded = record["forwarded"]
-    if (type(forwarded) is not tuple or len(forwarded) != 2
-            or not all(type(column) is list for column in forwarded)
-            or len(forwarded[0]) != len(forwarded[1])):
+    if (
+        type(forwarded) is not tuple
+        or len(forwarded) != 2
+        or not all(type(column) is list for column in forwarded)
+        or len(forwarded[0]) != len(forwarded[1])
+    ):
         check.fail("forwarded must be (keys, owners) lists of one length")
     check.ints(forwarded[1], "forwarded owners", 0, count)
     try:
@@ -478,7 +510,7 @@ def _restored_carry(check: _Check, partition, saved: object, depth: int) -> list
             for key in keys:
                 try:
                     same = encode(decode(key)) == key
-                except Exception:  # noqa: BLE001 - a key the codec cannot read
+                except Exception:
                     same = False
                 if not same:
                     check.fail(f"carry holds a key the codec cannot read: {str(key)[:40]}")

@@ -58,7 +58,7 @@ def _load_file(path: Path, target: str) -> ModuleType:
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
-    except Exception as error:  # noqa: BLE001 - the user's code: reported, not raised
+    except Exception as error:
         del sys.modules[name]
         raise BadInput(f"{target}: loading {path.name} raised {_error(error)}") from None
     return module
@@ -69,7 +69,7 @@ def _load_module(name: str, target: str) -> ModuleType:
         return importlib.import_module(name)
     except ModuleNotFoundError as error:
         raise BadInput(f"{target}: no module named {error.name!r} ({FORM})") from None
-    except Exception as error:  # noqa: BLE001 - the user's code
+    except Exception as error:
         raise BadInput(f"{target}: importing {name} raised {_error(error)}") from None
 
 
@@ -89,14 +89,14 @@ def load_factory(target: str):
     where, colon, name = target.rpartition(":")
     if not colon or not where or not name.isidentifier():
         raise BadInput(f"{target}: {FORM}")
-    module = _load_file(Path(where), target) if is_file_target(where) else _load_module(where,
-                                                                                         target)
+    module = _load_file(Path(where), target) if is_file_target(where) else _load_module(where, target)
     factory = getattr(module, name, None)
     if factory is None:
         raise BadInput(f"{target}: {where} has no {name!r}")
     if not callable(factory):
-        raise BadInput(f"{target}: {name} must be a callable returning the model, got "
-                       f"{type(factory).__name__}")
+        raise BadInput(
+            f"{target}: {name} must be a callable returning the model, got {type(factory).__name__}"
+        )
     return factory
 
 
@@ -105,7 +105,7 @@ def load_model(target: str):
     factory = load_factory(target)
     try:
         return factory()
-    except Exception as error:  # noqa: BLE001 - the user's code
+    except Exception as error:
         raise BadInput(f"{target}: calling {factory.__name__}() raised {_error(error)}") from None
 
 

@@ -70,17 +70,19 @@ def _properties(model, name: str, kind: type[Invariant] | type[AlwaysReachable],
     if found is None:
         return ()
     if isinstance(found, (str, bytes)) or not isinstance(found, Iterable):
-        raise ModelError(f"model.{name}: must be a list of {kind.__name__}s, got "
-                         f"{type(found).__name__}")
+        raise ModelError(f"model.{name}: must be a list of {kind.__name__}s, got {type(found).__name__}")
     found = tuple(found)
     names = set()
     for position, prop in enumerate(found):
         if not isinstance(prop, kind):
-            raise ModelError(f"model.{name}[{position}]: must be an {kind.__name__}(name, "
-                             f"{field}), got {type(prop).__name__}")
+            raise ModelError(
+                f"model.{name}[{position}]: must be an {kind.__name__}(name, "
+                f"{field}), got {type(prop).__name__}"
+            )
         if not isinstance(prop.name, str) or not prop.name:
-            raise ModelError(f"model.{name}[{position}]: its name must be a non-empty string, "
-                             f"got {prop.name!r}")
+            raise ModelError(
+                f"model.{name}[{position}]: its name must be a non-empty string, got {prop.name!r}"
+            )
         if not callable(getattr(prop, field)):
             raise ModelError(f"model.{name}[{position}] ({prop.name}): {field} must be callable")
         if prop.name in names:
@@ -93,9 +95,11 @@ def _hashable(state, where: str) -> None:
     try:
         hash(state)
     except TypeError:
-        raise ModelError(f"{where}: states must be hashable (tuples, frozensets, frozen attrs "
-                         f"or dataclass instances), got {type(state).__name__}: "
-                         f"{_short(state)}") from None
+        raise ModelError(
+            f"{where}: states must be hashable (tuples, frozensets, frozen attrs "
+            f"or dataclass instances), got {type(state).__name__}: "
+            f"{_short(state)}"
+        ) from None
 
 
 def _short(value) -> str:
@@ -107,8 +111,7 @@ def _initial(valid: ValidModel) -> list:
     try:
         states = list(valid.initial_states())
     except TypeError as error:
-        raise ModelError(f"model.initial_states(): must return an iterable of states ({error})"
-                         ) from None
+        raise ModelError(f"model.initial_states(): must return an iterable of states ({error})") from None
     if not states:
         raise ModelError("model.initial_states(): returned no state; a model needs at least one")
     for state in states:
@@ -122,28 +125,31 @@ def _check_successors(valid: ValidModel, initial: list) -> None:
     kinds = {type(state) for state in initial}
     for state in initial:
         produced = valid.successors(state)
-        if produced is None or isinstance(produced, (str, bytes)) or not isinstance(
-                produced, Iterable):
-            raise ModelError(f"model.successors(state): must yield (action, next_state) pairs, "
-                             f"returned {type(produced).__name__}")
+        if produced is None or isinstance(produced, (str, bytes)) or not isinstance(produced, Iterable):
+            raise ModelError(
+                f"model.successors(state): must yield (action, next_state) pairs, "
+                f"returned {type(produced).__name__}"
+            )
         for item in produced:
             if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)):
-                raise ModelError(f"model.successors(state): must yield (action, next_state) "
-                                 f"pairs with a str action, yielded {_short(item)}")
+                raise ModelError(
+                    f"model.successors(state): must yield (action, next_state) "
+                    f"pairs with a str action, yielded {_short(item)}"
+                )
             _hashable(item[1], "model.successors(state)")
             if type(item[1]) not in kinds:
                 raise ModelError(
                     f"model.successors(state): yielded ({item[0]!r}, {_short(item[1])}): a "
                     f"{type(item[1]).__name__} where initial states are "
                     f"{' or '.join(sorted(kind.__name__ for kind in kinds))}; does it yield "
-                    f"(action, next_state) pairs?")
+                    f"(action, next_state) pairs?"
+                )
 
 
 def validated(model, check_deadlock: bool | None = None) -> ValidModel:
     """`model` read, defaulted and checked; `check_deadlock` overrides its `deadlock_is_error`."""
     if isinstance(model, ValidModel):
-        return model if check_deadlock is None else attrs.evolve(
-            model, deadlock_is_error=check_deadlock)
+        return model if check_deadlock is None else attrs.evolve(model, deadlock_is_error=check_deadlock)
     deadlock = getattr(model, "deadlock_is_error", True)
     if not isinstance(deadlock, bool):
         raise ModelError(f"model.deadlock_is_error: must be True or False, got {deadlock!r}")

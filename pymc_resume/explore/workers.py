@@ -2,11 +2,12 @@
 
 The coordinator (this process) owns no states: it sends each worker its inbound batches, the
 worker runs `Partition.step` (through `service.PartitionService`, the same code the Ray engine
-runs) and returns its outbound batches as bytes (see `batches`: raw
-arrays for packed-int states, else pickle protocol 5 in C, never multiprocess's dill), and the
-coordinator routes bytes to their owners without decoding them. Partitions agree on owners
-because forked workers share the interpreter's hash seed. After the search the coordinator queries the workers for parents and ids to
-rebuild traces, and gathers their graph pieces for reachability.
+runs) and returns its outbound batches as bytes (see `batches`: raw arrays for packed-int
+states, else pickle protocol 5 in C, never multiprocess's dill), and the coordinator routes
+bytes to their owners without decoding them. Partitions agree on owners because owners come
+from a hash that is the same in every process (`partition.owner_of`). After the search the
+coordinator queries the workers for parents and ids to rebuild traces, and gathers their graph
+pieces for reachability.
 """
 
 from __future__ import annotations
@@ -52,8 +53,9 @@ def _reply(conn, index: int):
     try:
         message, chunks = _receive(conn)
     except (EOFError, OSError):
-        raise WorkerError(f"explorer worker {index} exited unexpectedly (killed, or out of "
-                          "memory?)") from None
+        raise WorkerError(
+            f"explorer worker {index} exited unexpectedly (killed, or out of memory?)"
+        ) from None
     if message[0] == "error":
         raise WorkerError(f"an explorer worker failed:\n{message[1]}")
     if message[0] == "refused":
@@ -65,8 +67,17 @@ class _CoordinatorGone(Exception):
     """The coordinator died (killed): a worker stops quietly, whatever it was doing."""
 
 
-def _serve(conn, inherited, model: ValidModel, index: int, count: int, canonical, limits: Limits,
-           started: float, stop_at_first: bool = False):
+def _serve(
+    conn,
+    inherited,
+    model: ValidModel,
+    index: int,
+    count: int,
+    canonical,
+    limits: Limits,
+    started: float,
+    stop_at_first: bool = False,
+):
     """A worker's loop: answer the coordinator's requests until told to stop.
 
     `inherited` are the coordinator's ends of the pipes, which a forked worker holds copies of;
@@ -106,7 +117,7 @@ def _serve(conn, inherited, model: ValidModel, index: int, count: int, canonical
                 raise
             except snapshot.SnapshotError as error:
                 _send(conn, ("refused", str(error)))
-            except Exception:  # noqa: BLE001 - reported to the coordinator, which raises it
+            except Exception:
                 _send(conn, ("error", traceback.format_exc()))
     except (_CoordinatorGone, OSError):
         return  # a reply to a dead coordinator (broken pipe): exit quietly
@@ -121,8 +132,14 @@ def _handle(conn, service: PartitionService, kind: str, args, chunks) -> bool:
     elif kind == "step":
         (level,) = args
         stepped, outbound = service.step(chunks, level)
-        reply = ("stepped", stepped.added, stepped.size, stepped.generated,
-                 stepped.stopped_because, stepped.pending)
+        reply = (
+            "stepped",
+            stepped.added,
+            stepped.size,
+            stepped.generated,
+            stepped.stopped_because,
+            stepped.pending,
+        )
         _send(conn, reply, outbound)
     elif kind == "parent":
         _send(conn, (service.parent(args[0]),))
@@ -145,9 +162,16 @@ def _handle(conn, service: PartitionService, kind: str, args, chunks) -> bool:
 class WorkerPool:
     """`count` worker processes, each owning one hash partition."""
 
-    def __init__(self, model: ValidModel, count: int, canonical: Callable | None, limits: Limits,
-                 started: float, on_tick: Callable | None = None,
-                 stop_at_first: bool = False) -> None:
+    def __init__(
+        self,
+        model: ValidModel,
+        count: int,
+        canonical: Callable | None,
+        limits: Limits,
+        started: float,
+        on_tick: Callable | None = None,
+        stop_at_first: bool = False,
+    ) -> None:
         self.count = count
         self.state_hash = state_hasher(model)
         self.goals = bool(model.reachability)
@@ -160,8 +184,17 @@ class WorkerPool:
             parent_end, child_end = context.Pipe()
             process = context.Process(
                 target=_serve,
-                args=(child_end, [*self.connections, parent_end], model, index, count, canonical,
-                      limits, started, stop_at_first),
+                args=(
+                    child_end,
+                    [*self.connections, parent_end],
+                    model,
+                    index,
+                    count,
+                    canonical,
+                    limits,
+                    started,
+                    stop_at_first,
+                ),
                 daemon=True,
             )
             process.start()
@@ -261,14 +294,14 @@ class WorkerPool:
         takes the batches routed to it (they are its candidates from now on)."""
         replies = self._ask_all(lambda i: (("snapshot",), self.routed[i]))
         self.routed = [[] for _ in range(self.count)]
-        layout = snapshot.Layout(tuple(tuple(message[2]) for message, _ in replies),
-                                 tuple(message[1] for message, _ in replies))
+        layout = snapshot.Layout(
+            tuple(tuple(message[2]) for message, _ in replies), tuple(message[1] for message, _ in replies)
+        )
         return [chunks[0] for _message, chunks in replies], layout
 
     def load_state(self, saved: snapshot.Snapshot) -> None:
         """Restore every partition from `saved` (each worker checks its own file)."""
-        replies = self._ask_all(lambda i: (("restore", saved.files[i], saved.layout),
-                                           [saved.partitions[i]]))
+        replies = self._ask_all(lambda i: (("restore", saved.files[i], saved.layout), [saved.partitions[i]]))
         self.routed = [[] for _ in range(self.count)]
         self._size = sum(saved.layout.sizes)
         self._generated = sum(message[1] for message, _ in replies)

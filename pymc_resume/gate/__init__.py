@@ -35,11 +35,29 @@ from pymc_resume.gate._claims import DONE, FAILED, OUTSTANDING, RUNNING, STALE, 
 from pymc_resume.gate._gate import DEFAULT_LEASE, ConsumeOnceGate
 from pymc_resume.gate._graph import Parked
 from pymc_resume.gate._refusals import (
-    ClaimLost, ClaimStillHeld, GateRefusal, InterruptAlreadyClaimed, InterruptAlreadyConsumed, NotCovered,
+    ClaimLost,
+    ClaimStillHeld,
+    GateRefusal,
+    InterruptAlreadyClaimed,
+    InterruptAlreadyConsumed,
+    NotCovered,
 )
 
 __all__ = [
-    "DEFAULT_LEASE", "DONE", "FAILED", "OUTSTANDING", "RUNNING", "STALE", "TABLE",
-    "Claim", "ClaimLost", "ClaimStillHeld", "ConsumeOnceGate", "GateRefusal", "InterruptAlreadyClaimed",
-    "InterruptAlreadyConsumed", "NotCovered", "Parked",
+    "DEFAULT_LEASE",
+    "DONE",
+    "FAILED",
+    "OUTSTANDING",
+    "RUNNING",
+    "STALE",
+    "TABLE",
+    "Claim",
+    "ClaimLost",
+    "ClaimStillHeld",
+    "ConsumeOnceGate",
+    "GateRefusal",
+    "InterruptAlreadyClaimed",
+    "InterruptAlreadyConsumed",
+    "NotCovered",
+    "Parked",
 ]

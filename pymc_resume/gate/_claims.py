@@ -29,8 +29,10 @@ RUNNING, FAILED, DONE, STALE = "running", "failed", "done", "stale"
 OUTSTANDING = (RUNNING, FAILED)  # a claim whose value has not (surely) been consumed yet
 
 _KEY = "thread_id=? AND checkpoint_ns=? AND checkpoint_id=? AND interrupt_id=?"
-_COLUMNS = ("thread_id, checkpoint_ns, checkpoint_id, interrupt_id, value_type, value, holder, status, "
-            "attempts, claimed_at, lease_until")
+_COLUMNS = (
+    "thread_id, checkpoint_ns, checkpoint_id, interrupt_id, value_type, value, holder, status, "
+    "attempts, claimed_at, lease_until"
+)
 
 
 @attrs.frozen
@@ -72,10 +74,24 @@ class _Dialect:
     share_lock: str  # appended to the fence's SELECT
 
 
-SQLITE = _Dialect("sqlite", "?", "BLOB", "REAL", "((julianday('now') - 2440587.5) * 86400.0)",
-                  "INSERT OR IGNORE INTO {table} ({columns}) VALUES ({values})", "")
-POSTGRES = _Dialect("postgres", "%s", "BYTEA", "DOUBLE PRECISION", "EXTRACT(EPOCH FROM clock_timestamp())",
-                    "INSERT INTO {table} ({columns}) VALUES ({values}) ON CONFLICT DO NOTHING", " FOR SHARE")
+SQLITE = _Dialect(
+    "sqlite",
+    "?",
+    "BLOB",
+    "REAL",
+    "((julianday('now') - 2440587.5) * 86400.0)",
+    "INSERT OR IGNORE INTO {table} ({columns}) VALUES ({values})",
+    "",
+)
+POSTGRES = _Dialect(
+    "postgres",
+    "%s",
+    "BYTEA",
+    "DOUBLE PRECISION",
+    "EXTRACT(EPOCH FROM clock_timestamp())",
+    "INSERT INTO {table} ({columns}) VALUES ({values}) ON CONFLICT DO NOTHING",
+    " FOR SHARE",
+)
 
 
 class ClaimStore:
@@ -97,7 +113,9 @@ class ClaimStore:
 
         if isinstance(path_or_conn, sqlite3.Connection):
             return cls(SQLITE, path_or_conn, lock)
-        return cls(SQLITE, sqlite3.connect(str(path_or_conn), timeout=30.0, check_same_thread=False), owned=True)
+        return cls(
+            SQLITE, sqlite3.connect(str(path_or_conn), timeout=30.0, check_same_thread=False), owned=True
+        )
 
     @classmethod
     def postgres(cls, url_or_conn, lock=None) -> ClaimStore:
@@ -153,8 +171,10 @@ class ClaimStore:
                 # One statement per call: on an autocommit connection it is its own transaction,
                 # so that no row lock outlives the statement (a frozen holder must not keep one).
                 with _pg_connection(self.conn) as conn:
-                    with (contextlib.nullcontext() if conn.autocommit else conn.transaction()), \
-                            conn.cursor() as cursor:
+                    with (
+                        contextlib.nullcontext() if conn.autocommit else conn.transaction(),
+                        conn.cursor() as cursor,
+                    ):
                         yield cursor
 
     def _one(self, sql: str, args=()) -> tuple | None:
@@ -175,7 +195,8 @@ class ClaimStore:
             f"value {dialect.blob} NOT NULL, holder TEXT NOT NULL, status TEXT NOT NULL, "
             f"attempts INTEGER NOT NULL, claimed_at {dialect.real} NOT NULL, "
             f"lease_until {dialect.real} NOT NULL DEFAULT 0, "
-            "PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, interrupt_id))")
+            "PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, interrupt_id))"
+        )
         if dialect is SQLITE:
             with self._cursor() as cur:
                 cur.execute(create)
@@ -185,13 +206,18 @@ class ClaimStore:
             return
         import psycopg
 
-        for statement in (create, f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS lease_until "
-                                  "DOUBLE PRECISION NOT NULL DEFAULT 0"):
+        for statement in (
+            create,
+            f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS lease_until DOUBLE PRECISION NOT NULL DEFAULT 0",
+        ):
             try:
                 with self._cursor() as cur:
                     cur.execute(statement)
-            except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable,
-                    psycopg.errors.DuplicateColumn):
+            except (
+                psycopg.errors.UniqueViolation,
+                psycopg.errors.DuplicateTable,
+                psycopg.errors.DuplicateColumn,
+            ):
                 pass  # another process did it at the same moment
 
     def insert(self, row: tuple, lease: float) -> bool:
@@ -208,26 +234,34 @@ class ClaimStore:
         if statuses:
             where += f" AND status IN ({','.join('?' * len(statuses))})"
             args += list(statuses)
-        return self._one(f"SELECT {_COLUMNS} FROM {TABLE} WHERE {where} ORDER BY claimed_at DESC LIMIT 1", args)
+        return self._one(
+            f"SELECT {_COLUMNS} FROM {TABLE} WHERE {where} ORDER BY claimed_at DESC LIMIT 1", args
+        )
 
     def set_status(self, claim: Claim, status: str) -> bool:
         """Only while the claim is still `claim.holder`'s under the same fence."""
-        return self._update(f"UPDATE {TABLE} SET status=? WHERE {_KEY} AND holder=? AND attempts=?",
-                            (status, *claim.key, claim.holder, claim.attempts))
+        return self._update(
+            f"UPDATE {TABLE} SET status=? WHERE {_KEY} AND holder=? AND attempts=?",
+            (status, *claim.key, claim.holder, claim.attempts),
+        )
 
     def renew(self, claim: Claim, lease: float) -> bool:
         """Extend a running claim's lease; False when it is no longer `claim.holder`'s."""
-        return self._update(f"UPDATE {TABLE} SET lease_until={self.dialect.now} + ? "
-                            f"WHERE {_KEY} AND holder=? AND attempts=? AND status=?",
-                            (lease, *claim.key, claim.holder, claim.attempts, RUNNING))
+        return self._update(
+            f"UPDATE {TABLE} SET lease_until={self.dialect.now} + ? "
+            f"WHERE {_KEY} AND holder=? AND attempts=? AND status=?",
+            (lease, *claim.key, claim.holder, claim.attempts, RUNNING),
+        )
 
     def take_over(self, old: Claim, new: Claim, lease: float, *, lease_must_lapse: bool) -> bool:
         """Compare-and-set `old` (holder, fence, status) to `new`; with `lease_must_lapse`, only
         once old's lease has lapsed on the database's clock. False also when the row is locked
         longer than a lease (its holder is inside a fenced write): try again later."""
         lapsed = f" AND lease_until < {self.dialect.now}" if lease_must_lapse else ""
-        sql = self._sql(f"UPDATE {TABLE} SET holder=?, status=?, attempts=?, lease_until={self.dialect.now} + ? "
-                        f"WHERE {_KEY} AND holder=? AND attempts=? AND status=?{lapsed}")
+        sql = self._sql(
+            f"UPDATE {TABLE} SET holder=?, status=?, attempts=?, lease_until={self.dialect.now} + ? "
+            f"WHERE {_KEY} AND holder=? AND attempts=? AND status=?{lapsed}"
+        )
         args = (new.holder, new.status, new.attempts, lease, *old.key, old.holder, old.attempts, old.status)
         if self.dialect is SQLITE:
             return self._update(sql, args)
@@ -244,8 +278,10 @@ class ClaimStore:
 
     def lease_left(self, claim: Claim) -> float | None:
         """Seconds until `claim`'s lease lapses (negative: lapsed), None if it changed hands."""
-        row = self._one(f"SELECT lease_until - {self.dialect.now} FROM {TABLE} WHERE {_KEY} "
-                        "AND holder=? AND attempts=?", (*claim.key, claim.holder, claim.attempts))
+        row = self._one(
+            f"SELECT lease_until - {self.dialect.now} FROM {TABLE} WHERE {_KEY} AND holder=? AND attempts=?",
+            (*claim.key, claim.holder, claim.attempts),
+        )
         return None if row is None else float(row[0])
 
     def delete_thread(self, thread_id: str) -> None:
@@ -260,8 +296,10 @@ class ClaimStore:
         write cannot land after it. Holds this store's lock until `fence_end`."""
         self.lock.acquire()
         try:
-            sql = self._sql(f"SELECT attempts FROM {TABLE} WHERE {_KEY} AND holder=? AND attempts=?"
-                            f"{self.dialect.share_lock}")
+            sql = self._sql(
+                f"SELECT attempts FROM {TABLE} WHERE {_KEY} AND holder=? AND attempts=?"
+                f"{self.dialect.share_lock}"
+            )
             args = (*claim.key, claim.holder, claim.attempts)
             if self.dialect is SQLITE:  # one host: the check right before the write
                 held = self.conn.execute(sql, args).fetchone() is not None
@@ -278,7 +316,9 @@ class ClaimStore:
             raise ClaimLost(
                 f"thread {claim.thread_id!r}: the claim (value {claim.value!r}, fence {claim.attempts}) was "
                 "taken over by a recovery after this holder's lease lapsed: this write is refused",
-                claim.thread_id, claim)
+                claim.thread_id,
+                claim,
+            )
 
     def fence_end(self) -> None:
         self._fence_finish("COMMIT")

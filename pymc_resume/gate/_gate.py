@@ -22,8 +22,18 @@ import attrs
 
 from pymc_resume.gate._claims import DONE, FAILED, OUTSTANDING, RUNNING, STALE, Claim, ClaimStore, conninfo_of
 from pymc_resume.gate._graph import (
-    Parked, command, default_serde, fenced, has_resume, head_of, interrupts, latest, nothing_to_run, pick,
-    refuse_subgraph_interrupts, thread_of,
+    Parked,
+    command,
+    default_serde,
+    fenced,
+    has_resume,
+    head_of,
+    interrupts,
+    latest,
+    nothing_to_run,
+    pick,
+    refuse_subgraph_interrupts,
+    thread_of,
 )
 from pymc_resume.gate._holders import alive_here, new_holder, on_this_host
 from pymc_resume.gate._refusals import ClaimStillHeld, InterruptAlreadyClaimed, InterruptAlreadyConsumed
@@ -77,13 +87,19 @@ class ConsumeOnceGate:
         if "AsyncPostgresSaver" in kinds and hasattr(saver.conn, "info"):
             return cls(ClaimStore.postgres(conninfo_of(saver.conn)), saver.serde, lease=lease)
         if "AsyncPostgresSaver" in kinds:
-            raise TypeError("the gate cannot open a connection of its own from an async connection pool: "
-                            "use ConsumeOnceGate.for_postgres(url) with the pool's database")
+            raise TypeError(
+                "the gate cannot open a connection of its own from an async connection pool: "
+                "use ConsumeOnceGate.for_postgres(url) with the pool's database"
+            )
         if "AsyncSqliteSaver" in kinds:
-            raise TypeError("the gate cannot share an aiosqlite connection: use "
-                            "ConsumeOnceGate.for_sqlite(path) with the AsyncSqliteSaver's file")
-        raise TypeError(f"the gate needs a SqliteSaver or PostgresSaver (or their async savers), not "
-                        f"{type(saver).__name__} (an in-memory saver is no shared store)")
+            raise TypeError(
+                "the gate cannot share an aiosqlite connection: use "
+                "ConsumeOnceGate.for_sqlite(path) with the AsyncSqliteSaver's file"
+            )
+        raise TypeError(
+            f"the gate needs a SqliteSaver or PostgresSaver (or their async savers), not "
+            f"{type(saver).__name__} (an in-memory saver is no shared store)"
+        )
 
     def setup(self) -> None:
         """Create the claims table if it is not there (idempotent; done on first use)."""
@@ -98,18 +114,29 @@ class ConsumeOnceGate:
         thread_id, ns = thread_of(config)
         head = head_of(graph, config)
         if head is None:
-            raise InterruptAlreadyConsumed(f"thread {thread_id!r} has no checkpoint: nothing is parked",
-                                           thread_id)
+            raise InterruptAlreadyConsumed(
+                f"thread {thread_id!r} has no checkpoint: nothing is parked", thread_id
+            )
         parked_at = interrupts(head)
         if not parked_at or has_resume(head):
             last = self.last_claim(config)
-            if last is not None and last.status in OUTSTANDING and last.checkpoint_id == head.checkpoint["id"]:
+            if (
+                last is not None
+                and last.status in OUTSTANDING
+                and last.checkpoint_id == head.checkpoint["id"]
+            ):
                 raise InterruptAlreadyClaimed(
                     f"thread {thread_id!r}: the interrupt at checkpoint {last.checkpoint_id} was already "
-                    f"claimed with value {last.value!r} ({last.status}); this resume is refused and ran nothing",
-                    thread_id, last)
-            why = ("a resume value is already recorded on its head" if parked_at else
-                   f"its head {head.checkpoint['id']} is not parked at an interrupt")
+                    f"claimed with value {last.value!r} ({last.status}); "
+                    "this resume is refused and ran nothing",
+                    thread_id,
+                    last,
+                )
+            why = (
+                "a resume value is already recorded on its head"
+                if parked_at
+                else f"its head {head.checkpoint['id']} is not parked at an interrupt"
+            )
             if last is not None:
                 why += f" (last claim: value {last.value!r}, {last.status})"
             raise InterruptAlreadyConsumed(f"thread {thread_id!r} refuses the resume: {why}", thread_id, last)
@@ -132,8 +159,17 @@ class ConsumeOnceGate:
 
     # -- resume ---------------------------------------------------------------------------
 
-    def resume(self, graph, config, value, *, seen: Parked | None = None, interrupt_id: str | None = None,
-               validate=None, **invoke_kwargs):
+    def resume(
+        self,
+        graph,
+        config,
+        value,
+        *,
+        seen: Parked | None = None,
+        interrupt_id: str | None = None,
+        validate=None,
+        **invoke_kwargs,
+    ):
         """Claim the parked interrupt for `value`, then `graph.invoke(Command(resume=value))`.
 
         `validate(value)` (optional) runs first and may raise: a refused value claims nothing.
@@ -147,8 +183,17 @@ class ConsumeOnceGate:
         claim, payload = self._claim_parked(graph, config, value, seen, interrupt_id)
         return self._run(graph, config, claim, payload, invoke_kwargs)
 
-    async def aresume(self, graph, config, value, *, seen: Parked | None = None,
-                      interrupt_id: str | None = None, validate=None, **invoke_kwargs):
+    async def aresume(
+        self,
+        graph,
+        config,
+        value,
+        *,
+        seen: Parked | None = None,
+        interrupt_id: str | None = None,
+        validate=None,
+        **invoke_kwargs,
+    ):
         """`resume` for an async graph: the claim, then `await graph.ainvoke(...)`."""
         if validate is not None:
             validate(value)
@@ -167,8 +212,18 @@ class ConsumeOnceGate:
 
     def _claim(self, target: Parked, interrupt_id: str, value) -> Claim:
         value_type, data = self._serde.dumps_typed(value)
-        row = (target.thread_id, target.checkpoint_ns, target.checkpoint_id, interrupt_id,
-               value_type, data, new_holder(), RUNNING, 1, time.time())
+        row = (
+            target.thread_id,
+            target.checkpoint_ns,
+            target.checkpoint_id,
+            interrupt_id,
+            value_type,
+            data,
+            new_holder(),
+            RUNNING,
+            1,
+            time.time(),
+        )
         key = row[:4]
         if self._store.insert(row, self.lease):
             return self._decode(self._store.get(key))
@@ -177,7 +232,9 @@ class ConsumeOnceGate:
             f"thread {target.thread_id!r}: interrupt {interrupt_id} at checkpoint {target.checkpoint_id} "
             f"was already claimed with value {existing.value!r} ({existing.status}); "
             f"this resume (value {value!r}) is refused and ran nothing",
-            target.thread_id, existing)
+            target.thread_id,
+            existing,
+        )
 
     def _check_head(self, graph, config, claim: Claim) -> None:
         """The claim is only good while the head is still the parked checkpoint (a writer that
@@ -188,7 +245,9 @@ class ConsumeOnceGate:
         self._store.set_status(claim, STALE)
         raise InterruptAlreadyConsumed(
             f"thread {claim.thread_id!r} moved past checkpoint {claim.checkpoint_id} (or recorded a "
-            "resume there) outside the gate: this resume is refused and ran nothing", claim.thread_id)
+            "resume there) outside the gate: this resume is refused and ran nothing",
+            claim.thread_id,
+        )
 
     # -- recovery ---------------------------------------------------------------------------
 
@@ -231,7 +290,9 @@ class ConsumeOnceGate:
         if head is not None and head.checkpoint["id"] == claim.checkpoint_id:
             # LangGraph reads a recorded resume value on invoke(None); else deliver the claimed one.
             parked = Parked(claim.thread_id, claim.checkpoint_ns, claim.checkpoint_id, interrupts(head))
-            return _Plan(claim, None if has_resume(head) else command(parked, claim.interrupt_id, claim.value))
+            return _Plan(
+                claim, None if has_resume(head) else command(parked, claim.interrupt_id, claim.value)
+            )
         if nothing_to_run(graph, config, head):
             self._store.set_status(claim, DONE)  # consumed; the thread completed or parked further on
             return None
@@ -259,7 +320,10 @@ class ConsumeOnceGate:
                 raise ClaimStillHeld(
                     f"thread {claim.thread_id!r}: the claim (value {claim.value!r}) is held by a live "
                     f"process of this host, {claim.holder}; recover it once that process is gone "
-                    "(or force=True)", claim.thread_id, claim)
+                    "(or force=True)",
+                    claim.thread_id,
+                    claim,
+                )
         mine = attrs.evolve(claim, holder=new_holder(), status=RUNNING, attempts=claim.attempts + 1)
         if self._store.take_over(claim, mine, self.lease, lease_must_lapse=must_lapse):
             return mine
@@ -272,9 +336,17 @@ class ConsumeOnceGate:
             raise ClaimStillHeld(
                 f"thread {claim.thread_id!r}: the claim (value {claim.value!r}) is held by {now.holder} on "
                 f"another host, whose lease runs {left:.1f}s more; a live holder renews it, so it is "
-                "recovered only once it lapses (wait=, or force=True)", claim.thread_id, now, retry_after=left)
-        raise ClaimStillHeld(f"thread {claim.thread_id!r}: another recovery took the claim over first "
-                             f"({now.holder}, fence {now.attempts})", claim.thread_id, now)
+                "recovered only once it lapses (wait=, or force=True)",
+                claim.thread_id,
+                now,
+                retry_after=left,
+            )
+        raise ClaimStillHeld(
+            f"thread {claim.thread_id!r}: another recovery took the claim over first "
+            f"({now.holder}, fence {now.attempts})",
+            claim.thread_id,
+            now,
+        )
 
     # -- running under a claim ----------------------------------------------------------------
 
@@ -325,10 +397,22 @@ class ConsumeOnceGate:
     def _decode(self, row) -> Claim | None:
         if row is None:
             return None
-        thread_id, ns, checkpoint_id, interrupt_id, value_type, data, holder, status, attempts, at, lease = row
+        thread_id, ns, checkpoint_id, interrupt_id, value_type, data, holder, status, attempts, at, lease = (
+            row
+        )
         value = self._serde.loads_typed((value_type, bytes(data)))
-        return Claim(thread_id, ns, checkpoint_id, interrupt_id, value, holder, status, int(attempts), float(at),
-                     float(lease))
+        return Claim(
+            thread_id,
+            ns,
+            checkpoint_id,
+            interrupt_id,
+            value,
+            holder,
+            status,
+            int(attempts),
+            float(at),
+            float(lease),
+        )
 
 
 @asynccontextmanager
@@ -366,5 +450,5 @@ class _Lease:
                 if not self._store.renew(self._claim, self._seconds):
                     self.lost = True
                     return
-            except Exception:  # noqa: BLE001 - the store hiccuped: try again; the fence guards the writes
+            except Exception:
                 continue

@@ -70,7 +70,7 @@ def nothing_to_run(graph, config, head) -> bool:
         return True
     try:
         return not graph.get_state(latest(config)).next
-    except Exception:  # noqa: BLE001 - a state get_state cannot read: let LangGraph's invoke judge it
+    except Exception:
         return False
 
 
@@ -88,14 +88,16 @@ def refuse_subgraph_interrupts(graph, config, thread_id: str, head=None) -> None
     raising = {task_id for task_id, channel, _ in head.pending_writes or () if channel == INTERRUPT}
     try:
         names = {task.name for task in graph.get_state(latest(config)).tasks if task.id in raising}
-    except Exception:  # noqa: BLE001 - cannot tell which node raised it: refuse rather than guess
+    except Exception:
         names = subgraphs
     inside = sorted(names & subgraphs)
     if inside:
         raise NotCovered(
             f"thread {thread_id!r}: the parked interrupt was raised inside subgraph {', '.join(inside)}; "
             "the consume-once gate covers interrupts of the root graph only, so this resume is refused "
-            "(nothing ran). Raise the interrupt in a node of the root graph to gate it.", thread_id)
+            "(nothing ran). Raise the interrupt in a node of the root graph to gate it.",
+            thread_id,
+        )
 
 
 def interrupt_id(interrupt) -> str:
@@ -106,11 +108,16 @@ def pick(target: Parked, wanted: str | None) -> str:
     ids = [interrupt_id(i) for i in target.interrupts]
     if wanted is None:
         if len(ids) != 1:
-            raise ValueError(f"thread {target.thread_id!r} has {len(ids)} parked interrupts: pass interrupt_id")
+            raise ValueError(
+                f"thread {target.thread_id!r} has {len(ids)} parked interrupts: pass interrupt_id"
+            )
         return ids[0]
     if wanted not in ids:
-        raise InterruptAlreadyConsumed(f"thread {target.thread_id!r}: interrupt {wanted} is not parked "
-                                       f"at checkpoint {target.checkpoint_id}", target.thread_id)
+        raise InterruptAlreadyConsumed(
+            f"thread {target.thread_id!r}: interrupt {wanted} is not parked "
+            f"at checkpoint {target.checkpoint_id}",
+            target.thread_id,
+        )
     return wanted
 
 
@@ -151,6 +158,7 @@ def _fenced_call(write, fence):
     def call(*args, **kwargs):
         with fence():
             return write(*args, **kwargs)
+
     return call
 
 
@@ -158,4 +166,5 @@ def _fenced_async_call(write, afence):
     async def call(*args, **kwargs):
         async with afence():
             return await write(*args, **kwargs)
+
     return call

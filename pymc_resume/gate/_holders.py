@@ -30,7 +30,7 @@ def _namespace(kind: str) -> str:
             continue
     else:
         return "-"
-    return link[link.find("[") + 1: link.rfind("]")] or "-"
+    return link[link.find("[") + 1 : link.rfind("]")] or "-"
 
 
 def this_host() -> str:

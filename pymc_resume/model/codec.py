@@ -54,10 +54,7 @@ class WorldCodec(InternerTables):
         return World(
             self.budgets.values[key & ID_MASK],
             self.processes.values[key >> ID_BITS & ID_MASK],
-            tuple(
-                threads[key >> (THREADS_SHIFT + i * ID_BITS) & ID_MASK]
-                for i in range(thread_count)
-            ),
+            tuple(threads[key >> (THREADS_SHIFT + i * ID_BITS) & ID_MASK] for i in range(thread_count)),
             self.sinks.values[key >> 2 * ID_BITS & ID_MASK],
         )
 

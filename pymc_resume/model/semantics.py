@@ -89,9 +89,7 @@ class ResumeModel:
         # A node output that breaks the schema is refused (the thread fails) unless a fault
         # persists it.
         self.validates_output = not self.faults & {m.PERSIST_UNVALIDATED, m.PERSIST_INVALID_OUTPUT}
-        self.invariants = [
-            Invariant(clause_id, self._holds(check)) for clause_id, check in CHECKS.items()
-        ]
+        self.invariants = [Invariant(clause_id, self._holds(check)) for clause_id, check in CHECKS.items()]
         self.reachability = [AlwaysReachable("liveness", self._bind(is_quiescent))]
         self._thread_checks = [CHECKS[name] for name in THREAD_ONLY]
         self._threads_hold: dict[tuple, bool] = {}  # memo: threads -> the THREAD_ONLY verdict
@@ -141,9 +139,19 @@ class ResumeModel:
         stages = len(self.stages)
         root = Thread(
             chain=(Checkpoint(0, self.workflow.initial_state(), INITIAL),),
-            status=NEW, runner=FREE, claims=(NO_VALUE,) * stages, parent=-1, base=-1,
-            intent=ROOT, edit_value=NO_VALUE, inherited=0, by_reference=False, crashed=False,
-            crashed_since_fork=False, deliveries=(0,) * stages, second_records=(),
+            status=NEW,
+            runner=FREE,
+            claims=(NO_VALUE,) * stages,
+            parent=-1,
+            base=-1,
+            intent=ROOT,
+            edit_value=NO_VALUE,
+            inherited=0,
+            by_reference=False,
+            crashed=False,
+            crashed_since_fork=False,
+            deliveries=(0,) * stages,
+            second_records=(),
             ancestry_executed=False,
         )
         yield World(
@@ -219,9 +227,7 @@ class ResumeModel:
             claimed = thread.claims[pc]
             ignores_claim = m.STUCK_CLAIM in self.faults and process.recovering
             if claimed == NO_VALUE or ignores_claim:  # park: wait for a delivery
-                return self._with(
-                    world, process=(i, IDLE_PROCESS), thread=(t, thread._replace(runner=FREE))
-                )
+                return self._with(world, process=(i, IDLE_PROCESS), thread=(t, thread._replace(runner=FREE)))
             process = process._replace(value=claimed)
         return self._with(world, process=(i, process._replace(phase=READY)))
 
@@ -481,10 +487,20 @@ class ResumeModel:
             used = parent.claims[pos] if m.FORK_WITHOUT_INTENT in self.faults else value
             claims = replace_at(claims, pos, used)
         fork = Thread(
-            chain=parent.chain[: c + 1], status=NEW, runner=FREE, claims=claims, parent=t,
-            base=c, intent=intent, edit_value=value, inherited=inherited,
-            by_reference=self._shares_state(parent, c), crashed=parent.crashed,
-            crashed_since_fork=False, deliveries=(0,) * len(self.stages), second_records=(),
+            chain=parent.chain[: c + 1],
+            status=NEW,
+            runner=FREE,
+            claims=claims,
+            parent=t,
+            base=c,
+            intent=intent,
+            edit_value=value,
+            inherited=inherited,
+            by_reference=self._shares_state(parent, c),
+            crashed=parent.crashed,
+            crashed_since_fork=False,
+            deliveries=(0,) * len(self.stages),
+            second_records=(),
             ancestry_executed=False,
         )
         f = len(world.threads)

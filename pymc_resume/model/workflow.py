@@ -110,9 +110,7 @@ class Workflow:
 
     def inputs_before(self, app: tuple[int, ...], node: int) -> tuple[int, ...]:
         """The resume values an execution of `node` has consumed before it (its inputs)."""
-        return tuple(
-            app[stage.node] for stage in self.stages if stage.consumes and stage.node < node
-        )
+        return tuple(app[stage.node] for stage in self.stages if stage.consumes and stage.node < node)
 
     def step_output(self, app: tuple[int, ...], node: int, flipped: bool = False) -> int:
         """A pure step's output: a function of the inputs consumed before it (1 or 2; an

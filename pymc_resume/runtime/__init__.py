@@ -14,5 +14,11 @@ from pymc_resume.runtime.faults import RUNTIME_FAULTS, faults_for
 from pymc_resume.runtime.workflow import NodeContext, Probe, RuntimeWorkflow
 
 __all__ = [
-    "NodeContext", "Probe", "Refused", "Runtime", "RuntimeWorkflow", "RUNTIME_FAULTS", "faults_for",
+    "NodeContext",
+    "Probe",
+    "Refused",
+    "Runtime",
+    "RuntimeWorkflow",
+    "RUNTIME_FAULTS",
+    "faults_for",
 ]

@@ -98,8 +98,10 @@ class Runtime:
                 raise Refused(f"thread {thread} is already started")
             head = self.store.head(db, thread)
             parks = self._parks_at(db, thread, head.pc, recovering=False)
-            db.execute("UPDATE threads SET status = 'started', lease = ? WHERE id = ?",
-                       (None if parks else me, thread))
+            db.execute(
+                "UPDATE threads SET status = 'started', lease = ? WHERE id = ?",
+                (None if parks else me, thread),
+            )
         if parks:
             self.parked_at[thread] = head.seq
             return PARKED
@@ -133,8 +135,9 @@ class Runtime:
             else:
                 if self._thread(db, thread).lease is not None:
                     raise Refused(f"thread {thread} is running")
-                db.execute("INSERT INTO inputs (thread, stage, value) VALUES (?, ?, ?)",
-                           (thread, target, value))
+                db.execute(
+                    "INSERT INTO inputs (thread, stage, value) VALUES (?, ?, ?)", (thread, target, value)
+                )
                 self.store.set_lease(db, thread, me)
         if consumed:
             return self._refuse_consumed(thread, target, value)
@@ -182,11 +185,11 @@ class Runtime:
             db.execute(
                 "INSERT INTO threads (id, parent, base, intent, edit_value, status, head) "
                 "VALUES (?, ?, ?, ?, ?, 'new', ?)",
-                (new, thread, checkpoint, intent, value if intent == "edit" else None,
-                 chain[checkpoint].seq),
+                (new, thread, checkpoint, intent, value if intent == "edit" else None, chain[checkpoint].seq),
             )
             shares_head = (  # fault warm-fork-shares-state: this client ran the thread
-                m.WARM_FORK_SHARES_STATE in self.faults and checkpoint == len(chain) - 1
+                m.WARM_FORK_SHARES_STATE in self.faults
+                and checkpoint == len(chain) - 1
                 and thread in self.parked_at
             )
             for index, entry in enumerate(chain[: checkpoint + 1]):
@@ -196,13 +199,17 @@ class Runtime:
                     state = self.store.insert_state(db, entry.app)  # fork by copy
                 elif shares_head:
                     self.shared_head[thread] = state
-                db.execute("INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?)",
-                           (new, entry.seq, entry.pc, entry.stage, state))
+                db.execute(
+                    "INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?)",
+                    (new, entry.seq, entry.pc, entry.stage, state),
+                )
             inherited = position if intent == "edit" else committed
             for stage, (recorded_value, _) in inputs.items():
                 if stage < inherited:
-                    db.execute("INSERT INTO inputs VALUES (?, ?, ?, ?)",
-                               (new, stage, recorded_value, int(stage < position)))
+                    db.execute(
+                        "INSERT INTO inputs VALUES (?, ?, ?, ?)",
+                        (new, stage, recorded_value, int(stage < position)),
+                    )
             if intent == "edit":
                 used = value
                 if m.FORK_WITHOUT_INTENT in self.faults:
@@ -229,8 +236,16 @@ class Runtime:
     # -- the run loop --------------------------------------------------------------------
 
     def _run(
-        self, thread: int, head: CheckpointRow, pc: int, holder: str | None, op: str, role: str,
-        *, recovering: bool, value: int | None = None,
+        self,
+        thread: int,
+        head: CheckpointRow,
+        pc: int,
+        holder: str | None,
+        op: str,
+        role: str,
+        *,
+        recovering: bool,
+        value: int | None = None,
     ) -> str:
         """Execute stages from `pc` on the state of `head` until the thread parks or ends.
 
@@ -254,7 +269,9 @@ class Runtime:
                         self._release(thread, holder)
                         return PARKED
                     consumed_value = recorded[0]
-                if m.PERSIST_UNVALIDATED not in self.faults and not self.workflow.value_schema(consumed_value):
+                if m.PERSIST_UNVALIDATED not in self.faults and not self.workflow.value_schema(
+                    consumed_value
+                ):
                     # Reached only with the fault validate-after-claim: refused, the claim stays.
                     self._release(thread, holder)
                     raise Refused(f"resume value {consumed_value} fails the state schema")
@@ -376,8 +393,9 @@ class Runtime:
             if row.parent is None:
                 return thread
             if row.intent == "edit":
-                edited = db.execute("SELECT pc FROM checkpoints WHERE thread = ? AND seq = ?",
-                                    (thread, row.base)).fetchone()[0]
+                edited = db.execute(
+                    "SELECT pc FROM checkpoints WHERE thread = ? AND seq = ?", (thread, row.base)
+                ).fetchone()[0]
                 if pc >= edited:
                     return thread
             thread = row.parent
@@ -430,11 +448,15 @@ class Runtime:
                     run = "live"
                 else:
                     run = "dead"
-                threads.append({
-                    "thread": thread,
-                    "chain": [(c.pc, c.app, c.stage) for c in self.store.chain(db, thread)],
-                    "inputs": {stage: value for stage, (value, _) in self.store.inputs(db, thread).items()},
-                    "run": run,
-                    "late_inputs": self.store.late_inputs(db, thread),
-                })
+                threads.append(
+                    {
+                        "thread": thread,
+                        "chain": [(c.pc, c.app, c.stage) for c in self.store.chain(db, thread)],
+                        "inputs": {
+                            stage: value for stage, (value, _) in self.store.inputs(db, thread).items()
+                        },
+                        "run": run,
+                        "late_inputs": self.store.late_inputs(db, thread),
+                    }
+                )
         return threads

@@ -12,30 +12,30 @@ from __future__ import annotations
 from pymc_resume.model import mutants as m
 
 # The fault switches the executor honours (see executor.py for where each one acts).
-IMPLEMENTED: frozenset[str] = frozenset({
-    m.NO_CLAIM,
-    m.RERUN_STEP_ON_RECOVERY,
-    m.REFIRE_COMMITTED_EFFECT,
-    m.FORK_BY_REFERENCE,
-    m.PERSIST_UNVALIDATED,
-    m.RECORD_SECOND_RESUME,
-    m.RECOVERY_NONDETERMINISTIC_STEP,
-    m.FORK_WITHOUT_INTENT,
-    m.STUCK_CLAIM,
-    m.UNKEYED_EFFECTS,
-    m.RERUN_NODE_ON_RECOVERY,
-    m.RESTART_FROM_FIRST_STAGE,
-    m.NO_MID_NODE_RECOVERY,
-    m.VALIDATE_AFTER_CLAIM,
-    m.PERSIST_INVALID_OUTPUT,
-    m.WARM_FORK_SHARES_STATE,  # acts only in a warm client (a long-lived process)
-})
+IMPLEMENTED: frozenset[str] = frozenset(
+    {
+        m.NO_CLAIM,
+        m.RERUN_STEP_ON_RECOVERY,
+        m.REFIRE_COMMITTED_EFFECT,
+        m.FORK_BY_REFERENCE,
+        m.PERSIST_UNVALIDATED,
+        m.RECORD_SECOND_RESUME,
+        m.RECOVERY_NONDETERMINISTIC_STEP,
+        m.FORK_WITHOUT_INTENT,
+        m.STUCK_CLAIM,
+        m.UNKEYED_EFFECTS,
+        m.RERUN_NODE_ON_RECOVERY,
+        m.RESTART_FROM_FIRST_STAGE,
+        m.NO_MID_NODE_RECOVERY,
+        m.VALIDATE_AFTER_CLAIM,
+        m.PERSIST_INVALID_OUTPUT,
+        m.WARM_FORK_SHARES_STATE,  # acts only in a warm client (a long-lived process)
+    }
+)
 
 # Mutant name -> its fault switches, for every mutant whose switches the runtime implements.
 RUNTIME_FAULTS: dict[str, frozenset[str]] = {
-    name: frozenset(mutant.faults)
-    for name, mutant in m.MUTANTS.items()
-    if set(mutant.faults) <= IMPLEMENTED
+    name: frozenset(mutant.faults) for name, mutant in m.MUTANTS.items() if set(mutant.faults) <= IMPLEMENTED
 }
 
 

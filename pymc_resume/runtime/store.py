@@ -112,9 +112,7 @@ class Store:
                     "INSERT INTO threads (id, parent, base, intent, status, head) "
                     "VALUES (0, NULL, NULL, 'root', 'new', 0)"
                 )
-                tx.execute(
-                    "INSERT INTO checkpoints VALUES (0, 0, 0, ?, ?)", (INITIAL, state)
-                )
+                tx.execute("INSERT INTO checkpoints VALUES (0, 0, 0, ?, ?)", (INITIAL, state))
         finally:
             db.close()
         return store
@@ -183,7 +181,9 @@ class Store:
             "JOIN states s ON s.id = c.state WHERE c.thread = ? ORDER BY c.seq",
             (thread,),
         )
-        return [CheckpointRow(seq, pc, stage, tuple(json.loads(app)), sid) for seq, pc, stage, app, sid in rows]
+        return [
+            CheckpointRow(seq, pc, stage, tuple(json.loads(app)), sid) for seq, pc, stage, app, sid in rows
+        ]
 
     @staticmethod
     def head(db: sqlite3.Connection, thread: int) -> CheckpointRow:
@@ -217,8 +217,14 @@ class Store:
         db.execute("UPDATE states SET app = ? WHERE id = ?", (json.dumps(list(app)), state_id))
 
     def append_checkpoint(
-        self, db: sqlite3.Connection, thread: int, expected_head: int, pc: int, stage: int,
-        app: tuple[int, ...], holder: str | None,
+        self,
+        db: sqlite3.Connection,
+        thread: int,
+        expected_head: int,
+        pc: int,
+        stage: int,
+        app: tuple[int, ...],
+        holder: str | None,
     ) -> bool:
         """Compare-and-set: append a checkpoint iff the head is still `expected_head` and the
         lease is held by `holder` (or, when `holder` is None, by nobody). False when refused."""

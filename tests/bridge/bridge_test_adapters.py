@@ -30,8 +30,10 @@ class BlindAdapter(ReferenceAdapter):
 
     def observe(self):
         observation = super().observe()
-        views = [view.__class__(view.chain, "free" if view.run == "dead" else view.run)
-                 for view in observation.threads]
+        views = [
+            view.__class__(view.chain, "free" if view.run == "dead" else view.run)
+            for view in observation.threads
+        ]
         return observation.__class__(tuple(views))
 
 
@@ -147,12 +149,16 @@ class DeclaringAdapter(ReferenceAdapter):
     """Declares the framework calls of some operations, an unsupported one and its effect key,
     for the operation table and the effects' report."""
 
-    framework_calls = {"start": "Runtime.start(thread, op)", "resume": "Runtime.resume(thread, value, op)",
-                       "fork": "Runtime.fork(thread, checkpoint, intent, value)"}
+    framework_calls = {
+        "start": "Runtime.start(thread, op)",
+        "resume": "Runtime.resume(thread, value, op)",
+        "fork": "Runtime.fork(thread, checkpoint, intent, value)",
+    }
     unsupported = {"update": "no client call writes a thread's state"}
-    effect_key = {"key": "Runtime.effect_key: (lineage, node, inputs consumed)",
-                  "why": "the runtime derives it from the effect's contract identity, the same on every "
-                         "re-execution"}
+    effect_key = {
+        "key": "Runtime.effect_key: (lineage, node, inputs consumed)",
+        "why": "the runtime derives it from the effect's contract identity, the same on every re-execution",
+    }
 
 
 class OnceFaultyAdapter(ReferenceAdapter):

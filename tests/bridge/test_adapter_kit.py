@@ -16,8 +16,9 @@ from pymc_resume.cli.options import _json_scalar
 
 
 def cli(*args, cwd, env=None):
-    return subprocess.run([sys.executable, "-m", "pymc_resume", *args], capture_output=True, text=True,
-                          cwd=cwd, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "pymc_resume", *args], capture_output=True, text=True, cwd=cwd, env=env
+    )
 
 
 # -- the node context ------------------------------------------------------------------------
@@ -30,25 +31,47 @@ def test_the_node_context_is_what_the_sink_logs(tmp_path):
     sink.fire(context, (1, 0))
     sink.fire(context, (1, 0))  # the same key: logged, not applied again
     execute, first, second = sink.events()
-    assert (execute.kind, execute.thread, execute.stage, execute.node, execute.op, execute.role) == \
-        ("execute", 0, 2, 1, "s3", "delivery")
+    assert (execute.kind, execute.thread, execute.stage, execute.node, execute.op, execute.role) == (
+        "execute",
+        0,
+        2,
+        1,
+        "s3",
+        "delivery",
+    )
     assert (first.applied, second.applied, first.key) == (True, False, "k")
 
 
 def test_the_node_context_refuses_an_unknown_role():
     with pytest.raises(ValueError, match="role"):
         NodeContext(0, 0, 0, role="resume")
-    assert attrs.asdict(NodeContext(0, 1, 0)) == {"thread": 0, "stage": 1, "node": 0, "op": None,
-                                                  "role": None, "idempotency_key": None}
+    assert attrs.asdict(NodeContext(0, 1, 0)) == {
+        "thread": 0,
+        "stage": 1,
+        "node": 0,
+        "op": None,
+        "role": None,
+        "idempotency_key": None,
+    }
 
 
 # -- --adapter-option ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("text", "value"), [
-    ("3", 3), ("0.5", 0.5), ("true", True), ("null", None), ('"3"', "3"), ("sqlite", "sqlite"),
-    ("[1]", "[1]"), ("NaN", "NaN"), ("", ""),
-])
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("3", 3),
+        ("0.5", 0.5),
+        ("true", True),
+        ("null", None),
+        ('"3"', "3"),
+        ("sqlite", "sqlite"),
+        ("[1]", "[1]"),
+        ("NaN", "NaN"),
+        ("", ""),
+    ],
+)
 def test_an_option_value_is_a_json_scalar_when_it_parses_as_one(text, value):
     assert _json_scalar(text) == value
     assert type(_json_scalar(text)) is type(value)
@@ -64,8 +87,22 @@ def test_an_option_the_adapter_does_not_take_is_one_line_exit_2(tmp_path):
 
 
 def test_adapter_options_reach_the_adapter(tmp_path):
-    run = cli("fuzz", "reference", "--adapter-option", "fault=no-claim", "--bounds", "small", "--seed", "1",
-              "--examples", "30", "--no-shrink", "--json", "out.json", cwd=tmp_path)
+    run = cli(
+        "fuzz",
+        "reference",
+        "--adapter-option",
+        "fault=no-claim",
+        "--bounds",
+        "small",
+        "--seed",
+        "1",
+        "--examples",
+        "30",
+        "--no-shrink",
+        "--json",
+        "out.json",
+        cwd=tmp_path,
+    )
     result = json.loads((tmp_path / "out.json").read_text())
     assert result["adapter_options"] == {"fault": "no-claim"}, run.stderr
     assert run.returncode == 1, run.stdout + run.stderr
@@ -80,7 +117,8 @@ def installed_package(tmp_path, monkeypatch):
     and a Family with two configurations."""
     folder = tmp_path / "site"
     folder.mkdir()
-    (folder / "outside_adapters.py").write_text(textwrap.dedent("""
+    (folder / "outside_adapters.py").write_text(
+        textwrap.dedent("""
         from pymc_resume.bridge.adapters.reference import ReferenceAdapter
         from pymc_resume.bridge.registry import Configuration, Family
 
@@ -92,13 +130,15 @@ def installed_package(tmp_path, monkeypatch):
             Configuration("no-claim", "outside_adapters:OutsideAdapter", {"fault": "no-claim"}),
         ))
         NOT_AN_ADAPTER = 3
-    """))
+    """)
+    )
     info = folder / "outside_adapters-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: outside-adapters\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text(
         f"[{ENTRY_POINT_GROUP}]\noutside = outside_adapters:OutsideAdapter\n"
-        "outside-family = outside_adapters:OUTSIDE\nbroken = outside_adapters:NOT_AN_ADAPTER\n")
+        "outside-family = outside_adapters:OUTSIDE\nbroken = outside_adapters:NOT_AN_ADAPTER\n"
+    )
     monkeypatch.syspath_prepend(str(folder))
     monkeypatch.setenv("PYTHONPATH", str(folder))
     return folder
@@ -117,8 +157,18 @@ def test_installed_adapters_join_profile_all(installed_package):
 
 
 def test_an_installed_adapter_is_profiled_by_its_name(installed_package, tmp_path):
-    run = cli("profile", "outside", "--bounds", "small", "--examples", "0", "--no-shrink", "--json", "p.json",
-              cwd=tmp_path)
+    run = cli(
+        "profile",
+        "outside",
+        "--bounds",
+        "small",
+        "--examples",
+        "0",
+        "--no-shrink",
+        "--json",
+        "p.json",
+        cwd=tmp_path,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     [profile] = json.loads((tmp_path / "p.json").read_text())["profiles"]
     assert profile["adapter"] == "outside" and profile["config"] == "default"

@@ -9,8 +9,11 @@ import pytest
 
 pytestmark = pytest.mark.agent_framework
 
-pytest.importorskip("agent_framework", reason="agent-framework-core is not installed "
-                    "(pip install 'pymc-resume[agent-framework]' -c constraints/agent-framework-1.23.0.txt)")
+pytest.importorskip(
+    "agent_framework",
+    reason="agent-framework-core is not installed "
+    "(pip install 'pymc-resume[agent-framework]' -c constraints/agent-framework-1.23.0.txt)",
+)
 
 from live_steps import START, apply_steps, crash, resume
 
@@ -77,8 +80,12 @@ def test_a_kill_after_a_checkpoint_was_saved_does_not_run_the_stage_again():
 
 def test_a_kill_between_the_effect_and_its_checkpoint_fires_it_again_unkeyed():
     # A plain handler is handed no stable identity: the re-fire after the restore is applied.
-    violated, _ = run([{"action": "start", "thread": 0, "crash": crash(1, "after-execute")},
-                       {"action": "recover", "thread": 0, "crash": None}])
+    violated, _ = run(
+        [
+            {"action": "start", "thread": 0, "crash": crash(1, "after-execute")},
+            {"action": "recover", "thread": 0, "crash": None},
+        ]
+    )
     assert violated == {"effect-exactly-once"}
 
 
@@ -92,8 +99,9 @@ def test_the_storage_as_it_comes_stores_no_checkpoint_of_the_state_type():
 
 def test_an_edit_fork_records_its_new_input_and_runs_from_the_parked_checkpoint():
     fork = {"action": "fork", "thread": 0, "checkpoint": 2, "intent": "edit", "value": 2}
-    violated, session = run([START, resume(1), fork, {"action": "start", "thread": 1, "crash": None}],
-                            drain=False)
+    violated, session = run(
+        [START, resume(1), fork, {"action": "start", "thread": 1, "crash": None}], drain=False
+    )
     assert not violated & {"fork-determinism", "fork-intent"}
     parent, child = session.observation.threads
     assert child.inputs[2] == 2 and parent.inputs[2] == 1

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from pymc_resume.bridge.adapters.reference import ReferenceAdapter
 from pymc_resume.bridge.fuzz import run_fuzz
 from pymc_resume.bridge.machine import contract_test_case
-from pymc_resume.bridge.adapters.reference import ReferenceAdapter
 from pymc_resume.bridge.repro import load_repro, replay_repro
 from pymc_resume.bridge.session import Session, Violation
 from pymc_resume.model.bounds import load_bounds
@@ -25,8 +25,9 @@ FUZZ = load_bounds("fuzz")  # what `fuzz reference` runs by default
 
 
 def cli(*args, cwd=None, env=None):
-    return subprocess.run([sys.executable, "-m", "pymc_resume", *args], capture_output=True,
-                          text=True, cwd=cwd, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "pymc_resume", *args], capture_output=True, text=True, cwd=cwd, env=env
+    )
 
 
 def session(fault=None, bounds=DEFAULT):
@@ -57,17 +58,27 @@ def resume(value, crash=None):
 
 # Hand-written minimal runs, one per fault: the fault is seen, the correct runtime holds.
 RUNS = {
-    "no-claim": [START, resume(1), {"action": "resume-together", "thread": 0, "values": [1, 1],
-                                     "window": "after-load"}],
-    "rerun-step-on-recovery": [{"action": "start", "thread": 0, "crash": {"stage": 0, "when": "after-commit"}},
-                               {"action": "recover", "thread": 0, "crash": None}],
-    "refire-committed-effect": [{"action": "start", "thread": 0, "crash": {"stage": 1, "when": "after-commit"}},
-                                {"action": "recover", "thread": 0, "crash": None}],
+    "no-claim": [
+        START,
+        resume(1),
+        {"action": "resume-together", "thread": 0, "values": [1, 1], "window": "after-load"},
+    ],
+    "rerun-step-on-recovery": [
+        {"action": "start", "thread": 0, "crash": {"stage": 0, "when": "after-commit"}},
+        {"action": "recover", "thread": 0, "crash": None},
+    ],
+    "refire-committed-effect": [
+        {"action": "start", "thread": 0, "crash": {"stage": 1, "when": "after-commit"}},
+        {"action": "recover", "thread": 0, "crash": None},
+    ],
     "persist-unvalidated": [START, {"action": "update", "thread": 0, "value": -1}],
     "record-second-resume": [START, resume(1), resume(2), resume(1)],
     "stuck-claim": [START, resume(1, {"stage": 3, "when": "before-execute"})],
-    "fork-without-intent": [START, resume(1), {"action": "fork", "thread": 0, "checkpoint": 3,
-                                                "intent": "edit", "value": 2}],
+    "fork-without-intent": [
+        START,
+        resume(1),
+        {"action": "fork", "thread": 0, "checkpoint": 3, "intent": "edit", "value": 2},
+    ],
     "validate-after-claim": [START, resume(-1)],
 }
 
@@ -89,8 +100,9 @@ def test_fuzz_reference_holds_on_all_nine_ids_quickly(tmp_path):
 
 def test_an_adapter_that_cannot_observe_gets_skipped_not_holds(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(HERE))
-    report = run_fuzz("bridge_test_adapters:BlindAdapter", {}, SMALL, examples=3, steps=4, seed=1,
-                      repro_dir=tmp_path)
+    report = run_fuzz(
+        "bridge_test_adapters:BlindAdapter", {}, SMALL, examples=3, steps=4, seed=1, repro_dir=tmp_path
+    )
     skipped = {cid for cid, r in report.clauses.items() if r.verdict == "skipped"}
     assert {"consume-once-consumption", "fork-intent", "liveness"} <= skipped
     assert all(report.clauses[cid].reason for cid in skipped)
@@ -98,8 +110,20 @@ def test_an_adapter_that_cannot_observe_gets_skipped_not_holds(tmp_path, monkeyp
 
 def test_a_hanging_adapter_is_stopped_and_reported(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(HERE)}
-    run = cli("fuzz", "bridge_test_adapters:HangingAdapter", "--examples", "5", "--seed", "1",
-              "--step-timeout", "1", "--repro-dir", str(tmp_path), cwd=tmp_path, env=env)
+    run = cli(
+        "fuzz",
+        "bridge_test_adapters:HangingAdapter",
+        "--examples",
+        "5",
+        "--seed",
+        "1",
+        "--step-timeout",
+        "1",
+        "--repro-dir",
+        str(tmp_path),
+        cwd=tmp_path,
+        env=env,
+    )
     assert run.returncode == 2, run.stdout + run.stderr
     assert "did not finish within the step timeout" in run.stderr and "resume" in run.stderr
     assert len(run.stderr.strip().splitlines()) == 1
@@ -107,8 +131,9 @@ def test_a_hanging_adapter_is_stopped_and_reported(tmp_path):
 
 def test_a_raising_adapter_is_reported_with_its_step(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(HERE)}
-    run = cli("fuzz", "bridge_test_adapters:RaisingAdapter", "--examples", "5", "--seed", "1",
-              cwd=tmp_path, env=env)
+    run = cli(
+        "fuzz", "bridge_test_adapters:RaisingAdapter", "--examples", "5", "--seed", "1", cwd=tmp_path, env=env
+    )
     assert run.returncode == 2
     assert "RuntimeError: boom" in run.stderr and "step" in run.stderr
 
@@ -128,8 +153,9 @@ def test_contract_test_case_runs_in_a_users_suite():
 
 @pytest.mark.slow
 def test_contract_test_case_fails_a_faulty_adapter():
-    case = contract_test_case(lambda: ReferenceAdapter("record-second-resume"), bounds="small",
-                              examples=10, steps=6, seed=1)
+    case = contract_test_case(
+        lambda: ReferenceAdapter("record-second-resume"), bounds="small", examples=10, steps=6, seed=1
+    )
     result = case("runTest").run()
     assert not result.wasSuccessful()
     assert "consume-once-value" in str(result.failures + result.errors)
@@ -148,22 +174,47 @@ def test_fuzz_reference_holds_on_all_nine_ids(tmp_path):
 
 # Faults the fuzzer finds within seconds at bounds `fuzz`, the reference's fuzzing default (the
 # others take up to a minute each; the README's table covers the whole catalogue).
-QUICK_FAULTS = ["no-claim", "fork-by-reference", "record-second-resume", "stuck-claim",
-                "unkeyed-effects", "validate-after-claim", "refire-committed-effect",
-                "rerun-node-on-recovery", "no-mid-node-recovery", "rerun-effects-on-restart"]
+QUICK_FAULTS = [
+    "no-claim",
+    "fork-by-reference",
+    "record-second-resume",
+    "stuck-claim",
+    "unkeyed-effects",
+    "validate-after-claim",
+    "refire-committed-effect",
+    "rerun-node-on-recovery",
+    "no-mid-node-recovery",
+    "rerun-effects-on-restart",
+]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fault", QUICK_FAULTS)
 def test_fuzz_finds_each_fault_and_names_its_clause(fault, tmp_path):
-    report = run_fuzz("reference", {"fault": fault}, FUZZ, examples=200, seed=1,
-                      repro_dir=tmp_path, shrink=False, all_clauses=False)
+    report = run_fuzz(
+        "reference",
+        {"fault": fault},
+        FUZZ,
+        examples=200,
+        seed=1,
+        repro_dir=tmp_path,
+        shrink=False,
+        all_clauses=False,
+    )
     assert MUTANTS[fault].target in report.violated, report.as_json()["clauses"]
 
 
-SEPARATING = ["no-claim", "rerun-step-on-recovery", "refire-committed-effect", "fork-by-reference",
-              "persist-unvalidated", "record-second-resume", "recovery-nondeterministic-step",
-              "fork-without-intent", "stuck-claim"]
+SEPARATING = [
+    "no-claim",
+    "rerun-step-on-recovery",
+    "refire-committed-effect",
+    "fork-by-reference",
+    "persist-unvalidated",
+    "record-second-resume",
+    "recovery-nondeterministic-step",
+    "fork-without-intent",
+    "stuck-claim",
+]
 
 
 def test_the_separating_mutants_are_runtime_faults():
@@ -173,8 +224,21 @@ def test_the_separating_mutants_are_runtime_faults():
 @pytest.mark.slow
 def test_repro_replays_fail_on_the_fault_and_pass_once_it_is_off(tmp_path):
     out = tmp_path / "out.json"
-    run = cli("fuzz", "reference", "--fault", "record-second-resume", "--examples", "30",
-              "--seed", "1", "--repro-dir", str(tmp_path / "repros"), "--json", str(out), cwd=tmp_path)
+    run = cli(
+        "fuzz",
+        "reference",
+        "--fault",
+        "record-second-resume",
+        "--examples",
+        "30",
+        "--seed",
+        "1",
+        "--repro-dir",
+        str(tmp_path / "repros"),
+        "--json",
+        str(out),
+        cwd=tmp_path,
+    )
     assert run.returncode == 1, run.stdout + run.stderr
     assert "consume-once-value" in run.stdout
     verdict = json.loads(out.read_text())["clauses"]["consume-once-value"]
@@ -189,10 +253,19 @@ def test_repro_replays_fail_on_the_fault_and_pass_once_it_is_off(tmp_path):
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
 
     test_file = Path(verdict["pytest"])
-    faulty = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file)],
-                            capture_output=True, text=True, cwd=tmp_path)
+    faulty = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert faulty.returncode == 1, faulty.stdout
     env = {**os.environ, "PYMC_RESUME_FAULT": "none"}
-    correct = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file)],
-                             capture_output=True, text=True, cwd=tmp_path, env=env)
+    correct = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    )
     assert correct.returncode == 0, correct.stdout

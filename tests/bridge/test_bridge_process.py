@@ -91,8 +91,14 @@ def run_marked(args, cwd, timeout=120):
     marker = f"PYMC_RESUME_TEST_MARKER={uuid.uuid4().hex}"
     env = {**os.environ, "PYTHONPATH": str(HERE), marker.split("=")[0]: marker.split("=")[1]}
     started = time.monotonic()
-    process = subprocess.Popen([sys.executable, "-m", "pymc_resume", *args], cwd=cwd, env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pymc_resume", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     stdout, stderr = process.communicate(timeout=timeout)
     seconds = time.monotonic() - started
     left = _marked(marker)
@@ -102,19 +108,38 @@ def run_marked(args, cwd, timeout=120):
     return run, seconds, left, _workdirs_of(process.pid)
 
 
-@pytest.mark.parametrize("adapter, step", [
-    ("HangingConstructorAdapter", "building the adapter did not finish within the step timeout"),
-    ("HangingOpenAdapter", "open the adapter did not finish within the step timeout"),
-    ("AlarmBlockingAdapter", "(resume t0 with"),
-    ("ExitingAdapter", "SystemExit"),
-    ("FailingOpenAdapter", "open the adapter: RuntimeError: cannot open the store"),
-    ("DyingAdapter", "failed: the adapter's process exited with status 3"),
-])
-def test_a_misbehaving_adapter_is_one_line_exit_2_within_the_deadline_leaving_nothing(tmp_path, adapter, step):
+@pytest.mark.parametrize(
+    "adapter, step",
+    [
+        ("HangingConstructorAdapter", "building the adapter did not finish within the step timeout"),
+        ("HangingOpenAdapter", "open the adapter did not finish within the step timeout"),
+        ("AlarmBlockingAdapter", "(resume t0 with"),
+        ("ExitingAdapter", "SystemExit"),
+        ("FailingOpenAdapter", "open the adapter: RuntimeError: cannot open the store"),
+        ("DyingAdapter", "failed: the adapter's process exited with status 3"),
+    ],
+)
+def test_a_misbehaving_adapter_is_one_line_exit_2_within_the_deadline_leaving_nothing(
+    tmp_path, adapter, step
+):
     spec = f"bridge_test_adapters:{adapter}"
     run, seconds, left, workdirs = run_marked(
-        ["fuzz", spec, "--examples", "5", "--seed", "1", "--step-timeout", str(STEP_TIMEOUT),
-         "--repro-dir", str(tmp_path / "repros"), "--json", str(tmp_path / "out.json")], cwd=tmp_path)
+        [
+            "fuzz",
+            spec,
+            "--examples",
+            "5",
+            "--seed",
+            "1",
+            "--step-timeout",
+            str(STEP_TIMEOUT),
+            "--repro-dir",
+            str(tmp_path / "repros"),
+            "--json",
+            str(tmp_path / "out.json"),
+        ],
+        cwd=tmp_path,
+    )
     assert run.returncode == 2, run.stdout + run.stderr
     [line] = run.stderr.strip().splitlines()
     assert spec in line and step in line, line
@@ -155,9 +180,28 @@ def test_a_fuzz_run_killed_right_after_its_first_finding_has_its_repro_and_json_
     env = {**os.environ, "PYMC_RESUME_TEST_MARKER": marker}
     repros, out = tmp_path / "repros", tmp_path / "out.json"
     process = subprocess.Popen(
-        [sys.executable, "-m", "pymc_resume", "fuzz", "reference", "--fault", "record-second-resume",
-         "--seed", "1", "--examples", "1000", "--repro-dir", str(repros), "--json", str(out)],
-        cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            sys.executable,
+            "-m",
+            "pymc_resume",
+            "fuzz",
+            "reference",
+            "--fault",
+            "record-second-resume",
+            "--seed",
+            "1",
+            "--examples",
+            "1000",
+            "--repro-dir",
+            str(repros),
+            "--json",
+            str(out),
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 120
         while not _found(repros, out) and time.monotonic() < deadline:
@@ -170,8 +214,12 @@ def test_a_fuzz_run_killed_right_after_its_first_finding_has_its_repro_and_json_
     assert list(repros.glob("test_repro_*.py"))
     verdict = json.loads(out.read_text())["clauses"]["consume-once-value"]["verdict"]
     assert verdict in ("unconfirmed", "violated")  # seen; confirmed if the kill came later
-    replay = subprocess.run([sys.executable, "-m", "pymc_resume", "replay", str(repro)],
-                            capture_output=True, text=True, cwd=tmp_path)
+    replay = subprocess.run(
+        [sys.executable, "-m", "pymc_resume", "replay", str(repro)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert replay.returncode == 1, replay.stdout + replay.stderr
     # What the killed run could not clean up: its host died with it, its work directory is
     # swept by the next run.
@@ -186,8 +234,21 @@ def test_a_fuzz_run_killed_right_after_its_first_finding_has_its_repro_and_json_
 def _fuzz_json(tmp_path, *args):
     out = tmp_path / "out.json"
     run, seconds, left, workdirs = run_marked(
-        ["fuzz", "reference", "--seed", "1", "--examples", "100000", "--json", str(out),
-         "--repro-dir", str(tmp_path / "repros"), *args], cwd=tmp_path)
+        [
+            "fuzz",
+            "reference",
+            "--seed",
+            "1",
+            "--examples",
+            "100000",
+            "--json",
+            str(out),
+            "--repro-dir",
+            str(tmp_path / "repros"),
+            *args,
+        ],
+        cwd=tmp_path,
+    )
     assert left == [] and workdirs == []
     return run, seconds, json.loads(out.read_text())
 
@@ -208,8 +269,9 @@ def test_max_seconds_on_a_correct_adapter_exits_0_with_every_id_holding(tmp_path
     run, seconds, data = _fuzz_json(tmp_path, "--max-seconds", "3")
     assert run.returncode == 0, run.stdout + run.stderr
     assert seconds < 3 + 20
-    assert data["stopped"] and all(c["verdict"] == "holds" or c["reason"].startswith("not checked")
-                                   for c in data["clauses"].values())  # skipped: nothing ran its operations
+    assert data["stopped"] and all(
+        c["verdict"] == "holds" or c["reason"].startswith("not checked") for c in data["clauses"].values()
+    )  # skipped: nothing ran its operations
     assert data["clauses"]["liveness"]["verdict"] == "holds"
 
 
@@ -218,9 +280,29 @@ def test_sigterm_ends_a_fuzz_run_its_findings_kept_and_nothing_left(tmp_path):
     env = {**os.environ, "PYMC_RESUME_TEST_MARKER": marker}
     repros, out = tmp_path / "repros", tmp_path / "out.json"
     process = subprocess.Popen(
-        [sys.executable, "-m", "pymc_resume", "fuzz", "reference", "--fault", "record-second-resume",
-         "--seed", "1", "--examples", "1000", "--repro-dir", str(repros), "--json", str(out)],
-        cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "pymc_resume",
+            "fuzz",
+            "reference",
+            "--fault",
+            "record-second-resume",
+            "--seed",
+            "1",
+            "--examples",
+            "1000",
+            "--repro-dir",
+            str(repros),
+            "--json",
+            str(out),
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while not _found(repros, out) and time.monotonic() < deadline:

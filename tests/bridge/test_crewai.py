@@ -22,8 +22,9 @@ slow = pytest.mark.slow
 # Looked up, not imported: importing CrewAI takes seconds, which every test process would pay
 # at collection even when these tests are deselected (the adapter imports it when it is built).
 if importlib.util.find_spec("crewai") is None:
-    pytest.skip("crewai is not installed (pip install -e '.[crewai]' -c constraints/ci.txt)",
-                allow_module_level=True)
+    pytest.skip(
+        "crewai is not installed (pip install -e '.[crewai]' -c constraints/ci.txt)", allow_module_level=True
+    )
 
 from live_steps import DEFAULT, START, apply_steps, crash, resume
 
@@ -61,8 +62,9 @@ class EventKeepingSession(Session):
 
 def run(steps, drain=True, bounds=DEFAULT, ignore=frozenset(), **options):
     """Apply steps (then the drain); (violated clause ids, the closed session)."""
-    session = EventKeepingSession(CrewAIAdapter(**options), bounds.workflow, bounds.values, step_timeout=120,
-                                  ignore=ignore)
+    session = EventKeepingSession(
+        CrewAIAdapter(**options), bounds.workflow, bounds.values, step_timeout=120, ignore=ignore
+    )
     return apply_steps(session, steps, drain)
 
 
@@ -83,6 +85,7 @@ def fires(session):
 
 
 # -- what the adapter declares (no CrewAI process runs) ----------------------------------------
+
 
 def test_declares_what_crewai_lets_us_observe_and_what_it_cannot_express():
     capabilities = CrewAIAdapter.capabilities
@@ -110,6 +113,7 @@ def test_the_default_configuration_is_crewais_state_as_it_comes_and_validation_i
 
 def test_telemetry_is_switched_off_before_crewai_is_imported():
     import os
+
     CrewAIAdapter()  # imports CrewAI, as every session does
     for name, value in OFFLINE.items():
         assert os.environ[name] == value
@@ -117,13 +121,16 @@ def test_telemetry_is_switched_off_before_crewai_is_imported():
 
 # -- refusals: CrewAI's only when CrewAI raised them ------------------------------------------
 
+
 def test_an_exception_is_crewais_when_a_crewai_frame_raised_it_and_ours_when_our_code_did(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     import tempfile
 
     from crewai.flow.persistence import SQLiteFlowPersistence
 
     from pymc_resume.bridge.adapters import crewai as adapter_module
+
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # CrewAI's lock file goes there
     persistence = SQLiteFlowPersistence(str(tmp_path / "flows.db"))
     flow_class = adapter_module._flow_class(SMALL.workflow, None, persistence, False)
@@ -158,6 +165,7 @@ def test_a_value_error_from_the_adapters_own_code_is_a_failure_not_a_crewai_refu
 
 
 # -- runs through, crashes, races (the default configuration) ----------------------------------
+
 
 @slow
 def test_a_start_commits_up_to_the_first_human_feedback_step_and_pauses_there():
@@ -215,6 +223,7 @@ def test_two_concurrent_resumes_both_consume_the_feedback_step():
 
 # -- schema-invalid values: what CrewAI does by default, and with the adapter's validation -----
 
+
 @slow
 def test_by_default_crewai_persists_a_schema_invalid_resume_value_then_refuses_to_load_it():
     steps = [START, resume(-1, thread=0), resume(1), RECOVER, fork(3)]
@@ -234,8 +243,9 @@ def test_by_default_crewai_persists_a_schema_invalid_resume_value_then_refuses_t
 
 @slow
 def test_with_the_adapters_validation_an_invalid_value_is_refused_by_the_adapter_after_crewai_consumed_it():
-    violated, session = run([START, resume(-1), resume(1)], drain=False, bounds=SMALL,
-                            validate_assignment=True)
+    violated, session = run(
+        [START, resume(-1), resume(1)], drain=False, bounds=SMALL, validate_assignment=True
+    )
     assert statuses(session) == ["ok", "refused", "refused"]
     assert outcomes(session)[1]["detail"].startswith("refused by the adapter's validation")
     # ...but CrewAI had already cleared the pending feedback: no value can be delivered any more.
@@ -269,6 +279,7 @@ def test_with_the_adapters_validation_a_schema_invalid_node_output_fails_the_thr
 
 
 # -- forks through kickoff(restore_from_state_id=...) ------------------------------------------
+
 
 @slow
 def test_a_replay_fork_from_the_head_goes_through_restore_from_state_id_and_reruns_the_flow():
@@ -307,9 +318,28 @@ def test_fuzz_through_the_cli_finds_the_rerun_of_completed_methods(tmp_path):
     # took most of half an hour. Shrinking is tested on LangGraph and the reference runtime.
     out = tmp_path / "out.json"
     fuzz = subprocess.run(
-        [sys.executable, "-m", "pymc_resume", "fuzz", ADAPTER, "--examples", "3", "--steps", "4",
-         "--seed", "1", "--no-shrink", "--repro-dir", str(tmp_path / "repros"), "--json", str(out)],
-        capture_output=True, text=True, cwd=tmp_path, timeout=1800,
+        [
+            sys.executable,
+            "-m",
+            "pymc_resume",
+            "fuzz",
+            ADAPTER,
+            "--examples",
+            "3",
+            "--steps",
+            "4",
+            "--seed",
+            "1",
+            "--no-shrink",
+            "--repro-dir",
+            str(tmp_path / "repros"),
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=1800,
     )
     assert fuzz.returncode == 1, fuzz.stdout + fuzz.stderr
     result = json.loads(out.read_text())

@@ -14,26 +14,28 @@ import pytest
 
 pytestmark = pytest.mark.langgraph
 
-pytest.importorskip("langgraph.checkpoint.sqlite",
-                    reason="langgraph and langgraph-checkpoint-sqlite are not installed "
-                           "(pip install 'pymc-resume[langgraph]')")
+pytest.importorskip(
+    "langgraph.checkpoint.sqlite",
+    reason="langgraph and langgraph-checkpoint-sqlite are not installed "
+    "(pip install 'pymc-resume[langgraph]')",
+)
 
-from live_steps import DEFAULT, START, apply_steps, crash, resume  # noqa: E402
+from live_steps import DEFAULT, START, apply_steps, crash, resume
 
-from pymc_resume.bridge.adapter import CONTRACT_OPERATIONS, framework_calls  # noqa: E402
-from pymc_resume.bridge.adapters.langgraph import (  # noqa: E402
+from pymc_resume.bridge.adapter import CONTRACT_OPERATIONS, framework_calls
+from pymc_resume.bridge.adapters.langgraph import (
     THREAD_KEY,
     LangGraphAdapter,
     LangGraphAsync,
     LangGraphExit,
     postgres_url,
 )
-from pymc_resume.bridge.registry import FAMILIES, AdapterSpecError, factory, resolve  # noqa: E402
-from pymc_resume.bridge.repro import load_repro, replay_repro  # noqa: E402
-from pymc_resume.bridge.session import Session  # noqa: E402
-from pymc_resume.model.bounds import load_bounds  # noqa: E402
-from pymc_resume.model.contract import CLAUSE_IDS  # noqa: E402
-from pymc_resume.model.state import INITIAL  # noqa: E402
+from pymc_resume.bridge.registry import FAMILIES, AdapterSpecError, factory, resolve
+from pymc_resume.bridge.repro import load_repro, replay_repro
+from pymc_resume.bridge.session import Session
+from pymc_resume.model.bounds import load_bounds
+from pymc_resume.model.contract import CLAUSE_IDS
+from pymc_resume.model.state import INITIAL
 
 
 def run(steps, durability="sync", drain=True, store="sqlite", **options):
@@ -51,9 +53,13 @@ def rows(session):
     """The SqliteSaver's rows: (thread id, checkpoint id, parent id, metadata) per checkpoint, and
     (checkpoint id, task id, channel) per pending write."""
     with sqlite3.connect(session.workdir / "langgraph.db") as db:
-        checkpoints = db.execute("SELECT thread_id, checkpoint_id, parent_checkpoint_id, metadata "
-                                 "FROM checkpoints ORDER BY checkpoint_id").fetchall()
-        writes = db.execute("SELECT checkpoint_id, task_id, channel FROM writes ORDER BY checkpoint_id").fetchall()
+        checkpoints = db.execute(
+            "SELECT thread_id, checkpoint_id, parent_checkpoint_id, metadata "
+            "FROM checkpoints ORDER BY checkpoint_id"
+        ).fetchall()
+        writes = db.execute(
+            "SELECT checkpoint_id, task_id, channel FROM writes ORDER BY checkpoint_id"
+        ).fetchall()
     return [(t, c, p, json.loads(m)) for t, c, p, m in checkpoints], writes
 
 
@@ -67,8 +73,9 @@ def test_every_operation_names_the_langgraph_call_it_is():
 
 def test_a_replay_fork_is_a_branch_of_the_same_thread_made_by_time_travel():
     # How the fork is made, not what is judged of it (fork-intent is violated: LangGraph asks again).
-    session = Session(LangGraphAdapter(), DEFAULT.workflow, DEFAULT.values, step_timeout=60,
-                      ignore=frozenset(CLAUSE_IDS))
+    session = Session(
+        LangGraphAdapter(), DEFAULT.workflow, DEFAULT.values, step_timeout=60, ignore=frozenset(CLAUSE_IDS)
+    )
     try:
         for step in (START, resume(1), fork(3, "replay")):
             session.apply(step)
@@ -87,7 +94,8 @@ def test_a_replay_fork_is_a_branch_of_the_same_thread_made_by_time_travel():
 
 
 def test_a_fork_writes_nothing_itself_and_an_edit_fork_is_update_state_at_the_past_checkpoint(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     # Every put/put_writes on the saver, in every process, records who called the checkpointer:
     # LangGraph's own code must be the caller (the adapter's Saver only watches).
     from langgraph.checkpoint.sqlite import SqliteSaver
@@ -97,17 +105,22 @@ def test_a_fork_writes_nothing_itself_and_an_edit_fork_is_update_state_at_the_pa
     def recording(method):
         def wrapper(self, *args, **kwargs):
             stack = traceback.extract_stack()[:-1]
-            outside = [f for f in stack if not (f.name in ("put", "put_writes")
-                                                and f.filename.endswith("adapters/langgraph.py"))]
+            outside = [
+                f
+                for f in stack
+                if not (f.name in ("put", "put_writes") and f.filename.endswith("adapters/langgraph.py"))
+            ]
             with callers.open("a") as out:
                 out.write(f"{method.__name__} {outside[-1].filename}:{outside[-1].name}\n")
             return method(self, *args, **kwargs)
+
         return wrapper
 
     monkeypatch.setattr(SqliteSaver, "put", recording(SqliteSaver.put))
     monkeypatch.setattr(SqliteSaver, "put_writes", recording(SqliteSaver.put_writes))
-    session = Session(LangGraphAdapter(), DEFAULT.workflow, DEFAULT.values, step_timeout=60,
-                      ignore=frozenset(CLAUSE_IDS))
+    session = Session(
+        LangGraphAdapter(), DEFAULT.workflow, DEFAULT.values, step_timeout=60, ignore=frozenset(CLAUSE_IDS)
+    )
     try:
         for step in (START, resume(1)):
             session.apply(step)
@@ -118,7 +131,9 @@ def test_a_fork_writes_nothing_itself_and_an_edit_fork_is_update_state_at_the_pa
         session.apply(fork(3, "edit", 2))
         written = callers.read_text().splitlines()
         # update_state's own superstep (bulk_update_state) wrote them: LangGraph's code, not ours
-        assert written and all("/langgraph/pregel/main.py:perform_superstep" in line for line in written), written
+        assert written and all("/langgraph/pregel/main.py:perform_superstep" in line for line in written), (
+            written
+        )
         checkpoints, _ = rows(session)
         [update] = [row for row in checkpoints if row not in checkpoints_before]
         assert update[3]["source"] == "update" and update[3][THREAD_KEY] == 2
@@ -131,8 +146,9 @@ def test_an_edit_fork_at_a_parked_head_records_its_input_on_the_parents_checkpoi
     # update_state at the parent's parked checkpoint, as the interrupt's node, writes that
     # node's output under the parent's interrupted task on the parent's own checkpoint: read on
     # every checkpoint, the parent's recorded input at its fork point changes from none to v2.
-    session = Session(LangGraphAdapter(), DEFAULT.workflow, DEFAULT.values, step_timeout=60,
-                      ignore=frozenset(CLAUSE_IDS))
+    session = Session(
+        LangGraphAdapter(), DEFAULT.workflow, DEFAULT.values, step_timeout=60, ignore=frozenset(CLAUSE_IDS)
+    )
     try:
         session.apply(START)
         assert 3 not in session.observation.threads[0].inputs
@@ -157,8 +173,9 @@ def test_one_node_effect_then_interrupt_is_a_configuration_of_its_own():
 def test_one_node_reruns_its_effect_on_resume_under_the_same_task_id():
     # The node fires, then interrupt() parks it; the resume re-runs it from its top: the effect
     # fires again, with the same task id (key), so the sink applies it once.
-    session = Session(LangGraphAdapter(effect_then_interrupt="one-node"), DEFAULT.workflow, DEFAULT.values,
-                      step_timeout=60)
+    session = Session(
+        LangGraphAdapter(effect_then_interrupt="one-node"), DEFAULT.workflow, DEFAULT.values, step_timeout=60
+    )
     try:
         session.apply(START)
         view = session.observation.threads[0]
@@ -174,8 +191,11 @@ def test_one_node_reruns_its_effect_on_resume_under_the_same_task_id():
 
 
 def test_one_node_replay_fork_reruns_the_effect_before_its_fork_point_under_a_new_key():
-    violated, _ = run([START, fork(3, "replay"), {"action": "start", "thread": 1, "crash": None}],
-                      drain=False, effect_then_interrupt="one-node")
+    violated, _ = run(
+        [START, fork(3, "replay"), {"action": "start", "thread": 1, "crash": None}],
+        drain=False,
+        effect_then_interrupt="one-node",
+    )
     assert {"effect-exactly-once", "fork-determinism"} <= violated
 
 
@@ -187,7 +207,10 @@ def test_registered_as_langgraph_with_a_durability_per_configuration():
     assert LangGraphAdapter().version.startswith("langgraph 1.")
     with pytest.raises(AdapterSpecError, match="durability"):
         factory("langgraph", {"durability": "sometimes"})
-    assert [c.name for c in FAMILIES["langgraph"].configurations][:2] == ["sqlite/sync", "sqlite/sync+one-node"]
+    assert [c.name for c in FAMILIES["langgraph"].configurations][:2] == [
+        "sqlite/sync",
+        "sqlite/sync+one-node",
+    ]
 
 
 def test_capabilities_are_what_langgraph_lets_us_observe():
@@ -246,8 +269,14 @@ def test_a_schema_invalid_resume_value_is_persisted_before_langgraph_raises():
 
 
 def test_a_crash_free_run_with_forks_holds_everywhere_it_is_judged():
-    steps = [START, resume(2), {"action": "fork", "thread": 0, "checkpoint": 3, "intent": "edit", "value": 1},
-             {"action": "start", "thread": 1, "crash": None}, resume(1, thread=1), resume(2)]
+    steps = [
+        START,
+        resume(2),
+        {"action": "fork", "thread": 0, "checkpoint": 3, "intent": "edit", "value": 1},
+        {"action": "start", "thread": 1, "crash": None},
+        resume(1, thread=1),
+        resume(2),
+    ]
     violated, session = run(steps)
     assert violated == set()
     assert [v.chain[-1].pc for v in session.observation.threads] == [DEFAULT.workflow.end] * 2
@@ -275,8 +304,10 @@ def test_a_replay_fork_refires_an_effect_under_a_new_task_id():
 
 @pytest.mark.parametrize("when", ["before-execute", "after-execute", "after-commit"])
 def test_sync_recovery_after_a_sigkill_reruns_no_committed_work(when):
-    steps = [{"action": "start", "thread": 0, "crash": crash(1, when)},
-             {"action": "recover", "thread": 0, "crash": None}]
+    steps = [
+        {"action": "start", "thread": 0, "crash": crash(1, when)},
+        {"action": "recover", "thread": 0, "crash": None},
+    ]
     violated, session = run(steps)
     assert violated == set()
     assert session.steps[0]["outcome"][0]["status"] == "crashed"
@@ -284,11 +315,12 @@ def test_sync_recovery_after_a_sigkill_reruns_no_committed_work(when):
 
 def test_exit_durability_loses_a_fired_effect_and_refires_it_under_a_new_key():
     # Nothing is written before the run parks, so recovery starts over from new checkpoints.
-    steps = [{"action": "start", "thread": 0, "crash": crash(2, "before-execute")},
-             {"action": "recover", "thread": 0, "crash": None}]
+    steps = [
+        {"action": "start", "thread": 0, "crash": crash(2, "before-execute")},
+        {"action": "recover", "thread": 0, "crash": None},
+    ]
     violated, _ = run(steps, durability="exit")
     assert violated == {"effect-exactly-once"}
-
 
 
 def test_a_node_output_that_breaks_the_schema_is_persisted_by_default():
@@ -308,9 +340,27 @@ def test_fuzz_shrinks_and_every_repro_replays(tmp_path):
     # shrinking runs over real LangGraph processes. Repros replay here, as `replay` does.
     out = tmp_path / "out.json"
     fuzz = subprocess.run(
-        [sys.executable, "-m", "pymc_resume", "fuzz", "langgraph", "--examples", "4", "--steps", "6",
-         "--seed", "1", "--repro-dir", str(tmp_path / "repros"), "--json", str(out)],
-        capture_output=True, text=True, cwd=tmp_path, timeout=1200,
+        [
+            sys.executable,
+            "-m",
+            "pymc_resume",
+            "fuzz",
+            "langgraph",
+            "--examples",
+            "4",
+            "--steps",
+            "6",
+            "--seed",
+            "1",
+            "--repro-dir",
+            str(tmp_path / "repros"),
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=1200,
     )
     assert fuzz.returncode == 1, fuzz.stdout + fuzz.stderr
     result = json.loads(out.read_text())
@@ -328,7 +378,9 @@ def test_fuzz_shrinks_and_every_repro_replays(tmp_path):
 
 
 def _postgres_or_skip():
-    pytest.importorskip("langgraph.checkpoint.postgres", reason="langgraph-checkpoint-postgres is not installed")
+    pytest.importorskip(
+        "langgraph.checkpoint.postgres", reason="langgraph-checkpoint-postgres is not installed"
+    )
     psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed")
     try:
         psycopg.connect(postgres_url(), connect_timeout=3).close()
@@ -348,7 +400,13 @@ def test_postgres_saver_shows_the_same_second_resume_and_invalid_update():
 @pytest.mark.postgres
 def test_postgres_saver_crash_free_run_with_an_edit_fork_holds():
     _postgres_or_skip()
-    steps = [START, resume(2), {"action": "fork", "thread": 0, "checkpoint": 3, "intent": "edit", "value": 1},
-             {"action": "start", "thread": 1, "crash": None}, resume(1, thread=1), resume(2)]
+    steps = [
+        START,
+        resume(2),
+        {"action": "fork", "thread": 0, "checkpoint": 3, "intent": "edit", "value": 1},
+        {"action": "start", "thread": 1, "crash": None},
+        resume(1, thread=1),
+        resume(2),
+    ]
     violated, _ = run(steps, store="postgres")
     assert violated == set()

@@ -12,8 +12,11 @@ import pytest
 
 pytestmark = pytest.mark.llama_index
 
-pytest.importorskip("workflows", reason="llama-index-workflows is not installed "
-                    "(pip install 'pymc-resume[llama-index]' -c constraints/llama-index-2.26.1.txt)")
+pytest.importorskip(
+    "workflows",
+    reason="llama-index-workflows is not installed "
+    "(pip install 'pymc-resume[llama-index]' -c constraints/llama-index-2.26.1.txt)",
+)
 
 from live_steps import START, apply_steps, crash, resume
 
@@ -96,9 +99,14 @@ def test_a_kill_after_the_context_was_saved_recovers_to_the_saved_park():
 def test_an_update_shows_as_its_own_checkpoint_so_recovery_replays_it():
     # Each operation writes the saved context at most once: the versions read after each
     # operation are its history, and an update is a version at the same position.
-    steps = [START, resume(1), resume(1, crash=crash(3, "after-execute")),
-             {"action": "update", "thread": 0, "value": 2},
-             {"action": "recover", "thread": 0, "crash": None}, resume(2)]
+    steps = [
+        START,
+        resume(1),
+        resume(1, crash=crash(3, "after-execute")),
+        {"action": "update", "thread": 0, "value": 2},
+        {"action": "recover", "thread": 0, "crash": None},
+        resume(2),
+    ]
     violated, session = apply_steps(session_of(REFIRE), steps, drain=False)
     assert len(session.steps) == len(steps) and "recovery-determinism" not in violated
     assert any(c.stage == UPDATE and c.app[-1] == 2 for c in session.observation.threads[0].chain)

@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+from bridge_test_adapters import NoInterruptNoForkAdapter
 
 from pymc_resume.bridge.adapter import expressible_workflow, unsupported_operations
 from pymc_resume.bridge.profile import run_profile
@@ -15,16 +16,15 @@ from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.contract import CLAUSE_IDS
 from pymc_resume.model.workflow import NodeKind
 
-from bridge_test_adapters import NoInterruptNoForkAdapter
-
 DEFAULT = load_bounds("default")
 SMALL = load_bounds("small")  # a step, an effect-then-interrupt and a gated node: what the battery aims at
 UNSUPPORTED = "bridge_test_adapters:NoInterruptNoForkAdapter"
 
 
 def test_the_reference_conforms_on_every_id(tmp_path):
-    profile = run_profile("reference", Configuration("sqlite", "reference"), SMALL, examples=3,
-                          repro_dir=tmp_path)
+    profile = run_profile(
+        "reference", Configuration("sqlite", "reference"), SMALL, examples=3, repro_dir=tmp_path
+    )
     assert profile.error is None
     assert {cid: r.verdict for cid, r in profile.clauses.items()} == dict.fromkeys(CLAUSE_IDS, "holds")
     assert profile.scenarios == len(scenarios(SMALL.workflow, SMALL.processes))
@@ -32,13 +32,16 @@ def test_the_reference_conforms_on_every_id(tmp_path):
     assert "held in" in profile.clauses["liveness"].reason
 
 
-@pytest.mark.parametrize("fault, target", [
-    ("no-claim", "consume-once-consumption"),
-    ("record-second-resume", "consume-once-value"),
-    ("persist-unvalidated", "checkpoint-validity"),
-    ("fork-by-reference", "fork-determinism"),
-    ("rerun-step-on-recovery", "prefix-continuation"),
-])
+@pytest.mark.parametrize(
+    "fault, target",
+    [
+        ("no-claim", "consume-once-consumption"),
+        ("record-second-resume", "consume-once-value"),
+        ("persist-unvalidated", "checkpoint-validity"),
+        ("fork-by-reference", "fork-determinism"),
+        ("rerun-step-on-recovery", "prefix-continuation"),
+    ],
+)
 def test_the_battery_alone_finds_a_faults_clause_with_a_replayable_repro(tmp_path, fault, target):
     configuration = Configuration(fault, "reference", {"fault": fault})
     profile = run_profile("reference", configuration, SMALL, examples=0, repro_dir=tmp_path)
@@ -54,8 +57,9 @@ def test_unsupported_operations_make_their_clauses_not_applicable(tmp_path):
     adapter = NoInterruptNoForkAdapter()
     workflow = expressible_workflow(DEFAULT.workflow, unsupported_operations(adapter))
     assert workflow.nodes == (NodeKind.STEP, NodeKind.EFFECT, NodeKind.EFFECT, NodeKind.STEP)
-    profile = run_profile("no-interrupts", Configuration("default", UNSUPPORTED), DEFAULT, examples=5,
-                          repro_dir=tmp_path)
+    profile = run_profile(
+        "no-interrupts", Configuration("default", UNSUPPORTED), DEFAULT, examples=5, repro_dir=tmp_path
+    )
     verdicts = {cid: r.verdict for cid, r in profile.clauses.items()}
     not_applicable = {"consume-once-value", "consume-once-consumption", "fork-determinism", "fork-intent"}
     assert {cid for cid, v in verdicts.items() if v == "not-applicable"} == not_applicable
@@ -74,13 +78,15 @@ def test_an_adapter_declaring_an_unknown_operation_is_refused():
 
 
 def cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "pymc_resume", *args], capture_output=True, text=True,
-                          cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "pymc_resume", *args], capture_output=True, text=True, cwd=cwd
+    )
 
 
 def test_profile_cli_writes_profiles_json_and_exits_0_for_the_reference(tmp_path):
-    run = cli("profile", "reference", "--examples", "2", "--json", "p.json", "--markdown", "p.md",
-              cwd=tmp_path)
+    run = cli(
+        "profile", "reference", "--examples", "2", "--json", "p.json", "--markdown", "p.md", cwd=tmp_path
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     data = json.loads((tmp_path / "p.json").read_text())
     [profile] = data["profiles"]
@@ -91,12 +97,15 @@ def test_profile_cli_writes_profiles_json_and_exits_0_for_the_reference(tmp_path
     assert "identical profiles" in run.stdout
 
 
-@pytest.mark.parametrize("args, message", [
-    ((), "give either ADAPTER or --all"),
-    (("nosuch",), "unknown adapter 'nosuch'"),
-    (("reference", "--config", "nosuch"), "no configuration nosuch"),
-    (("reference", "--bounds", "nosuch"), "--bounds"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ((), "give either ADAPTER or --all"),
+        (("nosuch",), "unknown adapter 'nosuch'"),
+        (("reference", "--config", "nosuch"), "no configuration nosuch"),
+        (("reference", "--bounds", "nosuch"), "--bounds"),
+    ],
+)
 def test_profile_bad_input_is_one_line_exit_2(tmp_path, args, message):
     run = cli("profile", *args, cwd=tmp_path)
     assert run.returncode == 2
@@ -104,8 +113,9 @@ def test_profile_bad_input_is_one_line_exit_2(tmp_path, args, message):
 
 
 def test_profile_max_seconds_stops_between_scenarios_and_reports_what_it_judged(tmp_path):
-    run = cli("profile", "reference", "--examples", "1000", "--max-seconds", "1", "--json", "p.json",
-              cwd=tmp_path)
+    run = cli(
+        "profile", "reference", "--examples", "1000", "--max-seconds", "1", "--json", "p.json", cwd=tmp_path
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     [profile] = json.loads((tmp_path / "p.json").read_text())["profiles"]
     assert profile["finished"] and "--max-seconds" in profile["stopped"]

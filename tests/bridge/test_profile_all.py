@@ -27,8 +27,14 @@ from pymc_resume.bridge.registry import FAMILIES
 from pymc_resume.bridge.repro import load_repro, replay_repro
 from pymc_resume.model.contract import CLAUSE_IDS
 
-pytestmark = [pytest.mark.slow, pytest.mark.langgraph, pytest.mark.crewai, pytest.mark.pydantic_graph,
-              pytest.mark.agent_framework, pytest.mark.llama_index]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.langgraph,
+    pytest.mark.crewai,
+    pytest.mark.pydantic_graph,
+    pytest.mark.agent_framework,
+    pytest.mark.llama_index,
+]
 
 CONFIGURATIONS = [(name, c.name) for name, family in FAMILIES.items() for c in family.configurations]
 
@@ -55,8 +61,9 @@ invalid_updates = 1
 
 
 def cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "pymc_resume", *args], capture_output=True, text=True,
-                          cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "pymc_resume", *args], capture_output=True, text=True, cwd=cwd
+    )
 
 
 @pytest.fixture(scope="session", params=CONFIGURATIONS, ids=["/".join(c) for c in CONFIGURATIONS])
@@ -65,8 +72,20 @@ def configuration_profile(request, tmp_path_factory):
     the folder it ran in, where the repro paths it reports start)."""
     family, config = request.param
     folder = tmp_path_factory.mktemp("profile")
-    run = cli("profile", family, "--config", config, "--bounds", "small", "--examples", "0", "--no-shrink",
-              "--json", "p.json", cwd=folder)
+    run = cli(
+        "profile",
+        family,
+        "--config",
+        config,
+        "--bounds",
+        "small",
+        "--examples",
+        "0",
+        "--no-shrink",
+        "--json",
+        "p.json",
+        cwd=folder,
+    )
     assert (folder / "p.json").exists(), run.stdout + run.stderr
     keep = os.environ.get("PYMC_RESUME_KEEP_PROFILES")  # a folder to keep each profile's JSON in
     if keep:
@@ -116,8 +135,19 @@ def test_every_violation_cell_has_a_repro_that_reproduces(configuration_profile)
 
 def test_profile_all_runs_every_family_and_a_repro_replays_through_the_command(tmp_path):
     (tmp_path / "one-step.toml").write_text(ONE_STEP)
-    run = cli("profile", "--all", "--bounds", "one-step.toml", "--examples", "0", "--json", "t.json",
-              "--markdown", "t.md", cwd=tmp_path)
+    run = cli(
+        "profile",
+        "--all",
+        "--bounds",
+        "one-step.toml",
+        "--examples",
+        "0",
+        "--json",
+        "t.json",
+        "--markdown",
+        "t.md",
+        cwd=tmp_path,
+    )
     data = json.loads((tmp_path / "t.json").read_text())
     assert data["skipped"] == []
     assert [(p["adapter"], p["config"]) for p in data["profiles"]] == CONFIGURATIONS
@@ -128,7 +158,8 @@ def test_profile_all_runs_every_family_and_a_repro_replays_through_the_command(t
     # (skipped, saying so), never holds; every other id holds.
     for cell in reference["clauses"].values():
         assert cell["verdict"] == "holds" or (
-            cell["verdict"] == "skipped" and cell["reason"].startswith("not checked")), cell
+            cell["verdict"] == "skipped" and cell["reason"].startswith("not checked")
+        ), cell
     assert any(cell["verdict"] == "holds" for cell in reference["clauses"].values())
     assert "identical profiles" in run.stdout and "| reference |" in (tmp_path / "t.md").read_text()
     cells = [cell for p in data["profiles"] for cell in violated(p).values()]

@@ -13,22 +13,24 @@ import pytest
 
 pytestmark = pytest.mark.pydantic_graph
 
-pytest.importorskip("pydantic_graph.persistence.file",
-                    reason="pydantic-graph 1.x (with FileStatePersistence) is not installed "
-                           "(pip install 'pymc-resume[pydantic-graph]' -c constraints/pydantic-graph-1.107.10.txt)")
+pytest.importorskip(
+    "pydantic_graph.persistence.file",
+    reason="pydantic-graph 1.x (with FileStatePersistence) is not installed "
+    "(pip install 'pymc-resume[pydantic-graph]' -c constraints/pydantic-graph-1.107.10.txt)",
+)
 
-from live_steps import DEFAULT, START, apply_steps, crash, resume  # noqa: E402
+from live_steps import DEFAULT, START, apply_steps, crash, resume
 
-from pymc_resume.bridge.adapter import framework_calls  # noqa: E402
-from pymc_resume.bridge.adapters.pydantic_graph import (  # noqa: E402
+from pymc_resume.bridge.adapter import framework_calls
+from pymc_resume.bridge.adapters.pydantic_graph import (
     ADAPTER_RULE,
     PydanticGraphAdapter,
     _from_pydantic_graph,
 )
-from pymc_resume.bridge.repro import load_repro, replay_repro  # noqa: E402
-from pymc_resume.bridge.session import Session  # noqa: E402
-from pymc_resume.model.bounds import load_bounds  # noqa: E402
-from pymc_resume.model.state import INITIAL  # noqa: E402
+from pymc_resume.bridge.repro import load_repro, replay_repro
+from pymc_resume.bridge.session import Session
+from pymc_resume.model.bounds import load_bounds
+from pymc_resume.model.state import INITIAL
 
 SPEC = "pymc_resume.bridge.adapters.pydantic_graph:PydanticGraphAdapter"
 
@@ -115,8 +117,12 @@ def test_crash_free_run_holds_and_a_late_resume_is_refused():
 @pytest.mark.parametrize("stage", [0, 1, 2])
 def test_a_kill_in_the_middle_of_a_node_is_never_recovered(stage, when):
     # The killed node's snapshot stays 'running'; iter_from_persistence finds no 'created' one.
-    violated, session = run([{"action": "start", "thread": 0, "crash": crash(stage, when)},
-                             {"action": "recover", "thread": 0, "crash": None}])
+    violated, session = run(
+        [
+            {"action": "start", "thread": 0, "crash": crash(stage, when)},
+            {"action": "recover", "thread": 0, "crash": None},
+        ]
+    )
     assert violated == {"liveness"}
     recovered = session.steps[1]["outcome"][0]
     assert recovered["status"] == "refused"
@@ -126,16 +132,23 @@ def test_a_kill_in_the_middle_of_a_node_is_never_recovered(stage, when):
 
 
 def test_a_kill_in_the_middle_of_a_delivered_interrupt_keeps_its_claim_stuck():
-    violated, session = run([START, resume(1, crash(3, "before-execute")),
-                             {"action": "recover", "thread": 0, "crash": None}])
+    violated, session = run(
+        [START, resume(1, crash(3, "before-execute")), {"action": "recover", "thread": 0, "crash": None}]
+    )
     assert violated == {"liveness"}
     assert session.observation.threads[0].inputs == {3: 1}  # recorded, never consumed
 
 
 @pytest.mark.parametrize("stage", [0, 1, 2])
 def test_a_kill_after_the_next_snapshot_is_written_is_recovered(stage):
-    violated, session = run([{"action": "start", "thread": 0, "crash": crash(stage, "after-commit")},
-                             {"action": "recover", "thread": 0, "crash": None}, resume(1), resume(2)])
+    violated, session = run(
+        [
+            {"action": "start", "thread": 0, "crash": crash(stage, "after-commit")},
+            {"action": "recover", "thread": 0, "crash": None},
+            resume(1),
+            resume(2),
+        ]
+    )
     assert violated == set()
     assert statuses(session)[:2] == ["crashed", "ok"]
 
@@ -149,7 +162,9 @@ def test_a_schema_invalid_resume_value_is_recorded_before_it_is_refused():
 
 @pytest.mark.parametrize("window", ["after-load", "after-execute"])
 def test_concurrent_deliveries_are_served_once_by_load_next(window):
-    violated, session = run([START, {"action": "resume-together", "thread": 0, "values": [1, 2], "window": window}])
+    violated, session = run(
+        [START, {"action": "resume-together", "thread": 0, "values": [1, 2], "window": window}]
+    )
     assert violated == set()
     assert sorted(o["status"] for o in session.steps[1]["outcome"]) == ["ok", "refused"]
 
@@ -157,6 +172,7 @@ def test_concurrent_deliveries_are_served_once_by_load_next(window):
 def test_newest_release_without_persistence_is_refused_with_a_reason(tmp_path, monkeypatch):
     # pydantic-graph 2.x ships no pydantic_graph.graph / .persistence: the adapter cannot be built.
     import builtins
+
     real_import = builtins.__import__
 
     def without_persistence(name, *args, **kwargs):
@@ -167,7 +183,6 @@ def test_newest_release_without_persistence_is_refused_with_a_reason(tmp_path, m
     monkeypatch.setattr(builtins, "__import__", without_persistence)
     with pytest.raises(RuntimeError, match="no state persistence"):
         PydanticGraphAdapter()
-
 
 
 def test_a_node_output_that_breaks_the_schema_is_persisted_by_default():
@@ -188,9 +203,28 @@ def test_fuzz_through_the_cli_judges_every_clause_and_its_repros_replay(tmp_path
     # battery's finding (test_profile_all) and the hand-written runs' above.
     out = tmp_path / "out.json"
     fuzz = subprocess.run(
-        [sys.executable, "-m", "pymc_resume", "fuzz", SPEC, "--examples", "8", "--steps", "8", "--seed", "1",
-         "--no-shrink", "--repro-dir", str(tmp_path / "repros"), "--json", str(out)],
-        capture_output=True, text=True, cwd=tmp_path, timeout=1200,
+        [
+            sys.executable,
+            "-m",
+            "pymc_resume",
+            "fuzz",
+            SPEC,
+            "--examples",
+            "8",
+            "--steps",
+            "8",
+            "--seed",
+            "1",
+            "--no-shrink",
+            "--repro-dir",
+            str(tmp_path / "repros"),
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=1200,
     )
     assert fuzz.returncode == 1, fuzz.stdout + fuzz.stderr
     result = json.loads(out.read_text())

@@ -22,8 +22,11 @@ def test_minimize_never_drops_the_start_a_later_step_needs():
     def replay(steps):  # "violated" whenever the invalid update is there
         return Seen() if UPDATE in steps else None
 
-    steps, violation = minimize([START, {**START, "crash": {"stage": 1, "when": "after-execute"}}, UPDATE],
-                                "checkpoint-validity", replay)
+    steps, violation = minimize(
+        [START, {**START, "crash": {"stage": 1, "when": "after-execute"}}, UPDATE],
+        "checkpoint-validity",
+        replay,
+    )
     assert steps == [START, UPDATE] and violation is not None
 
 
@@ -33,9 +36,13 @@ def test_a_repro_of_a_race_is_replayed_until_it_reproduces(tmp_path):
     from pymc_resume.bridge.repro import replay_repro
     from pymc_resume.model.bounds import load_bounds
 
-    document = {"adapter": "bridge_test_adapters:EveryOtherTimeAdapter", "adapter_options": {},
-                "bounds": load_bounds("small").as_json(), "clause": "checkpoint-validity",
-                "steps": [START, UPDATE]}
+    document = {
+        "adapter": "bridge_test_adapters:EveryOtherTimeAdapter",
+        "adapter_options": {},
+        "bounds": load_bounds("small").as_json(),
+        "clause": "checkpoint-validity",
+        "steps": [START, UPDATE],
+    }
     # replay_repro builds one adapter to check the options, then one per replay: the replays
     # here get adapters 3 (correct), then 5 (correct) and 6 (faulty).
     EveryOtherTimeAdapter.counter = tmp_path / "built"
@@ -65,8 +72,11 @@ def test_a_liveness_failure_is_shrunk_and_recorded_with_the_shortest_lease(tmp_p
     bounds, spec = load_bounds("default"), "bridge_test_adapters:LeasedAdapter"
     builder = factory(spec, {"fault": "stuck-claim"})
     assert builder.info.shortest_lease == {"lease_seconds": 0.1}
-    stuck = [START, UPDATE, {"action": "resume", "thread": 0, "value": 1,
-                             "crash": {"stage": 3, "when": "before-execute"}}]
+    stuck = [
+        START,
+        UPDATE,
+        {"action": "resume", "thread": 0, "value": 1, "crash": {"stage": 3, "when": "before-execute"}},
+    ]
     violation = replay_steps(builder, bounds, stuck, only="liveness")
     result = clause_repro("liveness", [violation], Target(spec, builder.info, bounds, 1, tmp_path))
     assert result.verdict == "violated" and result.repro_steps == 2  # the update is not needed

@@ -22,11 +22,25 @@ SPEC = f"{ADAPTER}:TutorialAdapter"
 
 
 def cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "pymc_resume", *args], capture_output=True, text=True, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "pymc_resume", *args], capture_output=True, text=True, cwd=cwd
+    )
 
 
 def test_the_tutorial_adapter_holds_every_id(tmp_path):
-    run = cli("profile", SPEC, "--bounds", "small", "--examples", "2", "--seed", "1", "--json", "p.json", cwd=tmp_path)
+    run = cli(
+        "profile",
+        SPEC,
+        "--bounds",
+        "small",
+        "--examples",
+        "2",
+        "--seed",
+        "1",
+        "--json",
+        "p.json",
+        cwd=tmp_path,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     [profile] = json.loads((tmp_path / "p.json").read_text())["profiles"]
     verdicts = {cid: cell["verdict"] for cid, cell in profile["clauses"].items()}
@@ -39,11 +53,23 @@ def code_lines(path: Path) -> int:
     docstrings = set()
     for node in ast.walk(ast.parse(text)):
         body = getattr(node, "body", None)
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and body and isinstance(body[0], ast.Expr) \
-                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+        if (
+            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef))
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
             docstrings.update(range(body[0].lineno, body[0].end_lineno + 1))
     lines = set()
-    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
+    skip = {
+        tokenize.COMMENT,
+        tokenize.NL,
+        tokenize.NEWLINE,
+        tokenize.INDENT,
+        tokenize.DEDENT,
+        tokenize.ENDMARKER,
+    }
     for token in tokenize.generate_tokens(io.StringIO(text).readline):
         if token.type not in skip:
             lines.update(range(token.start[0], token.end[0] + 1))
@@ -63,7 +89,9 @@ def test_the_pages_python_is_the_adapters():
     adapter = {_code(line) for line in ADAPTER.read_text().splitlines()}
     blocks = re.findall(r"```python\n(.*?)```", DOCS.read_text(), flags=re.DOTALL)
     assert len(blocks) >= 4
-    missing = [line for block in blocks for line in map(_code, block.splitlines()) if line and line not in adapter]
+    missing = [
+        line for block in blocks for line in map(_code, block.splitlines()) if line and line not in adapter
+    ]
     assert not missing, missing
 
 
@@ -97,8 +125,12 @@ def test_an_adapter_missing_a_protocol_method_is_one_line_exit_2_before_any_step
         "    fork = update = observe = client_start\n"
     )
     expected = {
-        "half.py:Half": r"adapter 'half.py:Half' does not implement the adapter protocol: missing observe, fork \(",
-        "nohooks.py:NoHooks": r"NoHooks \(a ChildProcessAdapter\) does not define client_recover, client_resume:",
+        "half.py:Half": (
+            r"adapter 'half.py:Half' does not implement the adapter protocol: missing observe, fork \("
+        ),
+        "nohooks.py:NoHooks": (
+            r"NoHooks \(a ChildProcessAdapter\) does not define client_recover, client_resume:"
+        ),
     }
     for spec, message in expected.items():
         for command in ("profile", "fuzz"):

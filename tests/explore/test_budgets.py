@@ -20,9 +20,25 @@ def test_a_two_worker_run_stops_within_its_budget_counting_every_process(tmp_pat
     """At `default` the whole run peaks near 240 MiB (coordinator and two workers, liveness
     decided); with 200 it stops, and the peaks it reports add up to no more than 200."""
     out = tmp_path / "out.json"
-    done = subprocess.run([sys.executable, "-m", "pymc_resume", "check", "--quiet", "--bounds",
-                           "default", "--workers", "2", "--max-memory", "200", "--json", str(out)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pymc_resume",
+            "check",
+            "--quiet",
+            "--bounds",
+            "default",
+            "--workers",
+            "2",
+            "--max-memory",
+            "200",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+    )
     result = json.loads(out.read_text())
     assert done.returncode == 2 and "memory budget of 200 MiB" in done.stderr
     assert not result["complete"] and len(result["peak_rss_mib"]["workers"]) == 2

@@ -21,7 +21,7 @@ EXAMPLES = ROOT / "examples"
 # AsyncTerminationDetection.tla (tlaplus/Examples specifications/ewd998), written as a newcomer
 # would from the documented API, in a file of their own: TLC records 4,097 distinct states,
 # 53,271 generated, depth 14 for N = 4 with its state constraint (see examples/).
-USER_MODEL = '''
+USER_MODEL = """
 from itertools import product
 from pymc_resume.explore import Invariant
 
@@ -63,12 +63,17 @@ def put(values, i, value):
 
 def ring():
     return Ring(4)
-'''
+"""
 
 
 def explore_cli(*args, env=None, **kwargs):
-    return subprocess.run([sys.executable, "-m", "pymc_resume", "explore", "--quiet", *args],
-                          capture_output=True, text=True, env=env, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "pymc_resume", "explore", "--quiet", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        **kwargs,
+    )
 
 
 @pytest.fixture
@@ -84,20 +89,22 @@ def test_a_model_written_outside_the_project_gives_tlc_counts(tmp_path, user_mod
     done = explore_cli(f"{user_model}:ring", "--workers", workers, "--json", str(out))
     assert done.returncode == 0, done.stderr
     result = json.loads(out.read_text())
-    assert (result["distinct_states"], result["states_generated"], result["depth"]) == (
-        4097, 53271, 14)
+    assert (result["distinct_states"], result["states_generated"], result["depth"]) == (4097, 53271, 14)
     assert result["complete"] and result["properties"]["Safe"]["verdict"] == "holds"
     assert result["properties"]["deadlock"]["verdict"] == "holds"
 
 
 def test_a_false_invariant_exits_1_with_a_step_table_of_changes(tmp_path, user_model):
-    user_model.write_text(user_model.read_text() + textwrap.dedent('''
+    user_model.write_text(
+        user_model.read_text()
+        + textwrap.dedent("""
         class Wrong(Ring):
             invariants = [Invariant("NeverTwoPending", lambda s: sum(s[1]) < 2)]
 
         def wrong():
             return Wrong(4)
-        '''))
+        """)
+    )
     out = tmp_path / "out.json"
     done = explore_cli(f"{user_model}:wrong", "--json", str(out))
     assert done.returncode == 1, done.stderr
@@ -110,39 +117,47 @@ def test_a_false_invariant_exits_1_with_a_step_table_of_changes(tmp_path, user_m
 
 
 def test_stop_at_first_stops_early(tmp_path, user_model):
-    user_model.write_text(user_model.read_text() + textwrap.dedent('''
+    user_model.write_text(
+        user_model.read_text()
+        + textwrap.dedent("""
         class Wrong(Ring):
             invariants = [Invariant("NeverTwoPending", lambda s: sum(s[1]) < 2)]
 
         def wrong():
             return Wrong(4)
-        '''))
+        """)
+    )
     out = tmp_path / "out.json"
-    done = explore_cli(f"{user_model}:wrong", "--stop-at-first", "--workers", "2",
-                       "--json", str(out))
+    done = explore_cli(f"{user_model}:wrong", "--stop-at-first", "--workers", "2", "--json", str(out))
     assert done.returncode == 1, done.stderr
     result = json.loads(out.read_text())
     assert not result["complete"] and result["distinct_states"] < 4097
     assert len(result["properties"]["NeverTwoPending"]["trace"]) == 3
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--workers", "0"], "--workers"),
-    (["--workers", "-1"], "--workers"),
-    (["--max-states", "0"], "--max-states"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--workers", "0"], "--workers"),
+        (["--workers", "-1"], "--workers"),
+        (["--max-states", "0"], "--max-states"),
+    ],
+)
 def test_impossible_options_exit_2(user_model, args, message):
     done = explore_cli(f"{user_model}:ring", *args)
     assert done.returncode == 2 and message in done.stderr
 
 
-@pytest.mark.parametrize(("target", "message"), [
-    ("nowhere.py:model", "no such file"),
-    ("no_such_module_here:model", "no module named"),
-    ("{model}:missing", "has no 'missing'"),
-    ("{model}", "expected module:factory"),
-    ("{model}:Invariant", "calling Invariant() raised"),
-])
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("nowhere.py:model", "no such file"),
+        ("no_such_module_here:model", "no module named"),
+        ("{model}:missing", "has no 'missing'"),
+        ("{model}", "expected module:factory"),
+        ("{model}:Invariant", "calling Invariant() raised"),
+    ],
+)
 def test_bad_targets_exit_2_in_one_line(user_model, target, message):
     done = explore_cli(target.format(model=user_model))
     assert done.returncode == 2 and message in done.stderr
@@ -151,8 +166,10 @@ def test_bad_targets_exit_2_in_one_line(user_model, target, message):
 
 def test_a_malformed_model_exits_2_naming_the_attribute(tmp_path):
     path = tmp_path / "broken.py"
-    path.write_text("class M:\n    def initial_states(self):\n        return [[0]]\n"
-                    "    def successors(self, s):\n        return []\n")
+    path.write_text(
+        "class M:\n    def initial_states(self):\n        return [[0]]\n"
+        "    def successors(self, s):\n        return []\n"
+    )
     done = explore_cli(f"{path}:M")
     assert done.returncode == 2
     assert "model.initial_states(): states must be hashable" in done.stderr
@@ -170,14 +187,14 @@ def test_the_examples_run_from_the_command_line():
 # Processes that crash and resume revisit states by paths of different lengths, so a state met
 # again after the recovery must land in the partition that stored it before the kill; its pc is
 # a string. (TwoPhase would not show the fault: every path to a state there has one length.)
-STRING_MODEL = f'''
+STRING_MODEL = f"""
 import sys
 sys.path.append({str(ROOT)!r})
 from bench.checkpoint_resume import CheckpointResume
 
 def model():
     return CheckpointResume(4, 3)
-'''
+"""
 
 
 def test_a_killed_two_worker_run_of_string_states_recovers_under_another_hash_seed(tmp_path):
@@ -186,17 +203,33 @@ def test_a_killed_two_worker_run_of_string_states_recovers_under_another_hash_se
     # every one of the ((3+1)(3+2)/2 + 3+1)^4 = 38,416 states is reachable.
     path, folder, out = tmp_path / "strings.py", tmp_path / "ck", tmp_path / "out.json"
     path.write_text(STRING_MODEL)
-    seeded = lambda seed: {**os.environ, "PYTHONHASHSEED": str(seed)}  # noqa: E731
+    seeded = lambda seed: {**os.environ, "PYTHONHASHSEED": str(seed)}
     whole = explore_cli(f"{path}:model", "--workers", "2", "--json", str(out), env=seeded(3))
     assert whole.returncode == 0, whole.stderr
     expected = json.loads(out.read_text())
-    run = subprocess.Popen([sys.executable, "-m", "pymc_resume", "explore", "--quiet",
-                            f"{path}:model", "--workers", "2", "--checkpoint-dir", str(folder),
-                            "--checkpoint-every", "0"], env=seeded(1),
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pymc_resume",
+            "explore",
+            "--quiet",
+            f"{path}:model",
+            "--workers",
+            "2",
+            "--checkpoint-dir",
+            str(folder),
+            "--checkpoint-every",
+            "0",
+        ],
+        env=seeded(1),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     pointer = folder / "current"
     while run.poll() is None and not (
-            pointer.exists() and int(pointer.read_text().strip().split("-")[1]) >= 8):
+        pointer.exists() and int(pointer.read_text().strip().split("-")[1]) >= 8
+    ):
         time.sleep(0.01)
     assert run.poll() is None, "the run finished before it could be killed"
     os.kill(run.pid, signal.SIGKILL)

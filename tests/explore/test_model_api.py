@@ -111,19 +111,22 @@ class Broken(Counters):
             setattr(self, name, value)
 
 
-@pytest.mark.parametrize(("mistake", "message"), [
-    ({"initial_states": lambda: []}, r"model.initial_states\(\): returned no state"),
-    ({"initial_states": lambda: [[0, 0]]}, "must be hashable"),
-    ({"initial_states": 3}, "model.initial_states: must be a method"),
-    ({"successors": lambda state: [(state[0] + 1, state[1])]}, r"must yield \(action, next_state\)"),
-    ({"successors": lambda state: [(1, state)]}, "with a str action"),
-    ({"successors": lambda state: [("Inc", [1, 2])]}, "must be hashable"),
-    ({"successors": lambda state: None}, "must yield"),
-    ({"invariants": [lambda state: True]}, r"model.invariants\[0\]: must be an Invariant"),
-    ({"invariants": [Invariant("", bool)]}, "non-empty string"),
-    ({"invariants": [Invariant("x", bool), Invariant("x", bool)]}, "two properties named"),
-    ({"deadlock_is_error": "yes"}, "deadlock_is_error: must be True or False"),
-])
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        ({"initial_states": lambda: []}, r"model.initial_states\(\): returned no state"),
+        ({"initial_states": lambda: [[0, 0]]}, "must be hashable"),
+        ({"initial_states": 3}, "model.initial_states: must be a method"),
+        ({"successors": lambda state: [(state[0] + 1, state[1])]}, r"must yield \(action, next_state\)"),
+        ({"successors": lambda state: [(1, state)]}, "with a str action"),
+        ({"successors": lambda state: [("Inc", [1, 2])]}, "must be hashable"),
+        ({"successors": lambda state: None}, "must yield"),
+        ({"invariants": [lambda state: True]}, r"model.invariants\[0\]: must be an Invariant"),
+        ({"invariants": [Invariant("", bool)]}, "non-empty string"),
+        ({"invariants": [Invariant("x", bool), Invariant("x", bool)]}, "two properties named"),
+        ({"deadlock_is_error": "yes"}, "deadlock_is_error: must be True or False"),
+    ],
+)
 def test_a_malformed_model_is_one_line_naming_the_attribute(mistake, message):
     with pytest.raises(ModelError, match=message) as raised:
         explore(Broken(**mistake))
@@ -163,8 +166,7 @@ class Pair:
 
 def test_changes_are_named_field_by_field():
     assert changes(Point(1, 2), Point(1, 3)) == ["y: 2 -> 3"]
-    assert changes(Box("a", frozenset({1})), Box("a", frozenset({2}))) == [
-        "items: + 2", "items: - 1"]
+    assert changes(Box("a", frozenset({1})), Box("a", frozenset({2}))) == ["items: + 2", "items: - 1"]
     assert changes(Pair(1, (0, 0)), Pair(1, (0, 5))) == ["right[1]: 0 -> 5"]
     assert changes({"k": 1}, {"k": 2}) == ["['k']: 1 -> 2"]
     assert changes((("w", "w"), 1), (("p", "w"), 1), ["rms", "n"]) == ["rms[0]: 'w' -> 'p'"]
@@ -175,10 +177,18 @@ def test_changes_are_named_field_by_field():
 # --- the derived encoding --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("state", [
-    (("working", "prepared"), "init", frozenset({1}), frozenset({("Prepared", 0)})),
-    Point(1, "x"), Box("b", frozenset({"y"})), Pair(3, (None, True)), "text", (), 7.5,
-])
+@pytest.mark.parametrize(
+    "state",
+    [
+        (("working", "prepared"), "init", frozenset({1}), frozenset({("Prepared", 0)})),
+        Point(1, "x"),
+        Box("b", frozenset({"y"})),
+        Pair(3, (None, True)),
+        "text",
+        (),
+        7.5,
+    ],
+)
 def test_plain_states_round_trip_and_hash_stably(state):
     codec = PlainCodec()
     key = codec.encode(state)
@@ -242,5 +252,5 @@ def test_a_two_worker_run_of_class_states_resumes_to_the_same_counts(tmp_path):
     first = explore(Clocks(), workers=2, max_states=500, checkpoint=checkpoint)
     assert not first.complete
     resumed = explore(Clocks(), workers=2, resume=snapshot.load(tmp_path), checkpoint=checkpoint)
-    counts = lambda r: (r.distinct_states, r.states_generated, r.depth)  # noqa: E731
+    counts = lambda r: (r.distinct_states, r.states_generated, r.depth)
     assert counts(resumed) == counts(whole) and whole.complete

@@ -11,9 +11,8 @@ from __future__ import annotations
 import pytest
 from two_phase import TwoPhase
 
-from pymc_resume.explore import explore
-
 from bench.two_phase_packed import TwoPhasePacked
+from pymc_resume.explore import explore
 
 # TLC's distinct states: TwoPhase.cfg (three RMs) and the spec's closing comment (six RMs).
 TLC_DISTINCT = {3: 288, 6: 50816}
@@ -64,8 +63,9 @@ def test_packed_successors_decode_to_readable_successors(n):
 
 def test_packed_invariants_agree_with_readable():
     packed, readable = TwoPhasePacked(3), TwoPhase(3)
-    inconsistent = packed.encode((("aborted", "committed", "working"), "committed", frozenset(),
-                                  frozenset({("Commit",)})))
+    inconsistent = packed.encode(
+        (("aborted", "committed", "working"), "committed", frozenset(), frozenset({("Commit",)}))
+    )
     assert not packed.consistent(inconsistent)
     assert not readable.consistent(packed.decode(inconsistent))
     assert not packed.type_ok(0b11 << 6)  # tmState = 0b11 is no state of the TM
@@ -79,4 +79,7 @@ def test_packed_invariants_agree_with_readable():
 def test_packed_parallel_matches_serial():
     serial, parallel = explore(TwoPhasePacked(5)), explore(TwoPhasePacked(5), workers=2)
     assert (parallel.distinct_states, parallel.states_generated, parallel.depth) == (
-        serial.distinct_states, serial.states_generated, serial.depth)
+        serial.distinct_states,
+        serial.states_generated,
+        serial.depth,
+    )

@@ -33,8 +33,7 @@ NODE = {"num_cpus": 1, "object_store_memory": 80 * 2**20}
 
 def summary(result):
     lengths = {name: len(v.trace) for name, v in result.violations.items()}
-    return (result.distinct_states, result.states_generated, result.depth, lengths,
-            result.complete)
+    return (result.distinct_states, result.states_generated, result.depth, lengths, result.complete)
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +45,10 @@ def cluster():
     (folder / "ray").mkdir()
     previous = os.environ.get("RAY_TMPDIR")
     os.environ["RAY_TMPDIR"] = str(folder)
-    started = Cluster(initialize_head=True, head_node_args={
-        **NODE, "temp_dir": str(folder / "ray"), "include_dashboard": False})
+    started = Cluster(
+        initialize_head=True,
+        head_node_args={**NODE, "temp_dir": str(folder / "ray"), "include_dashboard": False},
+    )
     try:
         started.add_node(**NODE)
         started.wait_for_nodes()
@@ -61,13 +62,11 @@ def cluster():
             os.environ["RAY_TMPDIR"] = previous
 
 
-def test_reference_counts_verdicts_and_trace_lengths_match_the_multiprocess_engine(
-        cluster, explored):
+def test_reference_counts_verdicts_and_trace_lengths_match_the_multiprocess_engine(cluster, explored):
     """At `small`, the `no-claim` mutant (its violation's trace rebuilt by asking the actors);
     the reference semantics itself is compared through `check`, below."""
     model = ResumeModel(load_bounds("small"), "no-claim")
-    on_ray = explore(model, canonical=model.canonical, workers=2, engine="ray",
-                     address=cluster.address)
+    on_ray = explore(model, canonical=model.canonical, workers=2, engine="ray", address=cluster.address)
     assert summary(on_ray) == summary(explored("small", "no-claim", workers=2))
     assert len(on_ray.worker_peak_rss) == 2 and all(on_ray.worker_peak_rss)
     trace = on_ray.violations["consume-once-consumption"].trace
@@ -81,16 +80,28 @@ def test_a_plain_model_matches_too(cluster):
     assert summary(on_ray) == summary(explore(TwoPhase(4), workers=2))
 
 
-def test_a_ray_run_stopped_midway_recovers_on_ray_to_the_same_result(cluster, explored,
-                                                                     tmp_path):
+def test_a_ray_run_stopped_midway_recovers_on_ray_to_the_same_result(cluster, explored, tmp_path):
     model = ResumeModel(load_bounds("small"), "stuck-claim")
     checkpoint = Checkpointing(str(tmp_path), every=0.0)
-    first = explore(model, canonical=model.canonical, workers=2, engine="ray",
-                    address=cluster.address, max_states=5000, checkpoint=checkpoint)
+    first = explore(
+        model,
+        canonical=model.canonical,
+        workers=2,
+        engine="ray",
+        address=cluster.address,
+        max_states=5000,
+        checkpoint=checkpoint,
+    )
     assert not first.complete and "state limit" in first.stopped_because
-    resumed = explore(model, canonical=model.canonical, workers=2, engine="ray",
-                      address=cluster.address, resume=snapshot.load(tmp_path),
-                      checkpoint=checkpoint)
+    resumed = explore(
+        model,
+        canonical=model.canonical,
+        workers=2,
+        engine="ray",
+        address=cluster.address,
+        resume=snapshot.load(tmp_path),
+        checkpoint=checkpoint,
+    )
     assert summary(resumed) == summary(explored("small", "stuck-claim", workers=2))
 
 
@@ -100,9 +111,25 @@ def test_check_engine_ray_gives_the_multiprocess_counts_and_nine_verdicts(cluste
     def check(name, *options):
         out = tmp_path / f"{name}.json"
         done = subprocess.run(
-            [sys.executable, "-m", "pymc_resume", "check", "--bounds", "small", "--workers", "2",
-             "--quiet", "--json", str(out), *options],
-            capture_output=True, text=True, cwd=ROOT, env=os.environ)
+            [
+                sys.executable,
+                "-m",
+                "pymc_resume",
+                "check",
+                "--bounds",
+                "small",
+                "--workers",
+                "2",
+                "--quiet",
+                "--json",
+                str(out),
+                *options,
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env=os.environ,
+        )
         assert done.returncode == 0, done.stderr
         return json.loads(out.read_text())
 
@@ -114,7 +141,7 @@ def test_check_engine_ray_gives_the_multiprocess_counts_and_nine_verdicts(cluste
     assert (on_ray["engine"], here["engine"]) == ("ray", "multiprocess")
 
 
-NAMED_TUPLE_MODEL = '''
+NAMED_TUPLE_MODEL = """
 from typing import NamedTuple
 from pymc_resume.explore import Invariant
 
@@ -136,7 +163,7 @@ class Model:
 
 def model():
     return Model()
-'''
+"""
 
 
 def test_explore_a_model_file_whose_states_are_its_own_classes(cluster, tmp_path):
@@ -148,9 +175,24 @@ def test_explore_a_model_file_whose_states_are_its_own_classes(cluster, tmp_path
     def run(name, *options):
         out = tmp_path / f"{name}.json"
         done = subprocess.run(
-            [sys.executable, "-m", "pymc_resume", "explore", f"{path}:model", "--workers", "2",
-             "--quiet", "--json", str(out), *options],
-            capture_output=True, text=True, cwd=ROOT, env=os.environ)
+            [
+                sys.executable,
+                "-m",
+                "pymc_resume",
+                "explore",
+                f"{path}:model",
+                "--workers",
+                "2",
+                "--quiet",
+                "--json",
+                str(out),
+                *options,
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env=os.environ,
+        )
         assert done.returncode == 1, done.stderr  # BelowThirty is violated
         return json.loads(out.read_text())
 

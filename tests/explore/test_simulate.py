@@ -22,16 +22,23 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "pymc_resume", *args, "--quiet"],
-                          capture_output=True, text=True, env=env, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "pymc_resume", *args, "--quiet"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
 
 
 class Counter:
     """Two processes each add 1 to a shared counter by reading it, then writing it back."""
 
     state_fields = ("pc", "local", "counter")
-    invariants = [Invariant("NoLostUpdate", lambda s: s[0] != ("done", "done") or s[2] == 2),
-                  Invariant("Small", lambda s: s[2] < 5)]
+    invariants = [
+        Invariant("NoLostUpdate", lambda s: s[0] != ("done", "done") or s[2] == 2),
+        Invariant("Small", lambda s: s[2] < 5),
+    ]
     deadlock_is_error = False
 
     def initial_states(self):
@@ -47,15 +54,17 @@ class Counter:
 
 
 def _put(values, i, value):
-    return values[:i] + (value,) + values[i + 1:]
+    return values[:i] + (value,) + values[i + 1 :]
 
 
 def _replays(model, trace) -> bool:
     """Whether `trace` is a path of `model`: an initial state, then one successor per step."""
     if trace[0].state not in list(model.initial_states()):
         return False
-    return all((step.action, step.state) in list(model.successors(before.state))
-               for before, step in zip(trace, trace[1:]))
+    return all(
+        (step.action, step.state) in list(model.successors(before.state))
+        for before, step in zip(trace, trace[1:])
+    )
 
 
 def test_a_walk_finds_the_lost_update_and_its_trace_is_a_path_of_the_model():
@@ -99,10 +108,16 @@ def test_max_seconds_alone_bounds_the_run():
     assert result.walks > 0 and "time limit" in result.stopped_because
 
 
-@pytest.mark.parametrize(("options", "message"), [
-    ({"depth": 0}, "depth"), ({"walks": 0}, "walks"), ({"seed": -1}, "seed"),
-    ({"max_seconds": 0}, "max_seconds"), ({"depth": 1.5}, "depth"),
-])
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"depth": 0}, "depth"),
+        ({"walks": 0}, "walks"),
+        ({"seed": -1}, "seed"),
+        ({"max_seconds": 0}, "max_seconds"),
+        ({"depth": 1.5}, "depth"),
+    ],
+)
 def test_impossible_options_are_refused(options, message):
     with pytest.raises(BadInput, match=message):
         simulate(Counter(), **options)
@@ -112,8 +127,9 @@ def test_impossible_options_are_refused(options, message):
 def test_check_simulate_finds_no_claim_at_paper_with_its_trace(tmp_path):
     """The issue's must-show: `check --bounds paper --mutant no-claim --simulate --seed 1`."""
     out = tmp_path / "s.json"
-    done = cli("check", "--bounds", "paper", "--mutant", "no-claim", "--simulate", "--seed",
-               "1", "--json", str(out))
+    done = cli(
+        "check", "--bounds", "paper", "--mutant", "no-claim", "--simulate", "--seed", "1", "--json", str(out)
+    )
     assert done.returncode == 1, done.stderr
     assert "consume-once-consumption violated (a walk's trace, not promised shortest)" in done.stdout
     report = json.loads(out.read_text())
@@ -132,19 +148,43 @@ def test_check_simulate_finds_no_claim_at_paper_with_its_trace(tmp_path):
 def test_check_simulate_is_deterministic_for_a_seed_in_another_process(tmp_path):
     """Another process, with another string-hash salt, takes the same walks."""
     out = tmp_path / "again.json"
-    cli("check", "--bounds", "paper", "--mutant", "no-claim", "--simulate", "--seed", "1",
-        "--walks", "100", "--json", str(out), env={**os.environ, "PYTHONHASHSEED": "123"})
+    cli(
+        "check",
+        "--bounds",
+        "paper",
+        "--mutant",
+        "no-claim",
+        "--simulate",
+        "--seed",
+        "1",
+        "--walks",
+        "100",
+        "--json",
+        str(out),
+        env={**os.environ, "PYTHONHASHSEED": "123"},
+    )
     here = simulate_check(load_bounds("paper"), "no-claim", seed=1, walks=100).as_json()
     there = json.loads(out.read_text())
     assert there["clauses"] == here["clauses"]
-    assert there["simulation"] == {**here["simulation"],
-                                   "walks_per_second": there["simulation"]["walks_per_second"]}
+    assert there["simulation"] == {
+        **here["simulation"],
+        "walks_per_second": there["simulation"]["walks_per_second"],
+    }
 
 
 def test_explore_simulate_reports_a_walk_and_exits_0_when_it_finds_nothing(tmp_path):
     out = tmp_path / "t.json"
-    done = cli("explore", "examples/two_phase.py:model", "--simulate", "--walks", "20",
-               "--depth", "30", "--json", str(out))
+    done = cli(
+        "explore",
+        "examples/two_phase.py:model",
+        "--simulate",
+        "--walks",
+        "20",
+        "--depth",
+        "30",
+        "--json",
+        str(out),
+    )
     assert done.returncode == 0, done.stderr
     assert "simulated: 20 walks of up to 30 steps (seed 0)" in done.stdout
     report = json.loads(out.read_text())
@@ -152,13 +192,16 @@ def test_explore_simulate_reports_a_walk_and_exits_0_when_it_finds_nothing(tmp_p
     assert {v["verdict"] for v in report["properties"].values()} == {"skipped"}
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["check", "--walks", "3"], "--walks: only with --simulate"),
-    (["check", "--simulate", "--workers", "2"], "--workers: does not apply to --simulate"),
-    (["check", "--simulate", "--checkpoint-dir", "x"], "--checkpoint-dir: does not apply"),
-    (["explore", "examples/two_phase.py:model", "--depth", "3"], "--depth: only with"),
-    (["explore", "examples/two_phase.py:model", "--simulate", "--workers", "2"], "--workers"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["check", "--walks", "3"], "--walks: only with --simulate"),
+        (["check", "--simulate", "--workers", "2"], "--workers: does not apply to --simulate"),
+        (["check", "--simulate", "--checkpoint-dir", "x"], "--checkpoint-dir: does not apply"),
+        (["explore", "examples/two_phase.py:model", "--depth", "3"], "--depth: only with"),
+        (["explore", "examples/two_phase.py:model", "--simulate", "--workers", "2"], "--workers"),
+    ],
+)
 def test_options_of_the_other_mode_are_one_line_and_exit_2(args, message):
     done = cli(*args)
     assert done.returncode == 2 and message in done.stderr

@@ -18,20 +18,17 @@ def test_a_run_stopped_midway_resumes_to_the_same_result(tmp_path, workers, expl
     model = ResumeModel(load_bounds("small"), "stuck-claim")
     whole = explored("small", "stuck-claim", workers=workers)
     checkpoint = Checkpointing(str(tmp_path), every=0.0, run={"what": "stuck-claim"})
-    first = explore(model, canonical=model.canonical, workers=workers, max_states=5000,
-                    checkpoint=checkpoint)
+    first = explore(model, canonical=model.canonical, workers=workers, max_states=5000, checkpoint=checkpoint)
     assert not first.complete
     saved = snapshot.load(tmp_path)
     assert 0 < saved.depth < whole.depth and saved.run == {"what": "stuck-claim"}
-    resumed = explore(model, canonical=model.canonical, workers=workers, resume=saved,
-                      checkpoint=checkpoint)
+    resumed = explore(model, canonical=model.canonical, workers=workers, resume=saved, checkpoint=checkpoint)
     assert summary(resumed) == summary(whole)
 
 
 def test_only_the_latest_snapshot_is_kept_and_published_atomically(tmp_path):
     model = ResumeModel(load_bounds("small"))
-    explore(model, canonical=model.canonical,
-            checkpoint=Checkpointing(str(tmp_path), every=0.0))
+    explore(model, canonical=model.canonical, checkpoint=Checkpointing(str(tmp_path), every=0.0))
     folders = [p.name for p in tmp_path.iterdir() if p.is_dir()]
     assert folders == [(tmp_path / "current").read_text().strip()]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".current")]
@@ -39,8 +36,9 @@ def test_only_the_latest_snapshot_is_kept_and_published_atomically(tmp_path):
 
 def test_recovering_with_another_worker_count_is_refused(tmp_path):
     model = ResumeModel(load_bounds("small"))
-    explore(model, canonical=model.canonical, max_states=3000,
-            checkpoint=Checkpointing(str(tmp_path), every=0.0))
+    explore(
+        model, canonical=model.canonical, max_states=3000, checkpoint=Checkpointing(str(tmp_path), every=0.0)
+    )
     with pytest.raises(snapshot.SnapshotError, match="1 workers, not 2"):
         explore(model, canonical=model.canonical, workers=2, resume=snapshot.load(tmp_path))
 
@@ -67,9 +65,28 @@ class Colour(enum.IntEnum):
 
 def test_plain_values_round_trip_and_shared_parts_stay_shared():
     shared = (1, (2, 3))
-    value = {"a": [None, True, 2**200, -(2**70), 1.5, "é", b"x", bytearray(b"y"), shared, shared,
-                   frozenset({1}), array("q", [1, -2]), array("i", [3]), Budget(1, 2, 0, 1),
-                   Colour.RED, list(range(-5, 30)), [2**100 + i for i in range(10)]], 7: ()}
+    value = {
+        "a": [
+            None,
+            True,
+            2**200,
+            -(2**70),
+            1.5,
+            "é",
+            b"x",
+            bytearray(b"y"),
+            shared,
+            shared,
+            frozenset({1}),
+            array("q", [1, -2]),
+            array("i", [3]),
+            Budget(1, 2, 0, 1),
+            Colour.RED,
+            list(range(-5, 30)),
+            [2**100 + i for i in range(10)],
+        ],
+        7: (),
+    }
     loaded = persisted.loads(persisted.dumps(value), "test")
     assert loaded == value
     assert loaded["a"][8] is loaded["a"][9]
@@ -83,27 +100,54 @@ class _Boom:
 
 def _instance_of(module: str, qualname: str) -> bytes:
     """A well-formed file (right checksum) holding an instance of `module.qualname`."""
-    body = b"".join([persisted.INSTANCE, persisted._U64.pack(0),
-                     persisted.STR, persisted._U64.pack(len(module)), module.encode(),
-                     persisted.STR, persisted._U64.pack(len(qualname)), qualname.encode(),
-                     persisted.TUPLE, persisted._U64.pack(1), persisted.STR, persisted._U64.pack(4),
-                     b"true"])
+    body = b"".join(
+        [
+            persisted.INSTANCE,
+            persisted._U64.pack(0),
+            persisted.STR,
+            persisted._U64.pack(len(module)),
+            module.encode(),
+            persisted.STR,
+            persisted._U64.pack(len(qualname)),
+            qualname.encode(),
+            persisted.TUPLE,
+            persisted._U64.pack(1),
+            persisted.STR,
+            persisted._U64.pack(4),
+            b"true",
+        ]
+    )
     import hashlib
-    return persisted.HEADER.pack(persisted.MAGIC, persisted.VERSION, len(body),
-                                 hashlib.sha256(body).digest()) + body
+
+    return (
+        persisted.HEADER.pack(persisted.MAGIC, persisted.VERSION, len(body), hashlib.sha256(body).digest())
+        + body
+    )
 
 
-@pytest.mark.parametrize("data, message", [
-    (pickle.dumps(_Boom()), "not a snapshot file"),
-    (_instance_of("posix", "system"), "not a plain data class"),
-    (_instance_of("subprocess", "Popen"), "not a plain data class"),
-    (_instance_of("antigravity", "fly"), "not loaded"),
-    (_instance_of("pymc_resume.model.state", "Budget.__init__.__globals__"), "does not exist"),
-    (persisted.dumps([1, 2, 3])[:-3], "truncated"),
-    (persisted.dumps([1, 2, 3])[:-1] + b"\x07", "SHA-256"),
-    (b"", "too short"),
-], ids=["pickle", "os.system", "Popen", "unloaded-module", "attribute-path", "truncated",
-        "checksum", "empty"])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (pickle.dumps(_Boom()), "not a snapshot file"),
+        (_instance_of("posix", "system"), "not a plain data class"),
+        (_instance_of("subprocess", "Popen"), "not a plain data class"),
+        (_instance_of("antigravity", "fly"), "not loaded"),
+        (_instance_of("pymc_resume.model.state", "Budget.__init__.__globals__"), "does not exist"),
+        (persisted.dumps([1, 2, 3])[:-3], "truncated"),
+        (persisted.dumps([1, 2, 3])[:-1] + b"\x07", "SHA-256"),
+        (b"", "too short"),
+    ],
+    ids=[
+        "pickle",
+        "os.system",
+        "Popen",
+        "unloaded-module",
+        "attribute-path",
+        "truncated",
+        "checksum",
+        "empty",
+    ],
+)
 def test_crafted_or_damaged_files_are_refused_without_running_anything(tmp_path, data, message):
     os.chdir(tmp_path)
     with pytest.raises(snapshot.SnapshotError, match=message):
@@ -115,8 +159,11 @@ def test_values_nested_too_deeply_are_refused():
     depth = 100_000
     body = (persisted.LIST + persisted._U64.pack(1)) * depth + persisted.NONE
     import hashlib
-    data = persisted.HEADER.pack(persisted.MAGIC, persisted.VERSION, len(body),
-                                 hashlib.sha256(body).digest()) + body
+
+    data = (
+        persisted.HEADER.pack(persisted.MAGIC, persisted.VERSION, len(body), hashlib.sha256(body).digest())
+        + body
+    )
     with pytest.raises(snapshot.SnapshotError, match="nested too deeply"):
         persisted.loads(data, "deep")
 
@@ -126,8 +173,9 @@ def test_stale_folders_and_temporary_pointers_are_removed_when_a_snapshot_is_pub
     (tmp_path / ".current.abc123").write_text("level-999999\n")
     (tmp_path / "notes.txt").write_text("the user's own file")
     model = ResumeModel(load_bounds("small"))
-    explore(model, canonical=model.canonical, max_states=2000,
-            checkpoint=Checkpointing(str(tmp_path), every=0.0))
+    explore(
+        model, canonical=model.canonical, max_states=2000, checkpoint=Checkpointing(str(tmp_path), every=0.0)
+    )
     current = (tmp_path / "current").read_text().strip()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([current, "current", "notes.txt"])
 
@@ -138,8 +186,9 @@ def test_the_first_snapshot_follows_the_first_level_then_waits_grow_to_the_inter
     assert Checkpointing("unused", every=0.0).wait_after(5) == 0
 
 
-@pytest.mark.parametrize("module, qualname", [("posix", "system"), ("subprocess", "Popen"),
-                                              ("antigravity", "x")])
+@pytest.mark.parametrize(
+    "module, qualname", [("posix", "system"), ("subprocess", "Popen"), ("antigravity", "x")]
+)
 def test_the_plain_codec_resolves_a_restored_shape_without_importing_or_calling(module, qualname):
     from pymc_resume.explore import plain
 
@@ -154,9 +203,12 @@ def test_random_damage_behind_a_correct_checksum_is_a_snapshot_error_or_a_plain_
     import hashlib
     import random
 
-    value = {"keys": [2**90 + i for i in range(20)], "parents": array("q", range(-1, 30)),
-             "tables": [[Budget(1, 2, 0, 1), (1, (2, 3)), "é", 1.5, None, True, frozenset({3})]]}
-    body = bytearray(persisted.dumps(value)[persisted.HEADER.size:])
+    value = {
+        "keys": [2**90 + i for i in range(20)],
+        "parents": array("q", range(-1, 30)),
+        "tables": [[Budget(1, 2, 0, 1), (1, (2, 3)), "é", 1.5, None, True, frozenset({3})]],
+    }
+    body = bytearray(persisted.dumps(value)[persisted.HEADER.size :])
     chooser = random.Random(12)
     for _ in range(400):
         damaged = bytearray(body)
@@ -166,8 +218,9 @@ def test_random_damage_behind_a_correct_checksum_is_a_snapshot_error_or_a_plain_
                 del damaged[position:]
                 break
             damaged[position] = chooser.randrange(256)
-        data = persisted.HEADER.pack(persisted.MAGIC, persisted.VERSION, len(damaged),
-                                     hashlib.sha256(damaged).digest()) + bytes(damaged)
+        data = persisted.HEADER.pack(
+            persisted.MAGIC, persisted.VERSION, len(damaged), hashlib.sha256(damaged).digest()
+        ) + bytes(damaged)
         try:
             persisted.loads(data, "fuzzed")
         except snapshot.SnapshotError:

@@ -19,8 +19,8 @@ What is compared, in TLC's terms:
 
 None of these cfgs uses SYMMETRY or VIEW. AsyncTerminationDetection.cfg has a state
 CONSTRAINT: its recorded totalStates counts the successors outside the constraint too, which
-TLC generates and checks but neither stores nor expands, so it checks our constraint semantics. Temporal PROPERTIES in a cfg do not change that space; they are not
-encoded.
+TLC generates and checks but neither stores nor expands, so it checks our constraint
+semantics. Temporal PROPERTIES in a cfg do not change that space; they are not encoded.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """The multi-process explorer finds exactly what the in-process one finds."""
 
 import pytest
+from two_phase import TwoPhase
 
 from pymc_resume.explore import explore
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.semantics import ResumeModel
-from two_phase import TwoPhase
 
 
 def summary(result):

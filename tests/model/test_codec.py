@@ -33,10 +33,10 @@ def test_a_key_translated_from_another_partition_is_the_receivers_own_key():
         receiver.encode(world)  # the receiver's tables already hold some parts, in its order
     translation, mark = receiver.new_translation(), None
     for start in range(0, len(worlds), 500):  # batches, each with the entries new since the last
-        keys = [sender.encode(world) for world in worlds[start:start + 500]]
+        keys = [sender.encode(world) for world in worlds[start : start + 500]]
         mark, delta = sender.delta(mark)
         receiver.absorb(translation, pickle.loads(pickle.dumps(delta)))
-        for world, key in zip(worlds[start:start + 500], keys):
+        for world, key in zip(worlds[start : start + 500], keys):
             assert receiver.translate(key, translation) == receiver.encode(world)
 
 

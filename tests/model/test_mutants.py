@@ -46,7 +46,10 @@ resumes = 2
 crashes = 1
 forks = 1
 invalid_updates = 1
-""", "small-overflow", "tests/model/test_mutants.py")
+""",
+    "small-overflow",
+    "tests/model/test_mutants.py",
+)
 
 # The published framework behaviours the catalogue must mirror (CONTRACT.md, "Where it comes from").
 PUBLISHED = {

@@ -42,11 +42,14 @@ def violated(fault, steps):
     return set()
 
 
-@pytest.mark.parametrize(("steps", "fault", "clause"), [
-    (WARM_FORK, "warm-fork-shares-state", "fork-determinism"),
-    (OVERFLOW, "persist-invalid-output", "checkpoint-validity"),
-    (ORDERED_RACE, "no-claim", "consume-once-consumption"),
-])
+@pytest.mark.parametrize(
+    ("steps", "fault", "clause"),
+    [
+        (WARM_FORK, "warm-fork-shares-state", "fork-determinism"),
+        (OVERFLOW, "persist-invalid-output", "checkpoint-validity"),
+        (ORDERED_RACE, "no-claim", "consume-once-consumption"),
+    ],
+)
 def test_the_new_steps_reach_their_fault_and_the_reference_passes_them(steps, fault, clause):
     assert violated(None, steps) == set()
     assert violated(fault, steps) == {clause}

@@ -23,8 +23,9 @@ NODES = ["step", "effect", "effect-then-interrupt", "gated", "step"]
 def setup(tmp_path):
     shape = Workflow.of(NODES)
     sink = Sink.create(tmp_path / "sink.db")
-    workflow = RuntimeWorkflow(shape, FuzzNodes(shape, sink), lambda app: INVALID not in app,
-                               lambda value: value != INVALID)
+    workflow = RuntimeWorkflow(
+        shape, FuzzNodes(shape, sink), lambda app: INVALID not in app, lambda value: value != INVALID
+    )
 
     def make(fault=None):
         return Runtime.create(tmp_path / f"store-{fault}.db", workflow, faults=faults_for(fault))
@@ -39,6 +40,7 @@ def in_child(runtime, operation, crash=None, window=None, synchronized=False):
             return ["ok", operation(probed)]
         except Refused as error:
             return ["refused", str(error)]
+
     return task
 
 
@@ -186,8 +188,9 @@ def test_no_claim_fault_lets_two_racers_execute_one_interrupt(setup):
     make, sink = setup
     runtime = make("no-claim")
     runtime.start(0)
-    tasks = [in_child(runtime, lambda r, i=i: r.resume(0, 1, op=f"d{i}"), window="after-execute")
-             for i in range(2)]
+    tasks = [
+        in_child(runtime, lambda r, i=i: r.resume(0, 1, op=f"d{i}"), window="after-execute") for i in range(2)
+    ]
     run_in_children(tasks, synchronized=True)
     executed = {e.op for e in sink.events() if e.kind == "execute" and e.stage == 3}
     assert executed == {"d0", "d1"}
@@ -210,8 +213,9 @@ OVERFLOW_NODES = ["step", "effect", "effect-then-interrupt", "gated", "overflow"
 def overflow_setup(tmp_path):
     shape = Workflow.of(OVERFLOW_NODES)
     sink = Sink.create(tmp_path / "sink.db")
-    workflow = RuntimeWorkflow(shape, FuzzNodes(shape, sink), lambda app: INVALID not in app,
-                               lambda value: value != INVALID)
+    workflow = RuntimeWorkflow(
+        shape, FuzzNodes(shape, sink), lambda app: INVALID not in app, lambda value: value != INVALID
+    )
 
     def make(fault=None):
         return Runtime.create(tmp_path / f"store-{fault}.db", workflow, faults=faults_for(fault))
@@ -271,8 +275,9 @@ def test_ordered_release_decides_which_racer_wins(setup, order):
     make, _ = setup
     runtime = make()
     runtime.start(0)
-    tasks = [in_child(runtime, lambda r, v=v: r.resume(0, v, op=f"d{v}"), window="after-load")
-             for v in (1, 2)]
+    tasks = [
+        in_child(runtime, lambda r, v=v: r.resume(0, v, op=f"d{v}"), window="after-load") for v in (1, 2)
+    ]
     results = run_in_children(tasks, synchronized=True, order=order)
     winner = order[0]
     assert [r.value[0] for r in results] == ["ok" if i == winner else "refused" for i in range(2)]

@@ -77,17 +77,17 @@ UPDATE_UNSUPPORTED = (
 
 FRAMEWORK_CALLS = {
     "start": "WorkflowBuilder(start_executor=..., checkpoint_storage=FileCheckpointStorage(dir))"
-             ".add_chain(...).build().run(FuzzState(...))",
+    ".add_chain(...).build().run(FuzzState(...))",
     "resume": "workflow.run(checkpoint_id=head, responses={request_id: v}) on a fresh workflow in a "
-              "fresh process",
+    "fresh process",
     "resume-together": "k processes, each workflow.run(checkpoint_id=head, responses={request_id: v})",
     "crash": "SIGKILL of the child process running workflow.run (around an executor's node code, or "
-             "right after FileCheckpointStorage.save returned)",
+    "right after FileCheckpointStorage.save returned)",
     "recover": "workflow.run(checkpoint_id=head) on a fresh workflow in a fresh process",
     "fork": "a new workflow instance (its own workflow name) restores an earlier checkpoint when started: "
-            "workflow.run(checkpoint_id=c); an edit fork first records its input with "
-            "run(checkpoint_id=c, responses={request_id: v}, stream=True), read up to the first "
-            "superstep_started",
+    "workflow.run(checkpoint_id=c); an edit fork first records its input with "
+    "run(checkpoint_id=c, responses={request_id: v}, stream=True), read up to the first "
+    "superstep_started",
 }
 
 
@@ -104,6 +104,7 @@ class AgentFrameworkRefusal(Exception):
 
 def _agent_framework_version() -> str:
     from importlib.metadata import version
+
     return version("agent-framework-core")
 
 
@@ -119,8 +120,8 @@ class AgentFrameworkAdapter(ChildProcessAdapter):
     effect_key = {
         "key": "ctx.request_id in a @response_handler (gated, interrupt stages); none in a plain @handler",
         "why": "the id of the request_info the response answers, stored with the pending request in the "
-               "checkpoint, so a restored run hands the same id again; a plain handler is handed no "
-               "identity that survives a restore",
+        "checkpoint, so a restored run hands the same id again; a plain handler is handed no "
+        "identity that survives a restore",
     }
 
     def __init__(self, allowed_types: bool = True) -> None:
@@ -128,8 +129,9 @@ class AgentFrameworkAdapter(ChildProcessAdapter):
         try:
             import agent_framework  # noqa: F401
         except ImportError as error:
-            raise RuntimeError(f"agent-framework-core is not installed ({error}); "
-                               "pip install 'pymc-resume[agent-framework]'") from None
+            raise RuntimeError(
+                f"agent-framework-core is not installed ({error}); pip install 'pymc-resume[agent-framework]'"
+            ) from None
         self.allowed_types = bool(allowed_types)
         self.version = f"agent-framework-core {_agent_framework_version()}"
         # A refused save is observed in the store, not printed.
@@ -169,8 +171,11 @@ class AgentFrameworkAdapter(ChildProcessAdapter):
         from agent_framework import WorkflowBuilder
 
         executors = [_executor(self, node) for node in range(len(self.workflow.nodes))]
-        builder = WorkflowBuilder(name=WORKFLOW_PREFIX + self.threads[thread]["name"],
-                                  start_executor=executors[0], checkpoint_storage=self._storage())
+        builder = WorkflowBuilder(
+            name=WORKFLOW_PREFIX + self.threads[thread]["name"],
+            start_executor=executors[0],
+            checkpoint_storage=self._storage(),
+        )
         return builder.add_chain(executors).build()
 
     # -- the client hooks, in the child process --------------------------------------------
@@ -196,8 +201,10 @@ class AgentFrameworkAdapter(ChildProcessAdapter):
 
     def _run(self, thread: int, **arguments) -> str:
         """One `workflow.run` on a fresh workflow; an error Agent Framework raised is a refusal."""
+
         async def run():
             return await self._workflow(thread).run(**arguments)
+
         try:
             result = asyncio.run(run())
         except Exception as error:
@@ -220,7 +227,7 @@ class AgentFrameworkAdapter(ChildProcessAdapter):
         consuming = pc < self.workflow.end and self.workflow.consumes[pc]
         if consuming and intent == "replay":
             # The parent's response-entry checkpoint: restoring it re-delivers the recorded response.
-            delivered = [cp for cp in lineage[source + 1:] if self._position(cp) == pc]
+            delivered = [cp for cp in lineage[source + 1 :] if self._position(cp) == pc]
             point = delivered[0] if delivered else point
         new = self.add_thread(name=f"t{len(self.threads)}", fork_point=point.checkpoint_id)
         if intent == "edit" and consuming:
@@ -240,12 +247,15 @@ class AgentFrameworkAdapter(ChildProcessAdapter):
         (`run(checkpoint_id=c, responses={request_id: v}, stream=True)`), which stores a
         response-entry checkpoint; the client stops reading the stream at the first
         `superstep_started` event, before any executor runs. The fork's start runs it."""
+
         async def deliver():
-            stream = self._workflow(thread).run(checkpoint_id=checkpoint_id, responses={request_id: value},
-                                                stream=True)
+            stream = self._workflow(thread).run(
+                checkpoint_id=checkpoint_id, responses={request_id: value}, stream=True
+            )
             async for event in stream:
                 if event.type == "superstep_started":
                     break
+
         try:
             asyncio.run(deliver())
         except Exception as error:
@@ -269,6 +279,7 @@ class AgentFrameworkAdapter(ChildProcessAdapter):
                 for cp in await storage.list_checkpoints(workflow_name=WORKFLOW_PREFIX + memory["name"]):
                     found[cp.checkpoint_id] = cp
             return found
+
         return asyncio.run(read())
 
     def _latest(self, thread: int):
@@ -342,8 +353,11 @@ class AgentFrameworkAdapter(ChildProcessAdapter):
     def _inputs(self, lineage: list, chain: list[Checkpoint]) -> dict[int, int]:
         """Committed responses, and the head's in-flight response (a claim not yet consumed)."""
         workflow = self.workflow
-        inputs = {c.stage: c.app[workflow.stages[c.stage].node]
-                  for c in chain if c.stage >= 0 and workflow.consumes[c.stage]}
+        inputs = {
+            c.stage: c.app[workflow.stages[c.stage].node]
+            for c in chain
+            if c.stage >= 0 and workflow.consumes[c.stage]
+        }
         if lineage:
             for messages in lineage[-1].messages.values():
                 for message in messages:
@@ -395,9 +409,11 @@ def _executor(adapter: AgentFrameworkAdapter, node: int):
             await ctx.request_info(FuzzState(values), int)
 
         if waiting is not None:
+
             @response_handler
-            async def answer(self, request: FuzzState, value: int,
-                             ctx: WorkflowContext[FuzzState, FuzzState]) -> None:
+            async def answer(
+                self, request: FuzzState, value: int, ctx: WorkflowContext[FuzzState, FuzzState]
+            ) -> None:
                 values = adapter.execute(waiting, tuple(request.values), value, ctx.request_id)
                 await forward(values, ctx)
 
@@ -408,7 +424,7 @@ def _before_later(workflow: Workflow, app: tuple[int, ...], stage: int) -> tuple
     """`app` (a later state of the same run) as it was right after `stage`: the fields that
     later stages write are not yet written."""
     out = list(app)
-    for later in workflow.stages[stage + 1:]:
+    for later in workflow.stages[stage + 1 :]:
         if later.kind is not StageKind.EFFECT or workflow.nodes[later.node] is NodeKind.EFFECT:
             out[later.node] = UNSET
     return tuple(out)

@@ -76,7 +76,7 @@ from pymc_resume.bridge.adapter import (
     ThreadView,
 )
 from pymc_resume.bridge.nodes import NodeContext
-from pymc_resume.bridge.process import ClientControl, Gate, run_in_children, settle
+from pymc_resume.bridge.process import Barrier, ClientControl, run_in_children, settle
 from pymc_resume.model.state import INITIAL, Checkpoint
 from pymc_resume.model.workflow import Workflow
 
@@ -95,27 +95,27 @@ OFFLINE = {
 FRAMEWORK_CALLS = {
     "start": 'FuzzFlow().kickoff(inputs={"id": <new flow id>}), @persist(SQLiteFlowPersistence) on the class',
     "resume": "FuzzFlow.from_pending(<flow id>, persistence).resume(str(v)); the pause: @human_feedback("
-              "provider=...) whose provider raises HumanFeedbackPending",
+    "provider=...) whose provider raises HumanFeedbackPending",
     "resume-together": "k processes, each FuzzFlow.from_pending(<flow id>, persistence).resume(str(v))",
     "crash": "SIGKILL of the client process (os.kill(os.getpid(), SIGKILL)) in a flow method before or "
-             "after its code, or once SQLiteFlowPersistence.save_state of its completion returned",
+    "after its code, or once SQLiteFlowPersistence.save_state of its completion returned",
     "recover": 'FuzzFlow().kickoff(inputs={"id": <flow id>}) (the documented @persist resume)',
     "fork": "FuzzFlow().kickoff(restore_from_state_id=<parent flow id>): from the parent's head, "
-            "intent replay",
+    "intent replay",
 }
 
 UNSUPPORTED = {
     "update": "CrewAI has no client call that writes a flow's persisted state without running it: "
-              "kickoff inputs are applied only as the flow starts over, and "
-              "FlowPersistence.save_state is the engine's own write",
+    "kickoff inputs are applied only as the flow starts over, and "
+    "FlowPersistence.save_state is the engine's own write",
 }
 
 # Why a fork is not expressible, by what was asked: CrewAI's fork is kickoff(restore_from_state_id=...).
 FORK_NOT_EXPRESSIBLE = {
     "checkpoint": "restore_from_state_id hydrates from the source flow's latest snapshot only, so a fork "
-                  "starts from the head, never from an earlier checkpoint",
+    "starts from the head, never from an earlier checkpoint",
     "edit": "restore_from_state_id takes no new input for an interrupt the source flow consumed (the "
-            "fork only copies the state; an edit fork starts at an interrupt before the head)",
+    "fork only copies the state; an edit fork starts at an interrupt before the head)",
 }
 
 DB_NAME = "crewai_flows.db"
@@ -130,6 +130,7 @@ def switch_off_telemetry() -> None:
 
 def _crewai_version() -> str:
     from importlib.metadata import version
+
     return version("crewai")
 
 
@@ -211,9 +212,16 @@ def _crewai():
         model_config = ConfigDict(validate_assignment=True)
 
     return types.SimpleNamespace(
-        Flow=Flow, FlowState=FlowState, ValidatedState=ValidatedState, ValidationError=ValidationError,
-        listen=listen, start=start, persist=persist, human_feedback=human_feedback,
-        PauseForHuman=PauseForHuman, Persistence=CommitHookedPersistence,
+        Flow=Flow,
+        FlowState=FlowState,
+        ValidatedState=ValidatedState,
+        ValidationError=ValidationError,
+        listen=listen,
+        start=start,
+        persist=persist,
+        human_feedback=human_feedback,
+        PauseForHuman=PauseForHuman,
+        Persistence=CommitHookedPersistence,
     )
 
 
@@ -242,8 +250,9 @@ def _flow_class(workflow: Workflow, run_node, persistence, validate_assignment: 
     previous = None
     for s, stage in enumerate(workflow.stages):
         if stage.consumes:
-            ask = crewai.human_feedback(message=f"value for stage {s}", provider=crewai.PauseForHuman(),
-                                        llm=None)(_ask_method(s))
+            ask = crewai.human_feedback(
+                message=f"value for stage {s}", provider=crewai.PauseForHuman(), llm=None
+            )(_ask_method(s))
             namespace[_ask_method_name(s)] = _triggered_after(crewai, previous)(ask)
             previous = _ask_method_name(s)
         method = _stage_method(s, stage, names, run_node, crewai.ValidationError)
@@ -272,8 +281,9 @@ def _stage_method(s: int, stage, names: list[str], run_node, validation_error: t
         value = int(self.last_human_feedback.feedback) if stage.consumes else None
         control = _CONTROL
         control.at("before-execute", s)
-        context = NodeContext(control.thread, s, stage.node, control.op, control.role,
-                              idempotency_key=None)  # CrewAI hands method code no stable execution identity
+        context = NodeContext(
+            control.thread, s, stage.node, control.op, control.role, idempotency_key=None
+        )  # CrewAI hands method code no stable execution identity
         app = tuple(getattr(self.state, name) for name in names)
         out = run_node(s, app, value, context)
         try:
@@ -298,8 +308,9 @@ class CrewAIAdapter:
         try:
             _crewai()
         except ImportError as error:
-            raise RuntimeError(f"crewai is not installed ({error}); "
-                               "pip install 'pymc-resume[crewai]'") from None
+            raise RuntimeError(
+                f"crewai is not installed ({error}); pip install 'pymc-resume[crewai]'"
+            ) from None
         self.version = f"crewai {_crewai_version()}"
         self.validate_assignment = bool(validate_assignment)
         self.path: Path | None = None
@@ -350,8 +361,10 @@ class CrewAIAdapter:
         return self._run(thread, self._kickoff(thread), "recovery", crash, op)
 
     def resume_together(self, thread: int, values: list[int], window: str | None, op: str) -> list[Outcome]:
-        tasks = [self._task(thread, self._deliver(thread, v), "delivery", None, f"{op}.{i}", window)
-                 for i, v in enumerate(values)]
+        tasks = [
+            self._task(thread, self._deliver(thread, v), "delivery", None, f"{op}.{i}", window)
+            for i, v in enumerate(values)
+        ]
         results = run_in_children(tasks, synchronized=window is not None)
         return [self._settle(thread, result) for result in results]
 
@@ -363,8 +376,11 @@ class CrewAIAdapter:
         if intent == "edit":
             return Outcome(REFUSED, f"{NOT_EXPRESSIBLE}: {FORK_NOT_EXPRESSIBLE['edit']}")
         if checkpoint != head:
-            return Outcome(REFUSED, f"{NOT_EXPRESSIBLE}: {FORK_NOT_EXPRESSIBLE['checkpoint']} "
-                                    f"(asked for checkpoint {checkpoint}, the head is {head})")
+            return Outcome(
+                REFUSED,
+                f"{NOT_EXPRESSIBLE}: {FORK_NOT_EXPRESSIBLE['checkpoint']} "
+                f"(asked for checkpoint {checkpoint}, the head is {head})",
+            )
         new = len(self.threads)
         memory = {"id": None, "run": "new", "parent": thread, "base": checkpoint}
         restore = self._restore_fork(self.threads[thread]["id"])
@@ -385,6 +401,7 @@ class CrewAIAdapter:
         def kickoff() -> dict:
             self._flow().kickoff(inputs={"id": flow_id})
             return {}
+
         return kickoff
 
     def _deliver(self, thread: int, value: int):
@@ -396,11 +413,13 @@ class CrewAIAdapter:
             _CONTROL.at("after-load", -1)
             paused.resume(str(value))
             return {}
+
         return deliver
 
     def _restore_fork(self, parent_id: str):
         """CrewAI's fork: a new flow hydrated from the parent's latest snapshot, run at once;
         the new flow's id (CrewAI's own, fresh) comes back to the adapter."""
+
         def restore() -> dict:
             flow = self._flow()
             try:
@@ -409,6 +428,7 @@ class CrewAIAdapter:
                 error.flow_id = flow.state.id if flow.state.id != parent_id else None
                 raise
             return {"flow_id": flow.state.id}
+
         return restore
 
     def _run(self, thread: int, call, role: str, crash, op: str) -> Outcome:
@@ -416,21 +436,29 @@ class CrewAIAdapter:
         return self._settle(thread, result)
 
     def _task(self, thread: int, call, role: str, crash, op: str, window: str | None):
-        def task(gate: Gate) -> dict:
+        def task(barrier: Barrier) -> dict:
             global _CONTROL
-            _CONTROL = ClientControl(thread, op, role, crash, window, gate)
+            _CONTROL = ClientControl(thread, op, role, crash, window, barrier)
             _silence_console()
             try:
                 extra = call()
             except AdapterValidationRefused as refusal:
-                return {"status": REFUSED, "detail": str(refusal), "failed": refusal.node_output,
-                        "flow_id": getattr(refusal, "flow_id", None)}
+                return {
+                    "status": REFUSED,
+                    "detail": str(refusal),
+                    "failed": refusal.node_output,
+                    "flow_id": getattr(refusal, "flow_id", None),
+                }
             except Exception as error:
                 if raised_by(error) != "crewai":
                     raise
-                return {"status": REFUSED, "detail": f"refused by CrewAI: {type(error).__name__}: {error}",
-                        "flow_id": getattr(error, "flow_id", None)}
+                return {
+                    "status": REFUSED,
+                    "detail": f"refused by CrewAI: {type(error).__name__}: {error}",
+                    "flow_id": getattr(error, "flow_id", None),
+                }
             return {"status": OK, "detail": "", **extra}
+
         return task
 
     def _settle(self, thread: int, result) -> Outcome:
@@ -457,8 +485,9 @@ class CrewAIAdapter:
         """(method name, state) of every persisted completion of the flow, oldest first."""
         db = sqlite3.connect(f"{self.path.as_uri()}?mode=ro", uri=True, timeout=30.0)
         try:
-            rows = db.execute("SELECT method_name, state_json FROM flow_states WHERE flow_uuid = ? "
-                              "ORDER BY id", (flow_id,)).fetchall()
+            rows = db.execute(
+                "SELECT method_name, state_json FROM flow_states WHERE flow_uuid = ? ORDER BY id", (flow_id,)
+            ).fetchall()
         finally:
             db.close()
         return [(method, json.loads(state)) for method, state in rows]
@@ -484,8 +513,11 @@ class CrewAIAdapter:
         views = []
         for t, memory in enumerate(self.threads):
             chain = self._chain(t)
-            inputs = {e.stage: e.app[workflow.stages[e.stage].node]
-                      for e in chain if e.stage >= 0 and workflow.consumes[e.stage]}
+            inputs = {
+                e.stage: e.app[workflow.stages[e.stage].node]
+                for e in chain
+                if e.stage >= 0 and workflow.consumes[e.stage]
+            }
             views.append(ThreadView(chain, memory["run"], inputs))
         return Observation(tuple(views))
 

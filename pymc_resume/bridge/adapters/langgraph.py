@@ -63,10 +63,16 @@ import uuid
 from pathlib import Path
 
 from pymc_resume.bridge.adapter import (
-    OK, REFUSED, CrashPoint, FuzzSetup, Observation, Outcome, ThreadView,
+    OK,
+    REFUSED,
+    CrashPoint,
+    FuzzSetup,
+    Observation,
+    Outcome,
+    ThreadView,
 )
 from pymc_resume.bridge.nodes import NodeContext
-from pymc_resume.bridge.process import ClientControl, Gate, run_in_children, settle
+from pymc_resume.bridge.process import Barrier, ClientControl, run_in_children, settle
 from pymc_resume.gate import ConsumeOnceGate, GateRefusal
 from pymc_resume.model.state import INITIAL, UPDATE, Checkpoint
 from pymc_resume.model.workflow import UNSET, NodeKind, StageKind, Workflow
@@ -98,27 +104,28 @@ FRAMEWORK_MODULES = ("langgraph", "pydantic", "pydantic_core")
 FRAMEWORK_CALLS = {
     "start": "graph.invoke(initial_state, {'configurable': {'thread_id': t}}, durability=d)",
     "resume": "graph.invoke(Command(resume=v), config, durability=d); config is the thread id, plus the "
-              "branch head's checkpoint_id when the branch is not the thread's newest",
+    "branch head's checkpoint_id when the branch is not the thread's newest",
     "resume-together": "k processes, each graph.invoke(Command(resume=v), config, durability=d)",
     "crash": "SIGKILL of the client process running graph.invoke (inside a node, or right after the "
-             "checkpointer's put of the stage's checkpoint)",
+    "checkpointer's put of the stage's checkpoint)",
     "recover": "graph.invoke(None, config, durability=d) in a fresh process",
     "fork": "time travel in the same thread id: replay is graph.invoke(None, {'thread_id': t, "
-            "'checkpoint_id': c}); edit is graph.update_state({'thread_id': t, 'checkpoint_id': c}, "
-            "{field: v}, as_node=the interrupt's node), then graph.invoke(None, config)",
+    "'checkpoint_id': c}); edit is graph.update_state({'thread_id': t, 'checkpoint_id': c}, "
+    "{field: v}, as_node=the interrupt's node), then graph.invoke(None, config)",
     "update": "graph.update_state(config, {'note': v})",
 }
 GATE_CALLS = {
     "resume": "ConsumeOnceGate.resume(graph, config, v) (validate, claim in the store, then "
-              "graph.invoke(Command(resume=v), config))",
+    "graph.invoke(Command(resume=v), config))",
     "resume-together": "k processes, each ConsumeOnceGate.resume(graph, config, v)",
     "recover": "ConsumeOnceGate.recover(graph, config) (graph.invoke(Command(resume=claimed value)) "
-               "for an outstanding claim, else graph.invoke(None, config))",
+    "for an outstanding claim, else graph.invoke(None, config))",
 }
 
 
 def _langgraph_version() -> str:
     from importlib.metadata import version
+
     return version("langgraph")
 
 
@@ -139,20 +146,28 @@ class LangGraphAdapter:
     name = "langgraph"
     capabilities = frozenset({"recorded-inputs", "executions", "late-inputs"})
 
-    def __init__(self, durability: str = "sync", store: str = "sqlite", gate: bool = False,
-                 effect_then_interrupt: str = "two-nodes") -> None:
+    def __init__(
+        self,
+        durability: str = "sync",
+        store: str = "sqlite",
+        gate: bool = False,
+        effect_then_interrupt: str = "two-nodes",
+    ) -> None:
         if durability not in DURABILITY:
             raise KeyError(f"durability {durability!r} (one of {', '.join(DURABILITY)})")
         if store not in STORES:
             raise KeyError(f"store {store!r} (one of {', '.join(STORES)})")
         if effect_then_interrupt not in EFFECT_THEN_INTERRUPT:
-            raise KeyError(f"effect_then_interrupt {effect_then_interrupt!r} "
-                           f"(one of {', '.join(EFFECT_THEN_INTERRUPT)})")
+            raise KeyError(
+                f"effect_then_interrupt {effect_then_interrupt!r} (one of {', '.join(EFFECT_THEN_INTERRUPT)})"
+            )
         module = "langgraph.checkpoint.sqlite" if store == "sqlite" else "langgraph.checkpoint.postgres"
         try:
             importlib.import_module(module)
         except ImportError as error:
-            raise RuntimeError(f"{module} is not installed ({error}); pip install 'pymc-resume[langgraph]'") from None
+            raise RuntimeError(
+                f"{module} is not installed ({error}); pip install 'pymc-resume[langgraph]'"
+            ) from None
         self.durability = durability
         self.store = store
         self.gate = bool(gate)
@@ -173,8 +188,10 @@ class LangGraphAdapter:
     def framework_calls(self) -> dict[str, str]:
         calls = {**FRAMEWORK_CALLS, **GATE_CALLS} if self.gate else dict(FRAMEWORK_CALLS)
         if self.effect_then_interrupt == "one-node":
-            calls["crash"] += ("; for the effect of the one-node effect-then-interrupt, after the put_writes "
-                               "of its interrupt")
+            calls["crash"] += (
+                "; for the effect of the one-node effect-then-interrupt, after the put_writes "
+                "of its interrupt"
+            )
         return calls
 
     def options(self) -> dict:
@@ -194,8 +211,11 @@ class LangGraphAdapter:
         one-node effect-then-interrupt runs both of its stages."""
         groups: list[tuple[int, ...]] = []
         for s, stage in enumerate(self.workflow.stages):
-            joined = (self.effect_then_interrupt == "one-node" and groups
-                      and self.workflow.stages[groups[-1][0]].node == stage.node)
+            joined = (
+                self.effect_then_interrupt == "one-node"
+                and groups
+                and self.workflow.stages[groups[-1][0]].node == stage.node
+            )
             if joined:
                 groups[-1] += (s,)
             else:
@@ -331,6 +351,7 @@ class LangGraphAdapter:
 
     def resume(self, thread: int, value: int, crash: CrashPoint | None, op: str) -> Outcome:
         from langgraph.types import Command
+
         return self._run(thread, lambda: Command(resume=value), "delivery", crash, op)
 
     def recover(self, thread: int, crash: CrashPoint | None, op: str) -> Outcome:
@@ -345,9 +366,12 @@ class LangGraphAdapter:
 
     def resume_together(self, thread: int, values: list[int], window: str | None, op: str) -> list[Outcome]:
         from langgraph.types import Command
+
         config = self._run_config(thread)
-        tasks = [self._task(thread, config, lambda v=v: Command(resume=v), "delivery", None, f"{op}.{i}",
-                            window) for i, v in enumerate(values)]
+        tasks = [
+            self._task(thread, config, lambda v=v: Command(resume=v), "delivery", None, f"{op}.{i}", window)
+            for i, v in enumerate(values)
+        ]
         results = run_in_children(tasks, synchronized=window is not None)
         return [self._settle(thread, result) for result in results]
 
@@ -357,9 +381,9 @@ class LangGraphAdapter:
         return self._settle(thread, result)
 
     def _task(self, thread: int, config: dict, payload, role: str, crash, op: str, window: str | None):
-        def task(gate: Gate) -> dict:
+        def task(barrier: Barrier) -> dict:
             global _CONTROL
-            _CONTROL = ClientControl(thread, op, role, crash, window, gate)
+            _CONTROL = ClientControl(thread, op, role, crash, window, barrier)
             saver = self._connect()  # this process's own connection
             graph = self._build(saver)
             gate = ConsumeOnceGate.for_checkpointer(saver) if self.gate else None
@@ -369,19 +393,21 @@ class LangGraphAdapter:
                     seen = gate.parked(graph, config) if gate else graph.get_state(config)
                     _CONTROL.at("after-load", -1)
                 self._invoke(graph, gate, config, role, payload(), seen)
-            except Exception as error:  # noqa: BLE001 - what LangGraph (or the gate) returns to its client
+            except Exception as error:
                 if isinstance(error, GateRefusal) or _raised_by_framework(error):  # the gate's or LangGraph's
                     return {"status": REFUSED, "detail": f"{type(error).__name__}: {error}"}
                 raise
             return {"status": OK, "detail": ""}
+
         return task
 
     def _invoke(self, graph, gate, config, role: str, payload, seen) -> None:
         """Run the graph: through the gate when it is on (a delivery claims first; a recovery
         continues an outstanding claim), else LangGraph's own invoke."""
         if gate is not None and role == "delivery":
-            gate.resume(graph, config, payload.resume, seen=seen,
-                        validate=_valid_value, durability=self.durability)
+            gate.resume(
+                graph, config, payload.resume, seen=seen, validate=_valid_value, durability=self.durability
+            )
         elif gate is not None and role == "recovery" and payload is None:
             gate.recover(graph, config, durability=self.durability)
         else:
@@ -401,30 +427,35 @@ class LangGraphAdapter:
             return Outcome(REFUSED, f"no checkpoint {checkpoint}")
         position, source = view[checkpoint]
         if source is None:
-            return Outcome(REFUSED, f"checkpoint {checkpoint} is inside a checkpoint LangGraph wrote for "
-                                    "several nodes at once: LangGraph has no checkpoint there to travel to")
+            return Outcome(
+                REFUSED,
+                f"checkpoint {checkpoint} is inside a checkpoint LangGraph wrote for "
+                "several nodes at once: LangGraph has no checkpoint there to travel to",
+            )
         new = len(self.threads)
         self.threads.append({"lg": self.threads[thread]["lg"], "base": source.checkpoint["id"], "run": "new"})
         if intent != "edit":
-            return Outcome(OK, f"forked as thread {new} (a branch from checkpoint {source.checkpoint['id']})",
-                           thread=new)
+            return Outcome(
+                OK, f"forked as thread {new} (a branch from checkpoint {source.checkpoint['id']})", thread=new
+            )
         stage = position.pc
         values = {_field(self.workflow.stages[stage].node): value}
         try:
             as_node = _node_name(self._first_stage_of(stage))
             self._graph.update_state(self._run_config(new), values, as_node=as_node)
-        except Exception as error:  # noqa: BLE001 - what LangGraph returns to its client
+        except Exception as error:
             if not _raised_by_framework(error):
                 raise
             self.threads.pop()
             return Outcome(REFUSED, f"{type(error).__name__}: {error}")
-        return Outcome(OK, f"forked as thread {new} (update_state at checkpoint {source.checkpoint['id']})",
-                       thread=new)
+        return Outcome(
+            OK, f"forked as thread {new} (update_state at checkpoint {source.checkpoint['id']})", thread=new
+        )
 
     def update(self, thread: int, note: int) -> Outcome:
         try:
             self._graph.update_state(self._run_config(thread), {"note": note})
-        except Exception as error:  # noqa: BLE001 - what LangGraph returns to its client
+        except Exception as error:
             if _raised_by_framework(error):
                 return Outcome(REFUSED, f"{type(error).__name__}: {error}")
             raise
@@ -435,8 +466,11 @@ class LangGraphAdapter:
     def _entries(self, thread: int) -> list:
         """Every checkpoint of the bridge thread's LangGraph thread (all its branches), newest
         first, each a CheckpointTuple with its pending writes."""
-        return [entry for entry in self._saver.list(self._thread_config(thread))
-                if entry.config["configurable"].get("checkpoint_ns", "") == ""]
+        return [
+            entry
+            for entry in self._saver.list(self._thread_config(thread))
+            if entry.config["configurable"].get("checkpoint_ns", "") == ""
+        ]
 
     def _head(self, thread: int, entries: list):
         """The head of the bridge thread's branch: the newest checkpoint LangGraph wrote for it,
@@ -500,8 +534,12 @@ class LangGraphAdapter:
             else:
                 for stage in range(before, pc):  # the stages this checkpoint commits
                     last = stage == pc - 1
-                    chain.append((Checkpoint(stage + 1, app if last else _after(workflow, app, stage), stage),
-                                  entry if last else None))
+                    chain.append(
+                        (
+                            Checkpoint(stage + 1, app if last else _after(workflow, app, stage), stage),
+                            entry if last else None,
+                        )
+                    )
             self._add_effect_record(chain, entry, app, pc)
         return chain
 
@@ -521,8 +559,11 @@ class LangGraphAdapter:
         Read from the raw checkpoint (the node's trigger channel `branch:to:sK` holds a value),
         not from `get_state`, which raises on a checkpoint whose state breaks the schema.
         """
-        waiting = [int(key[len("branch:to:s"):]) for key in checkpoint["channel_values"]
-                   if key.startswith("branch:to:s")]
+        waiting = [
+            int(key[len("branch:to:s") :])
+            for key in checkpoint["channel_values"]
+            if key.startswith("branch:to:s")
+        ]
         return min(waiting) if waiting else self.workflow.end
 
     def _inputs(self, tuples: list, view: list[tuple[Checkpoint, object]]) -> dict[int, int]:
@@ -532,8 +573,11 @@ class LangGraphAdapter:
         update_state, whose input is the state it wrote; time travel's copy, which drops them)."""
         workflow = self.workflow
         chain = [c for c, _ in view]
-        inputs = {e.stage: e.app[workflow.stages[e.stage].node]
-                  for e in chain if e.stage >= 0 and workflow.consumes[e.stage]}
+        inputs = {
+            e.stage: e.app[workflow.stages[e.stage].node]
+            for e in chain
+            if e.stage >= 0 and workflow.consumes[e.stage]
+        }
         parked_at = _parked_positions(tuples, view)
         for index, entry in enumerate(tuples):
             pc = parked_at.get(entry.checkpoint["id"])
@@ -630,7 +674,7 @@ def _after(workflow: Workflow, app: tuple[int, ...], stage: int) -> tuple[int, .
     """`app` (a later state of the same run) as it was right after `stage`: the fields of nodes
     whose writing stage comes later are not yet written."""
     out = list(app)
-    for later in workflow.stages[stage + 1:]:
+    for later in workflow.stages[stage + 1 :]:
         if later.kind in (StageKind.STEP, StageKind.WAIT, StageKind.GATED) or (
             later.kind is StageKind.EFFECT and workflow.nodes[later.node] is NodeKind.EFFECT
         ):
@@ -670,8 +714,14 @@ def _node(stages: tuple[int, ...], workflow: Workflow, names: list[str], run_nod
             value = interrupt({"stage": s}) if stage.consumes else None
             control.at("before-execute", s)
             namespace = get_config()["configurable"].get("checkpoint_ns", "")
-            context = NodeContext(thread=control.thread, stage=s, node=stage.node, op=control.op,
-                                  role=control.role, idempotency_key=namespace or None)
+            context = NodeContext(
+                thread=control.thread,
+                stage=s,
+                node=stage.node,
+                op=control.op,
+                role=control.role,
+                idempotency_key=namespace or None,
+            )
             app = run_node(s, app, value, context)
             control.executed.add(s)
             control.at("after-execute", s)

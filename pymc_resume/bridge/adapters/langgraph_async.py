@@ -17,6 +17,7 @@ import contextlib
 from contextlib import asynccontextmanager
 
 from pymc_resume.bridge.adapters import langgraph as base
+
 # DURABILITY: the race reads the modes an adapter's module declares (`race MODULE:CLASS`).
 from pymc_resume.bridge.adapters.langgraph import DURABILITY, LangGraphAdapter, _valid_value  # noqa: F401
 from pymc_resume.gate import ConsumeOnceGate
@@ -30,7 +31,7 @@ class LangGraphAsyncAdapter(LangGraphAdapter):
     def open(self, setup) -> None:
         # Imported here, once: the forked children then start with the async saver loaded.
         if self.store == "sqlite":
-            import langgraph.checkpoint.sqlite.aio  # noqa: F401
+            import langgraph.checkpoint.sqlite.aio
         else:
             import langgraph.checkpoint.postgres.aio  # noqa: F401
         super().open(setup)
@@ -44,7 +45,8 @@ class LangGraphAsyncAdapter(LangGraphAdapter):
             self._loop = asyncio.new_event_loop()
             self._opened = contextlib.AsyncExitStack()
             self._async_saver_open = self._loop.run_until_complete(
-                self._opened.enter_async_context(self._async_saver()))
+                self._opened.enter_async_context(self._async_saver())
+            )
             self._async_gate_open = self._async_gate(self._async_saver_open) if self.gate else None
         return saver
 
@@ -63,8 +65,9 @@ class LangGraphAsyncAdapter(LangGraphAdapter):
     async def _ainvoke(self, config, role: str, payload, seen) -> None:
         graph, gate = self._build(self._async_saver_open), self._async_gate_open
         if gate is not None and role == "delivery":
-            await gate.aresume(graph, config, payload.resume, seen=seen, validate=_valid_value,
-                               durability=self.durability)
+            await gate.aresume(
+                graph, config, payload.resume, seen=seen, validate=_valid_value, durability=self.durability
+            )
         elif gate is not None and role == "recovery" and payload is None:
             await gate.arecover(graph, config, durability=self.durability)
         else:
@@ -88,8 +91,9 @@ class LangGraphAsyncAdapter(LangGraphAdapter):
             from psycopg import AsyncConnection
             from psycopg.rows import dict_row
 
-            connection = await AsyncConnection.connect(base.postgres_url(), autocommit=True, prepare_threshold=0,
-                                                       row_factory=dict_row)
+            connection = await AsyncConnection.connect(
+                base.postgres_url(), autocommit=True, prepare_threshold=0, row_factory=dict_row
+            )
 
         adapter = self
 

@@ -73,8 +73,9 @@ try:
         WorkflowIdleEvent,
     )
 except ImportError as error:  # the registry reports it in one line, with the extra to install
-    raise ImportError(f"llama-index-workflows is not installed ({error}); "
-                      "pip install 'pymc-resume[llama-index]'") from None
+    raise ImportError(
+        f"llama-index-workflows is not installed ({error}); pip install 'pymc-resume[llama-index]'"
+    ) from None
 
 STATE_KEY = "app"
 MAX_NODES = 16  # the event classes below: one per node a workflow can reach
@@ -88,16 +89,16 @@ FORK_UNSUPPORTED = (
 
 FRAMEWORK_CALLS = {
     "start": "workflow.run(), streamed (expose_internal=True) to WorkflowIdleEvent or the StopEvent; "
-             "ctx.to_dict(serializer=JsonSerializer()) to the thread's file; handler.cancel_run() when idle",
+    "ctx.to_dict(serializer=JsonSerializer()) to the thread's file; handler.cancel_run() when idle",
     "resume": "Context.from_dict(workflow, saved, serializer=JsonSerializer()); workflow.run(ctx=restored); "
-              "handler.ctx.send_event(NodeResponse(response=v)); streamed and saved as start",
+    "handler.ctx.send_event(NodeResponse(response=v)); streamed and saved as start",
     "resume-together": "k processes, each Context.from_dict + workflow.run(ctx=restored) + "
-                       "handler.ctx.send_event(NodeResponse(response=v))",
+    "handler.ctx.send_event(NodeResponse(response=v))",
     "crash": "SIGKILL of the child process running the workflow (around a step's node code, or right "
-             "after the serialized context was written)",
+    "after the serialized context was written)",
     "recover": "Context.from_dict(workflow, saved, serializer=JsonSerializer()); workflow.run(ctx=restored)",
     "update": "Context.from_dict(workflow, saved); await restored.store.set('app', ...); "
-              "restored.to_dict(serializer=JsonSerializer()) to the thread's file",
+    "restored.to_dict(serializer=JsonSerializer()) to the thread's file",
 }
 
 
@@ -125,6 +126,7 @@ class LlamaIndexRefusal(Exception):
 
 def _llama_index_version() -> str:
     from importlib.metadata import version
+
     return version("llama-index-workflows")
 
 
@@ -136,8 +138,10 @@ class LlamaIndexAdapter(ChildProcessAdapter):
     refusals = (LlamaIndexRefusal,)
     unsupported = {"fork": FORK_UNSUPPORTED}
     framework_calls = FRAMEWORK_CALLS
-    effect_key = {"key": "none",
-                  "why": "LlamaIndex Workflows hands a step no identity that survives a restore"}
+    effect_key = {
+        "key": "none",
+        "why": "LlamaIndex Workflows hands a step no identity that survives a restore",
+    }
 
     def __init__(self) -> None:
         super().__init__()
@@ -174,14 +178,18 @@ class LlamaIndexAdapter(ChildProcessAdapter):
             await ctx.store.set(STATE_KEY, list(app))
             if waiting is not None:
                 response = await ctx.wait_for_event(
-                    NodeResponse, waiter_event=InputRequiredEvent(prefix=f"n{node}"), waiter_id=f"n{node}")
+                    NodeResponse, waiter_event=InputRequiredEvent(prefix=f"n{node}"), waiter_id=f"n{node}"
+                )
                 app = adapter.execute(waiting, app, response.response, None)
                 await ctx.store.set(STATE_KEY, list(app))
             return StopEvent(result=list(app)) if last else REACH_EVENTS[node + 1]()
 
         run_node.__name__ = f"n{node}"
-        run_node.__annotations__ = {"ctx": Context, "ev": StartEvent if node == 0 else REACH_EVENTS[node],
-                                    "return": StopEvent if last else REACH_EVENTS[node + 1]}
+        run_node.__annotations__ = {
+            "ctx": Context,
+            "ev": StartEvent if node == 0 else REACH_EVENTS[node],
+            "return": StopEvent if last else REACH_EVENTS[node + 1],
+        }
         return run_node
 
     # -- the client hooks, in the child process --------------------------------------------
@@ -202,6 +210,7 @@ class LlamaIndexAdapter(ChildProcessAdapter):
             handler = flow.run(ctx=Context.from_dict(flow, saved, serializer=JsonSerializer()))
             handler.ctx.send_event(response)
             return handler
+
         return self._framework(lambda: self._drive(thread, resume))
 
     def client_recover(self, thread: int) -> str:
@@ -215,12 +224,16 @@ class LlamaIndexAdapter(ChildProcessAdapter):
             return "already stopped"
         if not _in_flight(saved):
             return "parked (idle, waiting for input): nothing to recover"
-        return self._framework(lambda: self._drive(
-            thread, lambda flow: flow.run(ctx=Context.from_dict(flow, saved, serializer=JsonSerializer()))))
+        return self._framework(
+            lambda: self._drive(
+                thread, lambda flow: flow.run(ctx=Context.from_dict(flow, saved, serializer=JsonSerializer()))
+            )
+        )
 
     def _drive(self, thread: int, begin) -> str:
         """Run until the framework reports the run idle (waiting for input) or stopped; save the
         context; cancel an idle run."""
+
         async def drive():
             flow = self._workflow()
             handler = begin(flow)
@@ -232,6 +245,7 @@ class LlamaIndexAdapter(ChildProcessAdapter):
             result = await handler
             self._save(thread, handler.ctx.to_dict(serializer=JsonSerializer()))
             return f"completed: {result}"
+
         return asyncio.run(drive())
 
     def _framework(self, call) -> str:
@@ -272,6 +286,7 @@ class LlamaIndexAdapter(ChildProcessAdapter):
             app[self.workflow.note] = note
             await restored.store.set(STATE_KEY, app)
             return restored.to_dict(serializer=JsonSerializer())
+
         try:
             data = asyncio.run(update())
         except Exception as error:
@@ -321,8 +336,11 @@ class LlamaIndexAdapter(ChildProcessAdapter):
                 if not records or records[-1] != record:
                     records.append(record)
             chain = self._chain(records)
-            inputs = {c.stage: c.app[self.workflow.stages[c.stage].node]
-                      for c in chain if c.stage >= 0 and self.workflow.consumes[c.stage]}
+            inputs = {
+                c.stage: c.app[self.workflow.stages[c.stage].node]
+                for c in chain
+                if c.stage >= 0 and self.workflow.consumes[c.stage]
+            }
             views.append(ThreadView(tuple(chain), memory["run"], inputs))
         return Observation(tuple(views))
 
@@ -367,7 +385,7 @@ def _before_later(workflow: Workflow, app: tuple[int, ...], stage: int) -> tuple
     """`app` (a later state of the same run) as it was right after `stage`: the fields that
     later stages write are not yet written (the note, which updates write, is kept)."""
     out = list(app)
-    for later in workflow.stages[stage + 1:]:
+    for later in workflow.stages[stage + 1 :]:
         if later.kind is not StageKind.EFFECT or workflow.nodes[later.node] is NodeKind.EFFECT:
             out[later.node] = UNSET
     return tuple(out)

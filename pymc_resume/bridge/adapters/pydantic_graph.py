@@ -56,10 +56,16 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 from pymc_resume.bridge.adapter import (
-    OK, REFUSED, CrashPoint, FuzzSetup, Observation, Outcome, ThreadView,
+    OK,
+    REFUSED,
+    CrashPoint,
+    FuzzSetup,
+    Observation,
+    Outcome,
+    ThreadView,
 )
 from pymc_resume.bridge.nodes import NodeContext
-from pymc_resume.bridge.process import ClientControl, Gate, run_in_children, settle
+from pymc_resume.bridge.process import Barrier, ClientControl, run_in_children, settle
 from pymc_resume.model.state import INITIAL, Checkpoint
 from pymc_resume.model.workflow import Workflow
 
@@ -78,18 +84,19 @@ ADAPTER_RULE = "the adapter's rule, not pydantic-graph's"
 
 FRAMEWORK_CALLS = {
     "start": "graph.iter(S0(), state=FuzzState(), persistence=FileStatePersistence(path)), driven with "
-             "GraphRun.next() until the next node waits for a value or the run ends",
+    "GraphRun.next() until the next node waits for a value or the run ends",
     "resume": "persistence.load_next() (created -> pending), then graph.iter(S{k}(value=v), "
-              "state=snapshot.state, persistence=...) (the human-in-the-loop pattern)",
+    "state=snapshot.state, persistence=...) (the human-in-the-loop pattern)",
     "resume-together": "k processes, each persistence.load_next() then graph.iter(S{k}(value=v), ...)",
     "crash": "SIGKILL of the client process running the graph (inside a node, or right after "
-             "FileStatePersistence.snapshot_node / snapshot_end appended the next snapshot)",
+    "FileStatePersistence.snapshot_node / snapshot_end appended the next snapshot)",
     "recover": "graph.iter_from_persistence(persistence) in a fresh process, driven with GraphRun.next()",
 }
 
 
 def _pydantic_graph_version() -> str:
     from importlib.metadata import version
+
     return version("pydantic-graph")
 
 
@@ -112,19 +119,21 @@ class PydanticGraphAdapter:
 
     def __init__(self) -> None:
         try:
-            import pydantic_graph  # noqa: F401
+            import pydantic_graph
         except ImportError as error:
-            raise RuntimeError(f"pydantic-graph is not installed ({error}); "
-                               "pip install 'pymc-resume[pydantic-graph]'") from None
+            raise RuntimeError(
+                f"pydantic-graph is not installed ({error}); pip install 'pymc-resume[pydantic-graph]'"
+            ) from None
         self.version = f"pydantic-graph {_pydantic_graph_version()}"
         try:
-            import pydantic_graph.graph  # noqa: F401
+            import pydantic_graph.graph
             import pydantic_graph.persistence.file  # noqa: F401
         except ImportError:
             raise RuntimeError(
                 f"{self.version} has no BaseNode Graph runner and no state persistence "
                 "(pydantic_graph.graph, pydantic_graph.persistence were removed in 2.0): "
-                "nothing durable to resume; pip install 'pydantic-graph<2'") from None
+                "nothing durable to resume; pip install 'pydantic-graph<2'"
+            ) from None
         self.workdir: Path | None = None
         self.workflow: Workflow | None = None
         self.run_node = None
@@ -151,7 +160,9 @@ class PydanticGraphAdapter:
         """(graph, state model, node classes by stage, persistence class) for this workflow."""
         from pydantic import BaseModel, Field, create_model
         from pydantic_graph.basenode import BaseNode, End
-        from pydantic_graph.graph import Graph  # the BaseNode runner (the top-level name is deprecated in 1.x)
+        from pydantic_graph.graph import (
+            Graph,
+        )  # the BaseNode runner (the top-level name is deprecated in 1.x)
         from pydantic_graph.persistence.file import FileStatePersistence
 
         workflow = self.workflow
@@ -164,8 +175,9 @@ class PydanticGraphAdapter:
         for s in reversed(range(len(workflow.stages))):
             classes[s] = _node_class(s, workflow, names, self.run_node, following, BaseNode, state_model)
             following = classes[s]
-        graph = Graph(nodes=classes, name="fuzz", state_type=state_model, run_end_type=type(None),
-                      auto_instrument=False)
+        graph = Graph(
+            nodes=classes, name="fuzz", state_type=state_model, run_end_type=type(None), auto_instrument=False
+        )
 
         class Persistence(FileStatePersistence):
             """The file persistence, with the after-commit crash point after each append."""
@@ -194,8 +206,10 @@ class PydanticGraphAdapter:
         return self._run(thread, "recover", None, "recovery", crash, op)
 
     def resume_together(self, thread: int, values: list[int], window: str | None, op: str) -> list[Outcome]:
-        tasks = [self._task(thread, "resume", v, "delivery", None, f"{op}.{i}", window)
-                 for i, v in enumerate(values)]
+        tasks = [
+            self._task(thread, "resume", v, "delivery", None, f"{op}.{i}", window)
+            for i, v in enumerate(values)
+        ]
         results = run_in_children(tasks, synchronized=window is not None)
         return [self._settle(thread, result) for result in results]
 
@@ -206,19 +220,20 @@ class PydanticGraphAdapter:
     def _task(self, thread: int, action: str, value, role: str, crash, op: str, window: str | None):
         path = self._path(thread)
 
-        def task(gate: Gate) -> dict:
+        def task(barrier: Barrier) -> dict:
             global _CONTROL
-            _CONTROL = ClientControl(thread, op, role, crash, window, gate)
+            _CONTROL = ClientControl(thread, op, role, crash, window, barrier)
             client = _Client(*self._build(), path)
             try:
                 detail = asyncio.run(getattr(client, action)(value))
             except _Refusal as refusal:
                 return {"status": REFUSED, "detail": f"{ADAPTER_RULE}: {refusal}"}
-            except Exception as error:  # noqa: BLE001 - what pydantic-graph returns to its client
+            except Exception as error:
                 if _from_pydantic_graph(error):
                     return {"status": REFUSED, "detail": f"{type(error).__name__}: {error}"}
                 raise
             return {"status": OK, "detail": detail}
+
         return task
 
     def _settle(self, thread: int, result) -> Outcome:
@@ -270,7 +285,7 @@ class PydanticGraphAdapter:
 
     @staticmethod
     def _run_state(thread: dict, snapshots: list[dict]) -> str:
-        """"dead" when the file holds a snapshot marked `running`: pydantic-graph's mark of the
+        """ "dead" when the file holds a snapshot marked `running`: pydantic-graph's mark of the
         process that runs a node, and no process of this adapter is alive when the bridge
         observes (run_in_children reaps every child before it returns), so its holder crashed.
         Otherwise the client's memory: "new" before the first run, "dead" after a kill until a
@@ -301,6 +316,7 @@ class _Client:
     async def _drive(self, run) -> str:
         """Run nodes until the run parks at an interrupt or ends."""
         from pydantic_graph.basenode import End
+
         node = run.next_node
         while not isinstance(node, End) and not self._parked(node):
             node = await run.next()
@@ -311,8 +327,9 @@ class _Client:
         return snapshots[-1] if snapshots else None
 
     async def start(self, _value) -> str:
-        async with self.graph.iter(self.classes[0](), state=self.state_model(),
-                                   persistence=self.persistence) as run:
+        async with self.graph.iter(
+            self.classes[0](), state=self.state_model(), persistence=self.persistence
+        ) as run:
             return await self._drive(run)
 
     async def recover(self, _value) -> str:
@@ -333,7 +350,9 @@ class _Client:
         """The human-in-the-loop pattern: claim the parked snapshot, run its node with the value."""
         head = await self._head()
         if head is None or head.kind != "node" or head.status != "created" or not self._parked(head.node):
-            status = "no snapshot" if head is None else f"{head.kind} snapshot, {getattr(head, 'status', 'ended')}"
+            status = (
+                "no snapshot" if head is None else f"{head.kind} snapshot, {getattr(head, 'status', 'ended')}"
+            )
             raise _Refusal(f"the run is not parked at an interrupt (head: {status})")
         _CONTROL.at("after-load", -1)
         snapshot = await self.persistence.load_next()
@@ -356,7 +375,11 @@ def _node_class(s: int, workflow: Workflow, names: list[str], run_node, followin
         control = _CONTROL
         control.at("before-execute", s)
         context = NodeContext(
-            thread=control.thread, stage=s, node=stage.node, op=control.op, role=control.role,
+            thread=control.thread,
+            stage=s,
+            node=stage.node,
+            op=control.op,
+            role=control.role,
             idempotency_key=self.get_snapshot_id(),
         )
         app = tuple(getattr(ctx.state, name) for name in names)
@@ -370,9 +393,11 @@ def _node_class(s: int, workflow: Workflow, names: list[str], run_node, followin
     namespace = {"run": run, "__module__": __name__, "__qualname__": f"S{s}"}
     fields = []
     if stage.consumes:
-        fields = [("value", Optional[Annotated[int, Field(ge=0)]], dataclasses.field(default=None))]
-    return dataclasses.make_dataclass(f"S{s}", fields, bases=(base[state_model, None, None],),
-                                      namespace=namespace)
+        # Optional[...], as pydantic reads it at run time (the annotation is the schema).
+        fields = [("value", Optional[Annotated[int, Field(ge=0)]], dataclasses.field(default=None))]  # noqa: UP045
+    return dataclasses.make_dataclass(
+        f"S{s}", fields, bases=(base[state_model, None, None],), namespace=namespace
+    )
 
 
 def _from_pydantic_graph(error: BaseException) -> bool:
@@ -400,8 +425,13 @@ def _pc(workflow: Workflow, snapshot: dict) -> int:
 
 def _claims(snapshots: list[dict], stage: int) -> list[dict]:
     """Snapshots of the consuming node at `stage` that carry a value, in order."""
-    return [s for s in snapshots if s.get("kind") == "node" and _stage_of(s["node"]["node_id"]) == stage
-            and s["node"].get("value") is not None]
+    return [
+        s
+        for s in snapshots
+        if s.get("kind") == "node"
+        and _stage_of(s["node"]["node_id"]) == stage
+        and s["node"].get("value") is not None
+    ]
 
 
 def _read(path: Path) -> list[dict]:

@@ -14,10 +14,19 @@ from __future__ import annotations
 
 from pymc_resume import __version__
 from pymc_resume.bridge.adapter import (
-    CAPABILITIES, CRASHED, OK, ORDERED_RELEASE, REFUSED, WARM_CLIENTS, CrashPoint, FuzzSetup,
-    Observation, Outcome, ThreadView,
+    CAPABILITIES,
+    CRASHED,
+    OK,
+    ORDERED_RELEASE,
+    REFUSED,
+    WARM_CLIENTS,
+    CrashPoint,
+    FuzzSetup,
+    Observation,
+    Outcome,
+    ThreadView,
 )
-from pymc_resume.bridge.process import KILLED, RETURNED, ControlledPoints, Gate, run_in_children
+from pymc_resume.bridge.process import KILLED, RETURNED, Barrier, ControlledPoints, run_in_children
 from pymc_resume.bridge.warm import WarmClient
 from pymc_resume.model.state import Checkpoint
 from pymc_resume.model.workflow import INVALID
@@ -38,10 +47,10 @@ FRAMEWORK_CALLS = {
     "resume": "Runtime.resume(thread, v, op) (validate, claim, execute, commit)",
     "resume-together": "k processes, each Runtime.resume(thread, v, op), released from a barrier",
     "crash": "SIGKILL of the process running the Runtime at a probe point (before or after a stage's "
-             "code, or after its commit)",
+    "code, or after its commit)",
     "recover": "Runtime.recover(thread, op) in a fresh process (takes over a dead lease, continues a claim)",
     "fork": "Runtime.fork(thread, checkpoint, intent, value) (a new thread: the checkpoint's ancestry "
-            "copied, with the declared intent)",
+    "copied, with the declared intent)",
     "update": "Runtime.update(thread, note) (validated before it is persisted)",
 }
 
@@ -78,10 +87,13 @@ class ReferenceAdapter:
             return self._in_warm(client, {"call": "start", "thread": thread, "op": op}, crash)
         return self._in_child(lambda runtime: runtime.start(thread, op), crash)
 
-    def resume(self, thread: int, value: int, crash: CrashPoint | None, op: str,
-               client: str | None = None) -> Outcome:
+    def resume(
+        self, thread: int, value: int, crash: CrashPoint | None, op: str, client: str | None = None
+    ) -> Outcome:
         if client is not None:
-            return self._in_warm(client, {"call": "resume", "thread": thread, "value": value, "op": op}, crash)
+            return self._in_warm(
+                client, {"call": "resume", "thread": thread, "value": value, "op": op}, crash
+            )
         return self._in_child(lambda runtime: runtime.resume(thread, value, op), crash)
 
     def recover(self, thread: int, crash: CrashPoint | None, op: str, client: str | None = None) -> Outcome:
@@ -89,10 +101,13 @@ class ReferenceAdapter:
             return self._in_warm(client, {"call": "recover", "thread": thread, "op": op}, crash)
         return self._in_child(lambda runtime: runtime.recover(thread, op), crash)
 
-    def resume_together(self, thread: int, values: list[int], window: str | None, op: str,
-                        order: list[int] | None = None) -> list[Outcome]:
-        tasks = [self._task(lambda runtime, v=v, i=i: runtime.resume(thread, v, f"{op}.{i}"), None, window)
-                 for i, v in enumerate(values)]
+    def resume_together(
+        self, thread: int, values: list[int], window: str | None, op: str, order: list[int] | None = None
+    ) -> list[Outcome]:
+        tasks = [
+            self._task(lambda runtime, v=v, i=i: runtime.resume(thread, v, f"{op}.{i}"), None, window)
+            for i, v in enumerate(values)
+        ]
         results = run_in_children(tasks, synchronized=window is not None, order=order)
         return [self._outcome(result) for result in results]
 
@@ -115,9 +130,9 @@ class ReferenceAdapter:
         """What a warm client process runs per request: one `Runtime` object for its whole life."""
         runtime = self.runtime.with_probe(ControlledPoints(None))
 
-        def serve(request: dict, gate: Gate) -> dict:
+        def serve(request: dict, barrier: Barrier) -> dict:
             crash = CrashPoint(**request["crash"]) if request["crash"] else None
-            runtime.probe = ControlledPoints(crash, None, gate)
+            runtime.probe = ControlledPoints(crash, None, barrier)
             call, thread = request["call"], request["thread"]
             try:
                 if call == "fork":
@@ -138,8 +153,8 @@ class ReferenceAdapter:
     def _task(self, operation, crash: CrashPoint | None, window: str | None):
         runtime = self.runtime
 
-        def task(gate: Gate) -> dict:
-            probed = runtime.with_probe(ControlledPoints(crash, window, gate))
+        def task(barrier: Barrier) -> dict:
+            probed = runtime.with_probe(ControlledPoints(crash, window, barrier))
             try:
                 return {"status": OK, "detail": operation(probed)}
             except Refused as error:
@@ -157,10 +172,17 @@ class ReferenceAdapter:
 
     # -- client calls that run no node -----------------------------------------------------
 
-    def fork(self, thread: int, checkpoint: int, intent: str, value: int | None,
-             client: str | None = None) -> Outcome:
+    def fork(
+        self, thread: int, checkpoint: int, intent: str, value: int | None, client: str | None = None
+    ) -> Outcome:
         if client is not None:
-            request = {"call": "fork", "thread": thread, "checkpoint": checkpoint, "intent": intent, "value": value}
+            request = {
+                "call": "fork",
+                "thread": thread,
+                "checkpoint": checkpoint,
+                "intent": intent,
+                "value": value,
+            }
             return self._in_warm(client, request, None)
         try:
             new = self.runtime.fork(thread, checkpoint, intent, value)
@@ -179,5 +201,7 @@ class ReferenceAdapter:
         views = []
         for thread in self.runtime.describe():
             chain = tuple(Checkpoint(pc, tuple(app), stage) for pc, app, stage in thread["chain"])
-            views.append(ThreadView(chain, thread["run"], dict(thread["inputs"]), tuple(thread["late_inputs"])))
+            views.append(
+                ThreadView(chain, thread["run"], dict(thread["inputs"]), tuple(thread["late_inputs"]))
+            )
         return Observation(tuple(views))
