@@ -8,16 +8,24 @@ Each violation comes with a sentence saying what was observed.
 from __future__ import annotations
 
 from pymc_resume.model.clauses import CHECKS, is_quiescent
-from pymc_resume.model.contract import CLAUSE_IDS
+from pymc_resume.model.contract import (
+    CHECKPOINT_VALIDITY,
+    CLAUSE_IDS,
+    CONSUME_ONCE_CONSUMPTION,
+    CONSUME_ONCE_VALUE,
+    FORK_DETERMINISM,
+    FORK_INTENT,
+    LIVENESS,
+)
 from pymc_resume.model.state import NO_VALUE, World
 from pymc_resume.model.workflow import Workflow, value_name
 
 # What an adapter must let the bridge observe for a clause to be judged.
 REQUIRES: dict[str, frozenset[str]] = {
-    "consume-once-consumption": frozenset({"executions"}),
-    "fork-determinism": frozenset({"executions"}),
-    "fork-intent": frozenset({"recorded-inputs"}),
-    "liveness": frozenset({"leases"}),
+    CONSUME_ONCE_CONSUMPTION: frozenset({"executions"}),
+    FORK_DETERMINISM: frozenset({"executions"}),
+    FORK_INTENT: frozenset({"recorded-inputs"}),
+    LIVENESS: frozenset({"leases"}),
 }
 
 
@@ -33,11 +41,11 @@ def unobservable(capabilities: frozenset[str]) -> dict[str, str]:
 
 # The client operations a clause is about: it is judged when the framework expresses any of them.
 NEEDS_ANY_OF: dict[str, tuple[str, ...]] = {
-    "consume-once-value": ("resume",),
-    "consume-once-consumption": ("resume-together",),
-    "fork-determinism": ("fork",),
-    "fork-intent": ("fork",),
-    "checkpoint-validity": ("update", "resume"),  # an invalid state or an invalid resume value
+    CONSUME_ONCE_VALUE: ("resume",),
+    CONSUME_ONCE_CONSUMPTION: ("resume-together",),
+    FORK_DETERMINISM: ("fork",),
+    FORK_INTENT: ("fork",),
+    CHECKPOINT_VALIDITY: ("update", "resume"),  # an invalid state or an invalid resume value
 }
 
 

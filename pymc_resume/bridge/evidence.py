@@ -19,6 +19,17 @@ from collections.abc import Iterable
 import attrs
 
 from pymc_resume.bridge.sink import SinkEvent
+from pymc_resume.model.contract import (
+    CHECKPOINT_VALIDITY,
+    CONSUME_ONCE_CONSUMPTION,
+    CONSUME_ONCE_VALUE,
+    EFFECT_EXACTLY_ONCE,
+    FORK_DETERMINISM,
+    FORK_INTENT,
+    LIVENESS,
+    PREFIX_CONTINUATION,
+    RECOVERY_DETERMINISM,
+)
 from pymc_resume.model.workflow import NodeKind, Workflow
 
 # Kinds of exercise a session records (`Exercised`), besides the operations' own names.
@@ -29,15 +40,15 @@ DRAIN = "drain"  # the session ended with the liveness drain
 
 # Clause id -> (the kinds of exercise that judge it, how a reason names them).
 EXERCISED_BY: dict[str, tuple[tuple[str, ...], str]] = {
-    "prefix-continuation": (("resume", "recover"), "resumed or recovered a thread"),
-    "effect-exactly-once": ((EFFECT,), "fired an effect"),
-    "fork-determinism": (("fork",), "made a fork"),
-    "checkpoint-validity": ((INVALID_INPUT,), "sent a schema-invalid value or ran a node that can write one"),
-    "consume-once-value": (("resume",), "resumed an interrupt"),
-    "consume-once-consumption": (("resume-together",), "delivered resumes concurrently"),
-    "recovery-determinism": ((CRASH,), "crashed a process"),
-    "fork-intent": (("fork",), "made a fork"),
-    "liveness": ((DRAIN,), "ended with the liveness drain"),
+    PREFIX_CONTINUATION: (("resume", "recover"), "resumed or recovered a thread"),
+    EFFECT_EXACTLY_ONCE: ((EFFECT,), "fired an effect"),
+    FORK_DETERMINISM: (("fork",), "made a fork"),
+    CHECKPOINT_VALIDITY: ((INVALID_INPUT,), "sent a schema-invalid value or ran a node that can write one"),
+    CONSUME_ONCE_VALUE: (("resume",), "resumed an interrupt"),
+    CONSUME_ONCE_CONSUMPTION: (("resume-together",), "delivered resumes concurrently"),
+    RECOVERY_DETERMINISM: ((CRASH,), "crashed a process"),
+    FORK_INTENT: (("fork",), "made a fork"),
+    LIVENESS: ((DRAIN,), "ended with the liveness drain"),
 }
 
 # How many places a reason lists before it says "and N more".

@@ -60,7 +60,16 @@ from pymc_resume.bridge.sink import SinkEvent
 from pymc_resume.bridge.workdirs import sweep
 from pymc_resume.errors import EnvironmentProblem
 from pymc_resume.model.bounds import Bounds
-from pymc_resume.model.contract import CLAUSE_IDS, HOLDS, NOT_APPLICABLE, SKIPPED, UNCONFIRMED, VIOLATED
+from pymc_resume.model.contract import (
+    CLAUSE_IDS,
+    EFFECT_EXACTLY_ONCE,
+    HOLDS,
+    LIVENESS,
+    NOT_APPLICABLE,
+    SKIPPED,
+    UNCONFIRMED,
+    VIOLATED,
+)
 
 # The share of a run's remaining time Hypothesis's shrinking of one failing example may take:
 # the step-level pass after it (`bridge/shrink.py`) deletes whole steps and does more per replay.
@@ -527,9 +536,9 @@ class FuzzRun:
                 verdicts[clause_id] = ClauseResult(SKIPPED, reason=f"the adapter failed: {self.error}")
             else:
                 verdicts[clause_id] = self._unfailed(clause_id, finished, all_clauses)
-        if verdicts["effect-exactly-once"].verdict != NOT_APPLICABLE:
+        if verdicts[EFFECT_EXACTLY_ONCE].verdict != NOT_APPLICABLE:
             notes = effect_notes(info.effect_key, recorder.effects, f"{recorder.examples} fuzzed examples")
-            verdicts["effect-exactly-once"] = attrs.evolve(verdicts["effect-exactly-once"], notes=notes)
+            verdicts[EFFECT_EXACTLY_ONCE] = attrs.evolve(verdicts[EFFECT_EXACTLY_ONCE], notes=notes)
         return verdicts
 
     def _unfailed(self, clause_id: str, finished: bool, all_clauses: bool) -> ClauseResult:
@@ -592,7 +601,7 @@ def clause_repro(
     lease the adapter allows (`shortest_lease`), when it still fails with it.
     """
     replays = Replays(clause_id, target, target.info.options, recorder)
-    if clause_id == "liveness" and target.info.shortest_lease:
+    if clause_id == LIVENESS and target.info.shortest_lease:
         replays = replays.with_short_lease(candidates[0].steps)
 
     def keep(violation: Violation) -> None:  # a better repro found while minimizing

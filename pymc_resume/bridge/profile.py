@@ -67,7 +67,14 @@ from pymc_resume.bridge.session import AdapterFailure, Session, Violation
 from pymc_resume.bridge.sink import SinkEvent
 from pymc_resume.bridge.workdirs import sweep
 from pymc_resume.model.bounds import Bounds
-from pymc_resume.model.contract import CLAUSE_IDS, HOLDS, NOT_APPLICABLE, SKIPPED, VIOLATED
+from pymc_resume.model.contract import (
+    CLAUSE_IDS,
+    EFFECT_EXACTLY_ONCE,
+    HOLDS,
+    NOT_APPLICABLE,
+    SKIPPED,
+    VIOLATED,
+)
 
 # An operation the adapter performs without naming the framework call it uses.
 NOT_DECLARED = "(not declared)"
@@ -269,9 +276,9 @@ class ProfileRun:
             stopped = self.budget.stopped_reason()
         notes = tuple(evidence_notes(battery.evidence)) if battery is not None else ()
         effects = self._effects()
-        if clauses["effect-exactly-once"].verdict != NOT_APPLICABLE:
-            clauses["effect-exactly-once"] = attrs.evolve(
-                clauses["effect-exactly-once"],
+        if clauses[EFFECT_EXACTLY_ONCE].verdict != NOT_APPLICABLE:
+            clauses[EFFECT_EXACTLY_ONCE] = attrs.evolve(
+                clauses[EFFECT_EXACTLY_ONCE],
                 notes=effect_notes(info.effect_key, effects, self._sessions_text()),
             )
         return Profile(

@@ -21,6 +21,17 @@ import attrs
 
 from pymc_resume.bridge.adapter import CRASH_POINTS, CRASHED, RACE_WINDOWS, CrashPoint
 from pymc_resume.bridge.session import Session
+from pymc_resume.model.contract import (
+    CHECKPOINT_VALIDITY,
+    CONSUME_ONCE_CONSUMPTION,
+    CONSUME_ONCE_VALUE,
+    EFFECT_EXACTLY_ONCE,
+    FORK_DETERMINISM,
+    FORK_INTENT,
+    LIVENESS,
+    PREFIX_CONTINUATION,
+    RECOVERY_DETERMINISM,
+)
 from pymc_resume.model.workflow import APPROVE, INVALID, Workflow
 
 # Most operations `advance` spends on one thread: enough for every stage to need its own
@@ -181,30 +192,28 @@ def forks(intent: str) -> Callable[[Session], None]:
 
 def scenarios(workflow: Workflow, processes: int) -> list[Scenario]:
     """The battery for `workflow` (as the adapter runs it), in the order it runs."""
-    battery = [
-        Scenario("run-through", ("prefix-continuation", "effect-exactly-once", "liveness"), (), run_through)
-    ]
+    battery = [Scenario("run-through", (PREFIX_CONTINUATION, EFFECT_EXACTLY_ONCE, LIVENESS), (), run_through)]
     if workflow.consuming:
         battery.append(
-            Scenario("resume-after-completion", ("consume-once-value",), ("resume",), resume_after_completion)
+            Scenario("resume-after-completion", (CONSUME_ONCE_VALUE,), ("resume",), resume_after_completion)
         )
         for when in ("after-execute", "after-commit"):
             battery.append(
                 Scenario(
                     f"second-resume-after-crash-{when}",
-                    ("consume-once-value",),
+                    (CONSUME_ONCE_VALUE,),
                     ("resume",),
                     second_resume_after_crash(when),
                 )
             )
-        battery.append(Scenario("invalid-resume", ("checkpoint-validity",), ("resume",), invalid_resume))
-    battery.append(Scenario("invalid-update", ("checkpoint-validity",), ("update",), invalid_update))
+        battery.append(Scenario("invalid-resume", (CHECKPOINT_VALIDITY,), ("resume",), invalid_resume))
+    battery.append(Scenario("invalid-update", (CHECKPOINT_VALIDITY,), ("update",), invalid_update))
     if workflow.consuming and processes > 1:
         for window in RACE_WINDOWS:
             battery.append(
                 Scenario(
                     f"concurrent-resume-{window}",
-                    ("consume-once-consumption",),
+                    (CONSUME_ONCE_CONSUMPTION,),
                     ("resume-together",),
                     concurrent_resume(window, processes),
                 )
@@ -215,14 +224,12 @@ def scenarios(workflow: Workflow, processes: int) -> list[Scenario]:
             battery.append(
                 Scenario(
                     f"crash-stage-{stage}-{when}",
-                    ("prefix-continuation", "effect-exactly-once", "recovery-determinism", "liveness"),
+                    (PREFIX_CONTINUATION, EFFECT_EXACTLY_ONCE, RECOVERY_DETERMINISM, LIVENESS),
                     ("resume",) if any(s < stage for s in workflow.consuming) else (),
                     crash_and_recover(crash),
                     crash,
                 )
             )
     for intent in ("replay", "edit"):
-        battery.append(
-            Scenario(f"fork-{intent}", ("fork-determinism", "fork-intent"), ("fork",), forks(intent))
-        )
+        battery.append(Scenario(f"fork-{intent}", (FORK_DETERMINISM, FORK_INTENT), ("fork",), forks(intent)))
     return battery

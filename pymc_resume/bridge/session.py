@@ -59,7 +59,13 @@ from pymc_resume.bridge.observe import (
 from pymc_resume.bridge.sink import Sink, SinkEvent
 from pymc_resume.bridge.workdirs import default_workroot, make_workdir
 from pymc_resume.model.clauses import CHECKS
-from pymc_resume.model.contract import CLAUSE_IDS
+from pymc_resume.model.contract import (
+    CHECKPOINT_VALIDITY,
+    CLAUSE_IDS,
+    FORK_DETERMINISM,
+    LIVENESS,
+    PREFIX_CONTINUATION,
+)
 from pymc_resume.model.state import NO_VALUE
 from pymc_resume.model.workflow import INVALID, Workflow, value_name
 
@@ -320,7 +326,7 @@ class Session:
                     if outcome.status != REFUSED:
                         history.findings.append(
                             (
-                                "checkpoint-validity",
+                                CHECKPOINT_VALIDITY,
                                 f"a schema-invalid resume value to t{t} was not refused ({outcome.status})",
                             )
                         )
@@ -330,7 +336,7 @@ class Session:
                     if self._rewound_across(before, t, target):
                         history.derived.append(
                             (
-                                "prefix-continuation",
+                                PREFIX_CONTINUATION,
                                 (
                                     f"a resume of {value_name(value)} to the interrupt at stage {target} "
                                     f"of t{t} was accepted only because its committed node ran again and "
@@ -344,7 +350,7 @@ class Session:
                 elif outcome.status == REFUSED and action == "resume":
                     self._judge_refused_valid(t, before)
         if action == "update" and step["value"] == INVALID and outcomes[0].status != REFUSED:
-            history.findings.append(("checkpoint-validity", f"a schema-invalid update of t{t} was accepted"))
+            history.findings.append((CHECKPOINT_VALIDITY, f"a schema-invalid update of t{t} was accepted"))
         if action == "fork" and outcomes[0].status == OK:
             self._remember_fork(step, outcomes[0], before)
 
@@ -429,7 +435,7 @@ class Session:
         if self._parked(self._observe(), thread) == parked:
             self.history.findings.append(
                 (
-                    "checkpoint-validity",
+                    CHECKPOINT_VALIDITY,
                     f"after refusing a schema-invalid resume value, the interrupt at stage {parked[0]} of "
                     f"t{thread} refuses valid values too: the invalid value consumed it",
                 )
@@ -478,11 +484,11 @@ class Session:
                 continue
             if threads[f].chain[: fork.base + 1] != fork.snapshot:
                 violated.setdefault(
-                    "fork-determinism",
+                    FORK_DETERMINISM,
                     f"fork t{f} does not start from exactly "
                     f"checkpoint {fork.base} of t{fork.parent} and its ancestry",
                 )
-        if changed and "fork-determinism" not in self.skip:
+        if changed and FORK_DETERMINISM not in self.skip:
             violated = self._count_parent_changes(violated, changed)
         for root, seen in self.history.derived:  # the root's fault was seen when these were
             if root not in violated:
@@ -505,9 +511,7 @@ class Session:
             build_world(self.workflow, self.history, repaired, events, self.capabilities),
             self.skip,
         )
-        derived = [
-            cid for cid in violated if cid in CHECKS and cid != "fork-determinism" and cid not in still
-        ]
+        derived = [cid for cid in violated if cid in CHECKS and cid != FORK_DETERMINISM and cid not in still]
         if derived:
             verb = "fails" if len(derived) == 1 else "fail"
             seen += (
@@ -515,8 +519,8 @@ class Session:
                 "counted here only (derived from this change)"
             )
         kept = {cid: reason for cid, reason in violated.items() if cid not in derived}
-        own = kept.get("fork-determinism")
-        kept["fork-determinism"] = seen if own is None else f"{own}; {seen}"
+        own = kept.get(FORK_DETERMINISM)
+        kept[FORK_DETERMINISM] = seen if own is None else f"{own}; {seen}"
         return kept
 
     def _judge(self, at: int | str, extra: dict[str, str] | None = None) -> None:
@@ -579,10 +583,10 @@ class Session:
                 if not progressed:
                     break
             extra = {}
-            if "liveness" not in self.skip:
+            if LIVENESS not in self.skip:
                 stuck = judge_liveness(self.workflow, self._world())
                 if stuck is not None:
-                    extra["liveness"] = stuck
+                    extra[LIVENESS] = stuck
             self._judge(DRAIN, extra)
         finally:
             self.close()

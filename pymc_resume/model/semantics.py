@@ -26,6 +26,7 @@ from pymc_resume.model.clauses import (
     is_quiescent,
 )
 from pymc_resume.model.codec import WorldCodec
+from pymc_resume.model.contract import LIVENESS
 from pymc_resume.model.state import (
     DEAD,
     EDIT,
@@ -90,7 +91,7 @@ class ResumeModel:
         # persists it.
         self.validates_output = not self.faults & {m.PERSIST_UNVALIDATED, m.PERSIST_INVALID_OUTPUT}
         self.invariants = [Invariant(clause_id, self._holds(check)) for clause_id, check in CHECKS.items()]
-        self.reachability = [AlwaysReachable("liveness", self._bind(is_quiescent))]
+        self.reachability = [AlwaysReachable(LIVENESS, self._bind(is_quiescent))]
         self._thread_checks = [CHECKS[name] for name in THREAD_ONLY]
         self._threads_hold: dict[tuple, bool] = {}  # memo: threads -> the THREAD_ONLY verdict
         self._spent: dict[tuple[Budget, str], Budget] = {}  # memo of `_spend`
