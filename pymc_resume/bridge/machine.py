@@ -170,11 +170,10 @@ def machine_class(make_session: Callable[[], Session], processes: int = 2, max_f
         def fork(self, data):
             t = self._thread(data, self._forkable())
             intent = data.draw(st.sampled_from(["replay", "edit"]), label="intent")
-            # Three replay forks in four start from the head (where a warm client still holds
-            # the thread's state: the faults of forks from earlier checkpoints are found within
-            # seconds, a warm client's only from the head); drawn either way, so that the draws
-            # line up.
-            from_head = data.draw(st.sampled_from((True, True, True, False)), label="from the head")
+            # Half the replay forks start from the head (where a warm client still holds the
+            # thread's state); drawn either way, so that the draws line up. (Three in four, drawn
+            # from duplicated choices, made Hypothesis end a 40-example run after 17.)
+            from_head = data.draw(st.booleans(), label="from the head")
             choices = self.session.fork_choices(t)  # the head first
             if intent == "edit":  # among the checkpoints an edit fork can start from, if any
                 choices = [choice for choice in choices if choice[1]] or choices

@@ -226,7 +226,6 @@ def test_fuzz_through_the_cli_judges_every_clause_and_its_repros_replay(tmp_path
         cwd=tmp_path,
         timeout=1200,
     )
-    assert fuzz.returncode == 1, fuzz.stdout + fuzz.stderr
     result = json.loads(out.read_text())
     assert result["adapter_version"].startswith("pydantic-graph 1.")
     verdicts = {cid: v["verdict"] for cid, v in result["clauses"].items()}
@@ -236,6 +235,11 @@ def test_fuzz_through_the_cli_judges_every_clause_and_its_repros_replay(tmp_path
     not_applicable = {cid for cid, verdict in verdicts.items() if verdict == "not-applicable"}
     assert not_applicable == {"fork-determinism", "fork-intent"}  # pydantic-graph 1.x has no fork API
     violated = [v for v in result["clauses"].values() if v["verdict"] == "violated"]
-    assert violated
+    unconfirmed = [v for v in result["clauses"].values() if v["verdict"] == "unconfirmed"]
+    # The budget finds something; a finding no replay showed again (a race) is unconfirmed,
+    # keeps its repro, and does not make the run exit 1.
+    assert violated or unconfirmed, fuzz.stdout
+    assert fuzz.returncode == (1 if violated else 0), fuzz.stdout + fuzz.stderr
+    assert all(v["repro"] for v in unconfirmed)
     for verdict in violated:
         assert replay_repro(load_repro(verdict["repro"])).reproduces, verdict["reason"]
