@@ -45,6 +45,7 @@ from pymc_resume.bridge.registry import resolve
 from pymc_resume.bridge.session import AdapterFailure, default_workroot, step_deadline
 from pymc_resume.bridge.sink import Sink
 from pymc_resume.errors import BadInput, PymcResumeError
+from pymc_resume.model.contract import HOLDS, VIOLATED
 from pymc_resume.model.workflow import APPROVE, Workflow
 
 RACE_NODES = ("step", "gated")
@@ -53,7 +54,8 @@ STORES = ("sqlite", "postgres")
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 POSTGRES_URL_VARIABLE = "PYMC_RESUME_POSTGRES_URL"
 
-HOLDS, VIOLATED, NONE_SERVED, CANNOT_RUN = "holds", "violated", "none-served", "cannot-run"
+# A cell holds or is violated as a clause is; two outcomes are the race's own.
+NONE_SERVED, CANNOT_RUN = "none-served", "cannot-run"
 LOCAL = "local"  # a racer on the machine itself, the store over loopback (or a file)
 INVOKE, AINVOKE = "invoke", "ainvoke"
 APIS = (INVOKE, AINVOKE)
