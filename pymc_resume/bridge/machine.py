@@ -47,14 +47,10 @@ MAX_FORKS = 3
 MAX_INDEX = 7
 
 
-def clients(warm_first: bool = False):
+def clients():
     """A fresh process (what shrinking prefers) two times in three, else one of the warm
     clients: a warm client is never killed at a crash point, so drawing it half the time thinned
-    out the crashes that the recovery faults need (their runs took up to twice as long).
-    `warm_first` (forks) turns the odds round: a fork is where a warm client's memory of the
-    thread matters, and a fork crashes nothing, so a warm client serves it two times in three."""
-    if warm_first:
-        return st.sampled_from((None, *WARM_CLIENT_IDS, *WARM_CLIENT_IDS))
+    out the crashes that the recovery faults need (their runs took up to twice as long)."""
     return st.sampled_from((None, None, *WARM_CLIENT_IDS))
 
 
@@ -105,11 +101,11 @@ def machine_class(make_session: Callable[[], Session], processes: int = 2, max_f
                 return []
             return self.session.threads_where("free", "dead", "live", "failed")
 
-        def _client(self, data, warm_first: bool = False) -> dict:
+        def _client(self, data) -> dict:
             """The step's client, for an adapter with warm clients: {} is a fresh process."""
             if not self.warm:
                 return {}
-            client = data.draw(clients(warm_first), label="client")
+            client = data.draw(clients(), label="client")
             return {} if client is None else {"client": client}
 
         def _served(self, data) -> dict:
@@ -171,8 +167,7 @@ def machine_class(make_session: Callable[[], Session], processes: int = 2, max_f
             t = self._thread(data, self._forkable())
             intent = data.draw(st.sampled_from(["replay", "edit"]), label="intent")
             # Half the replay forks start from the head (where a warm client still holds the
-            # thread's state); drawn either way, so that the draws line up. (Three in four, drawn
-            # from duplicated choices, made Hypothesis end a 40-example run after 17.)
+            # thread's state); drawn either way, so that the draws line up.
             from_head = data.draw(st.booleans(), label="from the head")
             choices = self.session.fork_choices(t)  # the head first
             if intent == "edit":  # among the checkpoints an edit fork can start from, if any
@@ -191,7 +186,7 @@ def machine_class(make_session: Callable[[], Session], processes: int = 2, max_f
                     "checkpoint": checkpoint,
                     "intent": intent,
                     "value": value,
-                    **self._client(data, warm_first=True),
+                    **self._client(data),
                 }
             )
 
