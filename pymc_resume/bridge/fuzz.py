@@ -637,12 +637,11 @@ def clause_repro(
         confirmed, attempts = True, CONFIRM_ATTEMPTS
     reproduced, of = replays.tally(chosen.steps)
     confirmed = confirmed and reproduced > 0  # a violated cell's repro reproduced in a replay
+    # The repro and the reason state one number: the replays the repro allows. Steps that can
+    # race allow several even where the few replays so far all failed.
+    allowed = replays_allowed(chosen.steps, attempts)
     json_path, test_path, document = target.write(
-        clause_id,
-        chosen,
-        replays.options,
-        confirmed=confirmed,
-        attempts=replays_allowed(chosen.steps, attempts),
+        clause_id, chosen, replays.options, confirmed=confirmed, attempts=allowed
     )
     reason = chosen.clauses[clause_id]
     if not confirmed:
@@ -651,7 +650,7 @@ def clause_repro(
     else:
         verdict = VIOLATED
         reason += f" (the repro reproduced in {reproduced} of {of} replays"
-        reason += f"; a race: its repro allows {attempts} replays)" if attempts > 1 else ")"
+        reason += f"; a race: its repro allows {allowed} replays)" if allowed > 1 else ")"
     return ClauseResult(
         verdict,
         reason=reason,
