@@ -103,6 +103,8 @@ FAMILIES: dict[str, Family] = {
             Configuration("sqlite/persist", "crewai"),  # CrewAI's FlowState as it comes
             # Pydantic's validate_assignment on the flow state: the validation is ours, not CrewAI's.
             Configuration("sqlite/persist+validated", "crewai", {"validate_assignment": True}),
+            # The contract's effect-then-interrupt as one @human_feedback method (effect in its body).
+            Configuration("sqlite/persist+one-method", "crewai", {"effect_then_interrupt": "one-method"}),
         ),
         requires="crewai",
         install="pip install 'pymc-resume[crewai]'",

@@ -111,6 +111,18 @@ def test_the_default_configuration_is_crewais_state_as_it_comes_and_validation_i
     assert CrewAIAdapter().options() == {"validate_assignment": False}
 
 
+def test_the_one_method_configuration_names_its_pause_as_a_crash_point():
+    configurations = {c.name: c for c in FAMILIES["crewai"].configurations}
+    assert configurations["sqlite/persist+one-method"].options == {"effect_then_interrupt": "one-method"}
+    one_method = CrewAIAdapter(effect_then_interrupt="one-method")
+    assert one_method.options() == {"validate_assignment": False, "effect_then_interrupt": "one-method"}
+    calls = framework_calls(one_method)
+    assert "save_pending_feedback" in calls["crash"] and "@human_feedback method" in calls["start"]
+    assert "save_pending_feedback" not in framework_calls(CrewAIAdapter())["crash"]
+    with pytest.raises(KeyError, match="one-method"):
+        CrewAIAdapter(effect_then_interrupt="one-node")
+
+
 def test_telemetry_is_switched_off_before_crewai_is_imported():
     import os
 
@@ -276,6 +288,81 @@ def test_with_the_adapters_validation_a_schema_invalid_node_output_fails_the_thr
     view = session.observation.threads[0]
     assert view.run == "failed"
     assert all(-1 not in c.app for c in view.chain)
+
+
+# -- the effect inside the @human_feedback method (sqlite/persist+one-method) ------------------
+
+ONE_METHOD = {"effect_then_interrupt": "one-method"}
+
+
+def executions(session, stage):
+    """The roles of the executions of `stage` on thread 0, in order."""
+    return [e.role for e in session.events if e.kind == "execute" and e.thread == 0 and e.stage == stage]
+
+
+def test_one_method_builds_the_effect_into_the_feedback_method(tmp_path, monkeypatch):
+    import tempfile
+
+    from crewai.flow.persistence import SQLiteFlowPersistence
+
+    from pymc_resume.bridge.adapters import crewai as adapter_module
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # CrewAI's lock file goes there
+    persistence = SQLiteFlowPersistence(str(tmp_path / "flows.db"))
+    two = adapter_module._flow_class(SMALL.workflow, None, persistence, False)
+    one = adapter_module._flow_class(SMALL.workflow, None, persistence, False, one_method=True)
+
+    def flow_methods(flow_class):
+        return sorted(name for name in vars(flow_class) if name.startswith(("ask", "notify", "s")))
+
+    # Stages: 0 step, 1 effect and 2 wait (the effect-then-interrupt node), 3 gated.
+    assert flow_methods(two) == ["ask2", "ask3", "s0", "s1", "s2", "s3"]
+    assert flow_methods(one) == ["ask3", "notify1", "s0", "s2", "s3"]
+
+
+@slow
+def test_one_method_fires_the_effect_in_the_feedback_methods_body_and_a_resume_does_not_run_it_again():
+    violated, session = run([START, resume(1), resume(1)], bounds=SMALL, **ONE_METHOD)
+    assert violated == set()
+    assert statuses(session) == ["ok", "ok", "ok"]
+    # The pause row (save_pending_feedback, once the body ran) commits stage 1; the completion
+    # row the resume writes for the same method commits nothing; s2 takes the value.
+    assert committed(session) == [0, 1, 2, 3]
+    assert [c.pc for c in session.observation.threads[0].chain] == [0, 1, 2, 3, 4]
+    # The body ran once, in the start; CrewAI resumed from the output it kept in the pending
+    # feedback: the effect fired once, and stage 2 ran in the delivery.
+    assert executions(session, 1) == ["run"]
+    assert [(e.stage, e.role) for e in fires(session)] == [(1, "run"), (3, "delivery")]
+    assert executions(session, 2) == ["delivery"]
+
+
+@slow
+def test_one_method_killed_once_crewai_persisted_the_pause_reruns_the_body_on_recovery():
+    # SIGKILL right after save_pending_feedback returned: the pause (stage 1's commit) is durable.
+    violated, session = run(
+        [start_killed_at(1, "after-commit"), RECOVER], drain=False, bounds=SMALL, **ONE_METHOD
+    )
+    assert violated == {"prefix-continuation", "effect-exactly-once"}
+    assert statuses(session) == ["crashed", "ok"]
+    # kickoff(inputs={"id": ...}) restores the state and starts the flow over: the step and the
+    # feedback method's body run again, the effect fires again, and CrewAI pauses again.
+    assert committed(session) == [0, 1, 0, 1]
+    assert executions(session, 1) == ["run", "recovery"]
+    assert [(e.stage, e.role) for e in fires(session)] == [(1, "run"), (1, "recovery")]
+    assert session.observation.threads[0].chain[-1].pc == 2
+
+
+@slow
+def test_one_method_killed_once_crewai_persisted_the_pause_continues_from_it_on_a_delivery():
+    # The same kill, then a delivery instead of a recovery: from_pending finds the pause, and
+    # the body does not run again.
+    steps = [start_killed_at(1, "after-commit"), resume(1), resume(1)]
+    violated, session = run(steps, bounds=SMALL, **ONE_METHOD)
+    assert violated == set()
+    assert statuses(session) == ["crashed", "ok", "ok"]
+    assert committed(session) == [0, 1, 2, 3]
+    assert executions(session, 1) == ["run"]
+    assert [(e.stage, e.role) for e in fires(session)] == [(1, "run"), (3, "delivery")]
 
 
 # -- forks through kickoff(restore_from_state_id=...) ------------------------------------------

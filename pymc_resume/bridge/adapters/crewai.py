@@ -7,6 +7,11 @@ methods: `ask<s>`, decorated with CrewAI's `@human_feedback` and an async provid
 the flow (`HumanFeedbackPending`, the documented way to wait for a human without an LLM), then
 `s<s>`, which takes the value from `self.last_human_feedback` and runs the stage. Node code is
 the bridge's `run_node`; an effect-then-interrupt node is its effect method, then the pair.
+With `effect_then_interrupt="one-method"` (the `sqlite/persist+one-method` configuration) it is
+CrewAI's own "produce, then ask a human" pattern instead: one method, `notify<e>`, decorated with
+`@human_feedback`, whose body runs the effect stage e and returns what the human is asked about,
+so that CrewAI pauses after the body ran; then `s<e+1>`, which takes the value. CrewAI keeps the
+body's output in the pending feedback and does not run the body again on resume.
 
 The state schema is a `FlowState` subclass with one `int` field per node (and `note`), each
 declared `>= 0` with Pydantic's `Field(ge=0)`, the way a CrewAI user declares a structured state.
@@ -19,7 +24,8 @@ causes says so.
 What each operation is in CrewAI (`FRAMEWORK_CALLS`; every one that runs methods runs in a
 forked child process, which a crash point SIGKILLs: before or after a stage method's code, or
 right after CrewAI's `save_state` of the method's completion, hooked by subclassing
-`SQLiteFlowPersistence`):
+`SQLiteFlowPersistence`; for the effect in a `notify<e>` body, right after CrewAI's
+`save_pending_feedback` of its pause, hooked the same way):
 
 - start: `kickoff(inputs={"id": <thread's flow id>})` on a fresh flow instance;
 - resume: `Flow.from_pending(id, persistence).resume(str(v))`;
@@ -49,8 +55,14 @@ What CrewAI gives and what it does not:
 - observation reads CrewAI's `flow_states` table (read-only): one row per persisted method
   completion, oldest first. A row of a stage method `s<k>` is a commit of stage k; rows of
   `ask<k>` (written when the flow pauses and when a resume completes the feedback step) carry no
-  stage and are not commits. CrewAI writes no row before the first method: a root thread's chain
-  starts with the initial state. A fork's chain is its parent's chain up to the snapshot it was
+  stage and are not commits. A `notify<e>` method has the same two rows: its pause row (written
+  by `save_pending_feedback` once its body ran) is the commit of effect stage e, its completion
+  row (written when a resume completes the feedback step) commits nothing. The two rows look
+  alike in the store (same method name, same state), so the adapter tells them by the call that
+  wrote them: a delivery (`from_pending(...).resume`) writes completions of the method it
+  resumes and never a pause of it, a kickoff writes pauses and never a completion (its provider
+  always pauses). CrewAI writes no row before the first method: a root thread's chain starts
+  with the initial state. A fork's chain is its parent's chain up to the snapshot it was
   hydrated from (CrewAI's store keeps no link between them: the adapter remembers the call it
   made), then the fork's own rows.
 """
@@ -78,7 +90,7 @@ from pymc_resume.bridge.adapter import (
 from pymc_resume.bridge.nodes import NodeContext
 from pymc_resume.bridge.process import Barrier, ClientControl, run_in_children, settle
 from pymc_resume.model.state import INITIAL, Checkpoint
-from pymc_resume.model.workflow import Workflow
+from pymc_resume.model.workflow import NodeKind, StageKind, Workflow
 
 # Set before CrewAI is imported and inherited by every child: no telemetry, no tracing, no
 # version check. (An audit with socket.connect and getaddrinfo patched to record every call
@@ -103,6 +115,18 @@ FRAMEWORK_CALLS = {
     "fork": "FuzzFlow().kickoff(restore_from_state_id=<parent flow id>): from the parent's head, "
     "intent replay",
 }
+
+# What the one-method configuration adds to the calls of `start` and `crash` (its operation table).
+ONE_METHOD_CALLS = {
+    "start": "; an effect-then-interrupt node is one @human_feedback method whose body fires the effect",
+    "crash": "; for the effect fired in a @human_feedback method's body, once "
+    "SQLiteFlowPersistence.save_pending_feedback of its pause returned",
+}
+
+# How an effect-then-interrupt node is built: its effect method, then the feedback method and the
+# method that takes the value (two methods before the value); or one @human_feedback method whose
+# body fires the effect (CrewAI's "produce, then ask a human"), then the method that takes the value.
+EFFECT_THEN_INTERRUPT = ("two-methods", "one-method")
 
 UNSUPPORTED = {
     "update": "CrewAI has no client call that writes a flow's persisted state without running it: "
@@ -146,11 +170,32 @@ def _ask_method_name(stage: int) -> str:
     return f"ask{stage}"
 
 
+def _notify_method_name(effect_stage: int) -> str:
+    return f"notify{effect_stage}"
+
+
 def _committed_stage(method_name: str) -> int | None:
     """The stage a persisted method completion commits, or None for a feedback step."""
     if method_name.startswith("s") and method_name[1:].isdigit():
         return int(method_name[1:])
     return None
+
+
+def _paused_stage(method_name: str) -> int | None:
+    """The stage a persisted pause of a feedback method commits: the effect stage a `notify<e>`
+    body ran before CrewAI paused; None for an `ask<s>` pause (its body runs no stage)."""
+    prefix = "notify"
+    if method_name.startswith(prefix) and method_name[len(prefix) :].isdigit():
+        return int(method_name[len(prefix) :])
+    return None
+
+
+def _fires_then_asks(workflow: Workflow, s: int) -> bool:
+    """Whether stage `s` is the effect stage of an effect-then-interrupt node (its wait follows)."""
+    if not 0 <= s < len(workflow.stages):
+        return False
+    stage = workflow.stages[s]
+    return stage.kind is StageKind.EFFECT and workflow.nodes[stage.node] is NodeKind.EFFECT_THEN_INTERRUPT
 
 
 # The control of the operation this child process runs (set in the child only, once per process).
@@ -206,6 +251,13 @@ def _crewai():
             if _CONTROL is not None:
                 _CONTROL.committed((_committed_stage(method_name),))
 
+        def save_pending_feedback(self, flow_uuid, context, state_data):
+            # CrewAI's pause: one write of a flow_states row and the pending_feedback row. For a
+            # notify<e> method it is the first durable record that its body (stage e) ran.
+            super().save_pending_feedback(flow_uuid, context, state_data)
+            if _CONTROL is not None:
+                _CONTROL.committed((_paused_stage(context.method_name),))
+
     class ValidatedState(FlowState):
         """CrewAI's state base with Pydantic's checks on every assignment a method makes (ours)."""
 
@@ -242,22 +294,35 @@ def _names(workflow: Workflow) -> list[str]:
     return [_field(n) for n in range(len(workflow.nodes))] + ["note"]
 
 
-def _flow_class(workflow: Workflow, run_node, persistence, validate_assignment: bool):
-    """A linear CrewAI Flow for `workflow`, persisted after every method by `@persist`."""
+def _flow_class(
+    workflow: Workflow, run_node, persistence, validate_assignment: bool, one_method: bool = False
+):
+    """A linear CrewAI Flow for `workflow`, persisted after every method by `@persist`; with
+    `one_method`, each effect-then-interrupt node's effect runs in its `@human_feedback` method."""
     crewai = _crewai()
     names = _names(workflow)
+    error = crewai.ValidationError
     namespace = {}
     previous = None
+
+    def add(name: str, method) -> None:
+        nonlocal previous
+        namespace[name] = _triggered_after(crewai, previous)(method)
+        previous = name
+
+    def asking(s: int):
+        """CrewAI's @human_feedback asking for stage s's value, through the pausing provider."""
+        return crewai.human_feedback(
+            message=f"value for stage {s}", provider=crewai.PauseForHuman(), llm=None
+        )
+
     for s, stage in enumerate(workflow.stages):
-        if stage.consumes:
-            ask = crewai.human_feedback(
-                message=f"value for stage {s}", provider=crewai.PauseForHuman(), llm=None
-            )(_ask_method(s))
-            namespace[_ask_method_name(s)] = _triggered_after(crewai, previous)(ask)
-            previous = _ask_method_name(s)
-        method = _stage_method(s, stage, names, run_node, crewai.ValidationError)
-        namespace[_stage_method_name(s)] = _triggered_after(crewai, previous)(method)
-        previous = _stage_method_name(s)
+        if one_method and _fires_then_asks(workflow, s):  # CrewAI asks for s+1 after this body
+            add(_notify_method_name(s), asking(s + 1)(_notify_method(s, stage, names, run_node, error)))
+            continue
+        if stage.consumes and not (one_method and _fires_then_asks(workflow, s - 1)):
+            add(_ask_method_name(s), asking(s)(_ask_method(s)))
+        add(_stage_method_name(s), _stage_method(s, stage, names, run_node, error))
     flow = type("FuzzFlow", (crewai.Flow[_state_model(workflow, validate_assignment)],), namespace)
     return crewai.persist(persistence)(flow)
 
@@ -275,36 +340,58 @@ def _ask_method(s: int):
     return ask
 
 
+def _notify_method(s: int, stage, names: list[str], run_node, validation_error: type[Exception]):
+    """The one-method effect-then-interrupt (to be decorated with `@human_feedback`): its body
+    runs effect stage `s` and returns what the human is asked about; CrewAI then pauses for the
+    value of stage s+1, which the next method takes."""
+
+    def notify(self):
+        _run_stage(self, s, stage, names, run_node, validation_error, None)
+        return f"effect of stage {s} fired: waiting at stage {s + 1}"
+
+    notify.__name__ = _notify_method_name(s)
+    return notify
+
+
 def _stage_method(s: int, stage, names: list[str], run_node, validation_error: type[Exception]):
     def method(self):
         # The feedback is a string: turning it into the stage's value is the adapter's (user) code.
         value = int(self.last_human_feedback.feedback) if stage.consumes else None
-        control = _CONTROL
-        control.at("before-execute", s)
-        context = NodeContext(
-            control.thread, s, stage.node, control.op, control.role, idempotency_key=None
-        )  # CrewAI hands method code no stable execution identity
-        app = tuple(getattr(self.state, name) for name in names)
-        out = run_node(s, app, value, context)
-        try:
-            setattr(self.state, names[stage.node], out[stage.node])
-        except validation_error:  # only with validate_assignment: the adapter's validation
-            raise AdapterValidationRefused(s, out[stage.node], node_output=not stage.consumes) from None
-        control.executed.add(s)
-        control.at("after-execute", s)
-        return out[stage.node]
+        return _run_stage(self, s, stage, names, run_node, validation_error, value)
 
     method.__name__ = _stage_method_name(s)
     return method
+
+
+def _run_stage(flow, s: int, stage, names: list[str], run_node, validation_error: type[Exception], value):
+    """Run stage `s`'s node code on the flow's state, between its crash points, and assign the
+    node's field; the field's new value."""
+    control = _CONTROL
+    control.at("before-execute", s)
+    context = NodeContext(
+        control.thread, s, stage.node, control.op, control.role, idempotency_key=None
+    )  # CrewAI hands method code no stable execution identity
+    app = tuple(getattr(flow.state, name) for name in names)
+    out = run_node(s, app, value, context)
+    try:
+        setattr(flow.state, names[stage.node], out[stage.node])
+    except validation_error:  # only with validate_assignment: the adapter's validation
+        raise AdapterValidationRefused(s, out[stage.node], node_output=not stage.consumes) from None
+    control.executed.add(s)
+    control.at("after-execute", s)
+    return out[stage.node]
 
 
 class CrewAIAdapter:
     name = "crewai"
     capabilities = frozenset({"recorded-inputs", "executions"})
     unsupported = UNSUPPORTED
-    framework_calls = FRAMEWORK_CALLS
 
-    def __init__(self, validate_assignment: bool = False) -> None:
+    def __init__(self, validate_assignment: bool = False, effect_then_interrupt: str = "two-methods") -> None:
+        if effect_then_interrupt not in EFFECT_THEN_INTERRUPT:
+            raise KeyError(
+                f"effect_then_interrupt {effect_then_interrupt!r} (one of {', '.join(EFFECT_THEN_INTERRUPT)})"
+            )
         try:
             _crewai()
         except ImportError as error:
@@ -313,18 +400,37 @@ class CrewAIAdapter:
             ) from None
         self.version = f"crewai {_crewai_version()}"
         self.validate_assignment = bool(validate_assignment)
+        self.effect_then_interrupt = effect_then_interrupt
         self.path: Path | None = None
         self.workflow: Workflow | None = None
         # Per bridge thread: its CrewAI flow id, run state, and for a fork the parent thread and
         # the parent's checkpoint it was hydrated from.
         self.threads: list[dict] = []
+        # Ids of the flow_states rows of notify<e> methods that a delivery wrote: their completion
+        # rows (the store does not tell them from their pause rows; see the module docstring).
+        self._completions: set[int] = set()
         self._persistence = None
         self._flow = None
         self._outer_tempdir: str | None = None
         self._outer_storage_dir: str | None = None
 
+    @property
+    def one_method(self) -> bool:
+        return self.effect_then_interrupt == "one-method"
+
+    @property
+    def framework_calls(self) -> dict[str, str]:
+        calls = dict(FRAMEWORK_CALLS)
+        if self.one_method:
+            for op, more in ONE_METHOD_CALLS.items():
+                calls[op] += more
+        return calls
+
     def options(self) -> dict:
-        return {"validate_assignment": self.validate_assignment}
+        options = {"validate_assignment": self.validate_assignment}
+        if self.one_method:
+            options["effect_then_interrupt"] = self.effect_then_interrupt
+        return options
 
     def open(self, setup: FuzzSetup) -> None:
         self.path = setup.workdir / DB_NAME
@@ -338,8 +444,11 @@ class CrewAIAdapter:
         self._outer_tempdir, tempfile.tempdir = tempfile.tempdir, str(setup.workdir)
         self.workflow = setup.workflow
         self.threads = [{"id": str(uuid.uuid4()), "run": "new", "parent": None, "base": None}]
+        self._completions = set()
         self._persistence = _crewai().Persistence(str(self.path))  # creates CrewAI's tables
-        self._flow = _flow_class(setup.workflow, setup.run_node, self._persistence, self.validate_assignment)
+        self._flow = _flow_class(
+            setup.workflow, setup.run_node, self._persistence, self.validate_assignment, self.one_method
+        )
 
     def close(self) -> None:
         self._persistence = self._flow = None
@@ -355,7 +464,10 @@ class CrewAIAdapter:
         return self._run(thread, self._kickoff(thread), "run", crash, op)
 
     def resume(self, thread: int, value: int, crash: CrashPoint | None, op: str) -> Outcome:
-        return self._run(thread, self._deliver(thread, value), "delivery", crash, op)
+        newest = self._newest_row()
+        outcome = self._run(thread, self._deliver(thread, value), "delivery", crash, op)
+        self._note_completions(newest)
+        return outcome
 
     def recover(self, thread: int, crash: CrashPoint | None, op: str) -> Outcome:
         return self._run(thread, self._kickoff(thread), "recovery", crash, op)
@@ -365,7 +477,9 @@ class CrewAIAdapter:
             self._task(thread, self._deliver(thread, v), "delivery", None, f"{op}.{i}", window)
             for i, v in enumerate(values)
         ]
+        newest = self._newest_row()
         results = run_in_children(tasks, synchronized=window is not None)
+        self._note_completions(newest)
         return [self._settle(thread, result) for result in results]
 
     def fork(self, thread: int, checkpoint: int, intent: str, value: int | None) -> Outcome:
@@ -481,28 +595,47 @@ class CrewAIAdapter:
 
     # -- observation: CrewAI's flow_states table, read-only ----------------------------------
 
-    def _rows(self, flow_id: str) -> list[tuple[str, dict]]:
-        """(method name, state) of every persisted completion of the flow, oldest first."""
+    def _read(self, query: str, parameters: tuple) -> list[tuple]:
+        """The rows of a query on CrewAI's database, opened read-only."""
         db = sqlite3.connect(f"{self.path.as_uri()}?mode=ro", uri=True, timeout=30.0)
         try:
-            rows = db.execute(
-                "SELECT method_name, state_json FROM flow_states WHERE flow_uuid = ? ORDER BY id", (flow_id,)
-            ).fetchall()
+            return db.execute(query, parameters).fetchall()
         finally:
             db.close()
-        return [(method, json.loads(state)) for method, state in rows]
+
+    def _rows(self, flow_id: str) -> list[tuple[int, str, dict]]:
+        """(row id, method name, state) of every persisted row of the flow, oldest first."""
+        rows = self._read(
+            "SELECT id, method_name, state_json FROM flow_states WHERE flow_uuid = ? ORDER BY id", (flow_id,)
+        )
+        return [(row, method, json.loads(state)) for row, method, state in rows]
+
+    def _newest_row(self) -> int:
+        """The id of the newest flow_states row of any flow (0 when there is none)."""
+        [(newest,)] = self._read("SELECT COALESCE(MAX(id), 0) FROM flow_states", ())
+        return newest
+
+    def _note_completions(self, after: int) -> None:
+        """Remember the notify<e> rows written since row `after` as completions: the bridge runs
+        one operation at a time, and those of a delivery write a notify<e> row only when they
+        complete its feedback step (a kickoff writes only its pauses)."""
+        rows = self._read("SELECT id, method_name FROM flow_states WHERE id > ?", (after,))
+        self._completions.update(row for row, method in rows if _paused_stage(method) is not None)
 
     def _chain(self, thread: int) -> tuple[Checkpoint, ...]:
         """The thread's checkpoints: a root's initial state, or a fork's parent chain up to the
-        checkpoint it was hydrated from; then one per persisted completion of a stage method."""
+        checkpoint it was hydrated from; then one per persisted completion of a stage method and
+        per pause of a notify<e> method."""
         memory = self.threads[thread]
         if memory["parent"] is None:
             chain = [Checkpoint(0, self.workflow.initial_state(), INITIAL)]
         else:
             chain = list(self._chain(memory["parent"])[: memory["base"] + 1])
         names = _names(self.workflow)
-        for method, state in self._rows(memory["id"]) if memory["id"] else ():
+        for row, method, state in self._rows(memory["id"]) if memory["id"] else ():
             stage = _committed_stage(method)
+            if stage is None and row not in self._completions:
+                stage = _paused_stage(method)  # a notify<e> pause: its body ran stage e
             if stage is not None:
                 app = tuple(int(state.get(name, 0)) for name in names)
                 chain.append(Checkpoint(stage + 1, app, stage))
