@@ -18,6 +18,7 @@ from pymc_resume.cli.options import (
     refuse_for_simulation,
     refuse_lone_address,
     simulation_flags,
+    snapshot_flags,
 )
 from pymc_resume.cli.paths import writable_file, writable_folder
 from pymc_resume.explore import snapshot
@@ -38,12 +39,6 @@ from pymc_resume.model.mutants import MUTANTS
 @click.option("--mutant", default=None, help="Switch one fault on (see --list-mutants).")
 @click.option("--list-mutants", is_flag=True, help="List the mutants and exit.")
 @click.option(
-    "--max-states",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Stop after this many distinct states (unproved clauses are 'skipped').",
-)
-@click.option(
     "--no-symmetry",
     is_flag=True,
     help="Do not reduce interchangeable processes (reports the unreduced counts).",
@@ -54,36 +49,7 @@ from pymc_resume.model.mutants import MUTANTS
     default=None,
     help="Worker processes, each owning a hash partition  [default: number of cores].",
 )
-@click.option(
-    "--max-memory",
-    type=click.IntRange(min=64),
-    default=None,
-    metavar="MIB",
-    help="Stop cleanly, with the counts so far, before resident memory exceeds this.",
-)
-@click.option(
-    "--checkpoint-dir",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="Save the explorer's own state here between levels, atomically (the first "
-    "snapshot after the first level).",
-)
-@click.option(
-    "--checkpoint-every",
-    type=Seconds(low=0.0),
-    default=None,
-    metavar="SECONDS",
-    help="At most this long between snapshots; the wait grows from 1 s up to it  [default: 60].",
-)
-@click.option(
-    "--recover",
-    "recover_dir",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="Continue the run checkpointed in this folder (and keep checkpointing there); "
-    "bounds, mutant, symmetry and workers come from the checkpoint, and so do "
-    "--checkpoint-every, --max-states and --max-memory unless given again.",
-)
+@snapshot_flags("bounds, mutant, symmetry and workers")
 @click.option(
     "--json",
     "json_path",

@@ -17,6 +17,7 @@ from pymc_resume.cli.options import (
     refuse_for_simulation,
     refuse_lone_address,
     simulation_flags,
+    snapshot_flags,
 )
 from pymc_resume.cli.paths import writable_file, writable_folder
 from pymc_resume.errors import BadInput, PymcResumeError
@@ -35,20 +36,7 @@ from pymc_resume.files import write_json
     default=None,
     help="Worker processes, each owning a hash partition  [default: 1].",
 )
-@click.option(
-    "--max-states",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Stop after this many distinct states (unproved properties are 'skipped').",
-)
 @click.option("--max-seconds", type=Seconds(low=0.001), default=None, help="Stop after this many seconds.")
-@click.option(
-    "--max-memory",
-    type=click.IntRange(min=64),
-    default=None,
-    metavar="MIB",
-    help="Stop cleanly, with the counts so far, before resident memory exceeds this.",
-)
 @click.option(
     "--stop-at-first",
     is_flag=True,
@@ -59,28 +47,7 @@ from pymc_resume.files import write_json
     default=None,
     help="Report states without successors  [default: the model's deadlock_is_error, else yes, as TLC].",
 )
-@click.option(
-    "--checkpoint-dir",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="Save the explorer's own state here between levels, atomically.",
-)
-@click.option(
-    "--checkpoint-every",
-    type=Seconds(low=0.0),
-    default=None,
-    metavar="SECONDS",
-    help="The longest wait between saves into --checkpoint-dir (the first save follows "
-    "the first level)  [default: 60, or the recovered run's].",
-)
-@click.option(
-    "--recover",
-    "recover_dir",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="Continue the run checkpointed in this folder (and keep checkpointing there); "
-    "target, workers and deadlock checking come from the checkpoint.",
-)
+@snapshot_flags("target, workers and deadlock checking")
 @click.option(
     "--json",
     "json_path",

@@ -110,9 +110,93 @@ def simulation_flags(function):
             "first)  [default: 1000 without --max-seconds, else no limit].",
         ),
     ]
+    return _stacked(function, flags)
+
+
+def _stacked(function, flags: list):
+    """`function` under `flags`, listed in the order `--help` shows them."""
     for flag in reversed(flags):
         function = flag(function)
     return function
+
+
+def budget_flags(function):
+    """`--max-seconds`, `--shrink-seconds` and `--no-shrink`, shared by `fuzz` and `profile`."""
+    return _stacked(
+        function,
+        [
+            click.option(
+                "--max-seconds",
+                type=Seconds(low=1.0),
+                default=None,
+                metavar="SECONDS",
+                help="Stop the whole run (every configuration of a profile) after this long and "
+                "report what it found  [default: no limit].",
+            ),
+            click.option(
+                "--shrink-seconds",
+                type=Seconds(low=0.0),
+                default=None,
+                metavar="SECONDS",
+                help="Stop shrinking one violation after this long (Hypothesis's pass, then the "
+                "step pass of each clause it violates)  [default: no limit].",
+            ),
+            click.option(
+                "--no-shrink",
+                "no_shrink",
+                is_flag=True,
+                help="Report each violation's failing steps as found, without minimizing them "
+                "(every minimizing replay is a full run of real processes).",
+            ),
+        ],
+    )
+
+
+def snapshot_flags(recovered_from_checkpoint: str):
+    """`--max-states`, `--max-memory`, `--checkpoint-dir`, `--checkpoint-every` and `--recover`,
+    shared by `check` and `explore`; `recovered_from_checkpoint` names what a recovery takes
+    from the checkpoint rather than from the command line."""
+    flags = [
+        click.option(
+            "--max-states",
+            type=click.IntRange(min=1),
+            default=None,
+            help="Stop after this many distinct states (unproved properties are 'skipped').",
+        ),
+        click.option(
+            "--max-memory",
+            type=click.IntRange(min=64),
+            default=None,
+            metavar="MIB",
+            help="Stop cleanly, with the counts so far, before the run's resident memory (every "
+            "process) exceeds this.",
+        ),
+        click.option(
+            "--checkpoint-dir",
+            type=click.Path(file_okay=False),
+            default=None,
+            help="Save the explorer's own state here between levels, atomically (the first "
+            "snapshot after the first level).",
+        ),
+        click.option(
+            "--checkpoint-every",
+            type=Seconds(low=0.0),
+            default=None,
+            metavar="SECONDS",
+            help="At most this long between snapshots; the wait grows from 1 s up to it  "
+            "[default: 60, or the recovered run's].",
+        ),
+        click.option(
+            "--recover",
+            "recover_dir",
+            type=click.Path(file_okay=False),
+            default=None,
+            help="Continue the run checkpointed in this folder (and keep checkpointing there); "
+            f"{recovered_from_checkpoint} come from the checkpoint, and so do --checkpoint-every, "
+            "--max-states and --max-memory unless given again.",
+        ),
+    ]
+    return lambda function: _stacked(function, flags)
 
 
 def refuse_for_simulation(simulate: bool, simulation_only: dict, exhaustive_only: dict) -> None:

@@ -11,7 +11,7 @@ from click.core import ParameterSource
 
 from pymc_resume.cli import Terminated, main
 from pymc_resume.cli.errors import fail
-from pymc_resume.cli.options import Seconds, adapter_option_flag, adapter_options
+from pymc_resume.cli.options import Seconds, adapter_option_flag, adapter_options, budget_flags
 from pymc_resume.cli.paths import writable_file, writable_folder
 from pymc_resume.cli.tables import table
 from pymc_resume.errors import AdapterError
@@ -81,28 +81,7 @@ CELL = {
     metavar="SECONDS",
     help="Stop an adapter that takes longer to build, open or run a step (a hang).",
 )
-@click.option(
-    "--max-seconds",
-    type=Seconds(low=1.0),
-    default=None,
-    metavar="SECONDS",
-    help="Stop the whole run (every configuration) after this long and report what it found  "
-    "[default: no limit].",
-)
-@click.option(
-    "--shrink-seconds",
-    type=Seconds(low=0.0),
-    default=None,
-    metavar="SECONDS",
-    help="Stop shrinking one violation after this long  [default: no limit].",
-)
-@click.option(
-    "--no-shrink",
-    "no_shrink",
-    is_flag=True,
-    help="Keep each violation's failing steps as found, without minimizing them "
-    "(every minimizing replay is a full run of real processes).",
-)
+@budget_flags
 @click.option(
     "--json",
     "json_path",
