@@ -175,40 +175,29 @@ def _found(repros: Path, out: Path) -> bool:
     return repros.is_dir() and bool(list(repros.glob("*.json"))) and out.exists()
 
 
+def _fuzz_until_its_first_finding(
+    tmp_path: Path, marker: str, **streams
+) -> tuple[subprocess.Popen, Path, Path]:
+    """A fuzz run of a fault found in its first example, waited for until it has written its
+    first finding (at most 120 s): (the running process, its repro folder, its JSON path)."""
+    repros, out = tmp_path / "repros", tmp_path / "out.json"
+    command = [sys.executable, "-m", "pymc_resume", "fuzz", "reference", "--fault", "record-second-resume"]
+    command += ["--seed", "1", "--examples", "1000", "--repro-dir", str(repros), "--json", str(out)]
+    env = {**os.environ, "PYMC_RESUME_TEST_MARKER": marker}
+    process = subprocess.Popen(command, cwd=tmp_path, env=env, **streams)
+    deadline = time.monotonic() + 120
+    while not _found(repros, out) and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.05)
+    return process, repros, out
+
+
 def test_a_fuzz_run_killed_right_after_its_first_finding_has_its_repro_and_json_on_disk(tmp_path):
     marker = uuid.uuid4().hex
-    env = {**os.environ, "PYMC_RESUME_TEST_MARKER": marker}
-    repros, out = tmp_path / "repros", tmp_path / "out.json"
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pymc_resume",
-            "fuzz",
-            "reference",
-            "--fault",
-            "record-second-resume",
-            "--seed",
-            "1",
-            "--examples",
-            "1000",
-            "--repro-dir",
-            str(repros),
-            "--json",
-            str(out),
-        ],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    process, repros, out = _fuzz_until_its_first_finding(
+        tmp_path, marker, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
-    try:
-        deadline = time.monotonic() + 120
-        while not _found(repros, out) and time.monotonic() < deadline:
-            time.sleep(0.05)
-    finally:
-        process.kill()
-        process.wait()
+    process.kill()  # SIGKILL: nothing of the run's own cleanup happens
+    process.wait()
     [repro] = repros.glob("*.json")
     assert json.loads(repro.read_text())["clause"] == "consume-once-value"
     assert list(repros.glob("test_repro_*.py"))
@@ -277,36 +266,10 @@ def test_max_seconds_on_a_correct_adapter_exits_0_with_every_id_holding(tmp_path
 
 def test_sigterm_ends_a_fuzz_run_its_findings_kept_and_nothing_left(tmp_path):
     marker = uuid.uuid4().hex
-    env = {**os.environ, "PYMC_RESUME_TEST_MARKER": marker}
-    repros, out = tmp_path / "repros", tmp_path / "out.json"
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pymc_resume",
-            "fuzz",
-            "reference",
-            "--fault",
-            "record-second-resume",
-            "--seed",
-            "1",
-            "--examples",
-            "1000",
-            "--repro-dir",
-            str(repros),
-            "--json",
-            str(out),
-        ],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
+    process, repros, out = _fuzz_until_its_first_finding(
+        tmp_path, marker, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
     try:
-        deadline = time.monotonic() + 120
-        while not _found(repros, out) and time.monotonic() < deadline:
-            time.sleep(0.05)
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=60)
     finally:
