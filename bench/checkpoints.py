@@ -23,7 +23,7 @@ from pathlib import Path
 from pymc_resume.checking.check import peak_rss_mib
 from pymc_resume.explore import explore, snapshot
 from pymc_resume.explore.inprocess import InProcess
-from pymc_resume.explore.search import Checkpointing
+from pymc_resume.explore.search import SnapshotSchedule
 from pymc_resume.explore.workers import WorkerPool
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.semantics import ResumeModel
@@ -60,7 +60,7 @@ def main() -> None:
             model,
             canonical=model.canonical,
             workers=args.workers,
-            checkpoint=Checkpointing(str(folder), every=args.every),
+            snapshots=SnapshotSchedule(str(folder), every=args.every),
         )
         seconds = time.perf_counter() - started
         print(
@@ -75,7 +75,7 @@ def main() -> None:
         print(f"  last snapshot: depth {snapshot.load(folder).depth}, {size / 2**20:.1f} MiB")
         saved = timed("load", snapshot.load)(folder)
         explore(
-            model, canonical=model.canonical, workers=args.workers, resume=saved, max_states=1
+            model, canonical=model.canonical, workers=args.workers, from_snapshot=saved, max_states=1
         )  # restore, then stop at the first level
         print(f"  load    {TIMES['load'][0]:.3f} s, restore {TIMES['restore'][0]:.3f} s")
     finally:

@@ -10,7 +10,7 @@ import attrs
 
 from pymc_resume.explore import ExplorationResult, explore
 from pymc_resume.explore.memory import peak_bytes
-from pymc_resume.explore.search import Checkpointing
+from pymc_resume.explore.search import SnapshotSchedule
 from pymc_resume.explore.simulate import SimulationResult, simulate
 from pymc_resume.explore.snapshot import Snapshot, SnapshotError
 from pymc_resume.model.bounds import Bounds, BoundsError, bounds_from_mapping
@@ -202,12 +202,12 @@ def run_check(
     progress: Callable | None = None,
     checkpoint_dir: str | None = None,
     checkpoint_every: float = 60.0,
-    resume: Snapshot | None = None,
+    from_snapshot: Snapshot | None = None,
     engine: str = "multiprocess",
     address: str | None = None,
 ) -> CheckReport:
     model = ResumeModel(bounds, mutant)
-    checkpoint = None
+    snapshots = None
     if checkpoint_dir is not None:
         run = run_description(
             bounds,
@@ -218,7 +218,7 @@ def run_check(
             max_states=max_states,
             max_memory=max_memory,
         )
-        checkpoint = Checkpointing(checkpoint_dir, checkpoint_every, run)
+        snapshots = SnapshotSchedule(checkpoint_dir, checkpoint_every, run)
     result = explore(
         model,
         workers=workers,
@@ -226,8 +226,8 @@ def run_check(
         max_memory=max_memory,
         canonical=model.canonical if symmetry else None,
         progress=progress,
-        checkpoint=checkpoint,
-        resume=resume,
+        snapshots=snapshots,
+        from_snapshot=from_snapshot,
         engine=engine,
         address=address,
     )

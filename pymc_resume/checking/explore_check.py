@@ -16,7 +16,7 @@ from pymc_resume.checking.check import peak_rss_mib
 from pymc_resume.explore import ExplorationResult, explore
 from pymc_resume.explore.changes import changes
 from pymc_resume.explore.result import DEADLOCK, Step
-from pymc_resume.explore.search import Checkpointing
+from pymc_resume.explore.search import SnapshotSchedule
 from pymc_resume.explore.simulate import SimulationResult, simulate
 from pymc_resume.explore.validate import ValidModel, validated
 from pymc_resume.model.contract import HOLDS, SKIPPED, VIOLATED
@@ -128,13 +128,13 @@ def run_explore(
     progress: Callable | None = None,
     checkpoint_dir: str | None = None,
     checkpoint_every: float = 60.0,
-    resume=None,
+    from_snapshot=None,
     engine: str = "multiprocess",
     address: str | None = None,
 ) -> ExploreReport:
     """Explore `model` (what `target` names) and judge its properties."""
     valid = validated(model, check_deadlock)
-    checkpoint = None
+    snapshots = None
     if checkpoint_dir is not None:
         # What a recovery redoes: the run, and the options it keeps unless given again.
         run = {
@@ -147,7 +147,7 @@ def run_explore(
             "max_seconds": max_seconds,
             "max_memory": max_memory,
         }
-        checkpoint = Checkpointing(checkpoint_dir, checkpoint_every, run)
+        snapshots = SnapshotSchedule(checkpoint_dir, checkpoint_every, run)
     result = explore(
         valid,
         workers=workers,
@@ -156,8 +156,8 @@ def run_explore(
         max_memory=max_memory,
         stop_at_first=stop_at_first,
         progress=progress,
-        checkpoint=checkpoint,
-        resume=resume,
+        snapshots=snapshots,
+        from_snapshot=from_snapshot,
         engine=engine,
         address=address,
     )

@@ -123,7 +123,7 @@ def check_command(
         _finish(report, json_path)
         return
     max_memory = max_memory * 2**20 if max_memory else None
-    resume = None
+    from_snapshot = None
     if recover_dir is not None:
         if bounds_name is not None or mutant or no_symmetry or workers:
             fail(
@@ -136,13 +136,13 @@ def check_command(
                 "do not pass --checkpoint-dir"
             )
         writable_folder(recover_dir, "--recover")
-        resume = snapshot.load(recover_dir)
-        run = recovered_run(resume.run, str(Path(resume.files[0]).parent / snapshot.MANIFEST))
+        from_snapshot = snapshot.load(recover_dir)
+        run = recovered_run(from_snapshot.run, str(Path(from_snapshot.files[0]).parent / snapshot.MANIFEST))
         bounds, mutant, no_symmetry, workers = run.bounds, run.mutant, not run.symmetry, run.workers
-        if len(resume.partitions) != workers:
+        if len(from_snapshot.partitions) != workers:
             raise snapshot.SnapshotError(
                 f"{recover_dir}: its run had {workers} workers, but "
-                f"it holds {len(resume.partitions)} partitions"
+                f"it holds {len(from_snapshot.partitions)} partitions"
             )
         # The run's own options, unless given again.
         checkpoint_every = run.checkpoint_every if checkpoint_every is None else checkpoint_every
@@ -165,7 +165,7 @@ def check_command(
         progress=progress,
         checkpoint_dir=checkpoint_dir,
         checkpoint_every=checkpoint_every,
-        resume=resume,
+        from_snapshot=from_snapshot,
         engine=engine,
         address=address,
     )

@@ -99,7 +99,7 @@ def explore_command(
     )
     refuse_lone_address(engine, address)
     writable_folder(checkpoint_dir, "--checkpoint-dir")
-    resume = None
+    from_snapshot = None
     if recover_dir is not None:
         if workers or deadlock is not None or stop_at_first or checkpoint_dir:
             fail(
@@ -108,10 +108,10 @@ def explore_command(
             )
         writable_folder(recover_dir, "--recover")
         try:
-            resume = snapshot.load(recover_dir)
+            from_snapshot = snapshot.load(recover_dir)
         except snapshot.SnapshotError as error:
             fail(f"--recover: {error}")
-        run = resume.run
+        run = from_snapshot.run
         if not isinstance(run, dict) or "target" not in run:
             fail(f"--recover: {recover_dir} holds no `pymc-resume explore` run")
         if target is not None and absolute(target) != run["target"]:
@@ -158,7 +158,7 @@ def explore_command(
                 quiet,
                 checkpoint_dir,
                 checkpoint_every,
-                resume,
+                from_snapshot,
                 engine,
                 address,
             )
@@ -192,7 +192,7 @@ def _explore(
     quiet,
     checkpoint_dir,
     checkpoint_every,
-    resume,
+    from_snapshot,
     engine,
     address,
 ):
@@ -209,7 +209,7 @@ def _explore(
         progress=None if quiet else ProgressPrinter(),
         checkpoint_dir=checkpoint_dir,
         checkpoint_every=checkpoint_every,
-        resume=resume,
+        from_snapshot=from_snapshot,
         engine=engine,
         address=address,
     )

@@ -37,8 +37,8 @@ def explore(
     max_memory: int | None = None,
     canonical: Callable[[Hashable], Hashable] | None = None,
     progress: ProgressCallback | None = None,
-    checkpoint: Checkpointing | None = None,
-    resume: snapshot.Snapshot | None = None,
+    snapshots: SnapshotSchedule | None = None,
+    from_snapshot: snapshot.Snapshot | None = None,
     stop_at_first: bool = False,
     check_deadlock: bool | None = None,
     engine: str = "multiprocess",
@@ -49,7 +49,7 @@ def explore(
     `canonical` maps a state to the representative of its symmetry class (symmetry
     reduction); traces are still made of real, unreduced states. `workers` > 1 runs that many
     processes, each owning a hash partition of the states. `checkpoint` saves the explorer's
-    own state between levels; `resume` continues from such a snapshot (same model, same
+    own state between levels; `from_snapshot` continues from such a snapshot (same model, same
     number of workers) and reaches the same counts and verdicts as an uninterrupted run.
     `stop_at_first` ends the search at the first violation (TLC without `-continue`);
     `check_deadlock` overrides the model's `deadlock_is_error`. `engine` "ray" runs the
@@ -63,11 +63,11 @@ def explore(
     if address is not None and engine != "ray":
         raise BadInput("address: only with the ray engine")
     model = validated(model, check_deadlock)
-    if resume is not None and len(resume.partitions) != workers:
+    if from_snapshot is not None and len(from_snapshot.partitions) != workers:
         raise snapshot.SnapshotError(
-            f"the checkpoint was taken with {len(resume.partitions)} workers, not {workers}"
+            f"the checkpoint was taken with {len(from_snapshot.partitions)} workers, not {workers}"
         )
-    started = time.monotonic() - (resume.elapsed if resume else 0.0)
+    started = time.monotonic() - (from_snapshot.elapsed if from_snapshot else 0.0)
     limits = Limits(max_states, max_seconds, max_memory)
     # States are long-lived tuples that never form cycles: the cyclic garbage collector only
     # rescans them (it cost 40-60% of the time on the reference semantics). Workers fork with
@@ -80,12 +80,12 @@ def explore(
             model, workers, canonical, limits, started, stop_at_first, engine, address, progress, level_holder
         )
         return _explore(
-            model, backend, limits, started, canonical, progress, checkpoint, resume, level_holder
+            model, backend, limits, started, canonical, progress, snapshots, from_snapshot, level_holder
         )
     except PymcResumeError:
         raise
     except (LookupError, ValueError, TypeError, AttributeError, StopIteration) as error:
-        if resume is None:
+        if from_snapshot is None:
             raise
         # A checkpoint can pass every check and still not be this run's (keys swapped by hand):
         # then a level or a trace replay does not fit the model.
@@ -131,10 +131,10 @@ def _backend(
     return InProcess(model, canonical, limits, started, on_tick, stop_at_first)
 
 
-def _explore(model, backend, limits, started, canonical, progress, checkpoint, resume, level_holder):
+def _explore(model, backend, limits, started, canonical, progress, snapshots, from_snapshot, level_holder):
     with backend:
         depth, stopped_because = _run_levels(
-            backend, limits, started, level_holder, progress, checkpoint, resume
+            backend, limits, started, level_holder, progress, snapshots, from_snapshot
         )
         complete = stopped_because is None
         # property -> (gid, successor index): see `Partition.first_bad`
@@ -168,22 +168,22 @@ def _explore(model, backend, limits, started, canonical, progress, checkpoint, r
 
 
 def _run_levels(
-    backend, limits: Limits, started: float, level_holder, progress, checkpoint, resume
+    backend, limits: Limits, started: float, level_holder, progress, snapshots, from_snapshot
 ) -> tuple[int, str | None]:
     """Step every partition one level at a time until no new state appears or a limit hits.
 
     Returns the depth (levels that admitted a state; initial states are level 1, as in TLC) and
     why the search stopped early, if it did.
     """
-    if resume is None:
+    if from_snapshot is None:
         backend.seed()
         depth = 0
     else:
-        backend.load_state(resume)
-        depth = resume.depth
-        if checkpoint:
-            snapshot.remove_stale(checkpoint.directory)  # what the killed run left half-written
-    taken = 0 if resume is None else 1  # snapshots so far (the recovered one counts)
+        backend.load_state(from_snapshot)
+        depth = from_snapshot.depth
+        if snapshots:
+            snapshot.remove_stale(snapshots.directory)  # what the killed run left half-written
+    taken = 0 if from_snapshot is None else 1  # snapshots so far (the recovered one counts)
     last_saved = time.monotonic()
     while backend.pending():
         level_holder[0] = depth + 1
@@ -203,11 +203,11 @@ def _run_levels(
             )
         if not added:
             break
-        if checkpoint and time.monotonic() - last_saved >= checkpoint.wait_after(taken):
+        if snapshots and time.monotonic() - last_saved >= snapshots.wait_after(taken):
             partitions, layout = backend.save_state()
             elapsed = time.monotonic() - started
             snapshot.save(
-                checkpoint.directory, snapshot.Snapshot(checkpoint.run, depth, elapsed, partitions, layout)
+                snapshots.directory, snapshot.Snapshot(snapshots.run, depth, elapsed, partitions, layout)
             )
             taken += 1
             last_saved = time.monotonic()
@@ -218,7 +218,7 @@ FIRST_WAIT = 1.0  # seconds between the first two snapshots of a run
 
 
 @attrs.frozen
-class Checkpointing:
+class SnapshotSchedule:
     """Save the explorer's state into `directory` between levels; `run` describes what is
     being checked, so a recovery can check it matches (and redo exactly it).
 

@@ -245,12 +245,12 @@ class Clocks:
 
 def test_a_two_worker_run_of_class_states_resumes_to_the_same_counts(tmp_path):
     from pymc_resume.explore import snapshot
-    from pymc_resume.explore.search import Checkpointing
+    from pymc_resume.explore.search import SnapshotSchedule
 
     whole = explore(Clocks(), workers=2)
-    checkpoint = Checkpointing(str(tmp_path), every=0.0, run={"what": "clocks"})
-    first = explore(Clocks(), workers=2, max_states=500, checkpoint=checkpoint)
+    snapshots = SnapshotSchedule(str(tmp_path), every=0.0, run={"what": "clocks"})
+    first = explore(Clocks(), workers=2, max_states=500, snapshots=snapshots)
     assert not first.complete
-    resumed = explore(Clocks(), workers=2, resume=snapshot.load(tmp_path), checkpoint=checkpoint)
+    recovered = explore(Clocks(), workers=2, from_snapshot=snapshot.load(tmp_path), snapshots=snapshots)
     counts = lambda r: (r.distinct_states, r.states_generated, r.depth)
-    assert counts(resumed) == counts(whole) and whole.complete
+    assert counts(recovered) == counts(whole) and whole.complete

@@ -21,7 +21,7 @@ from ray.cluster_utils import Cluster
 from two_phase import TwoPhase
 
 from pymc_resume.explore import explore, snapshot
-from pymc_resume.explore.search import Checkpointing
+from pymc_resume.explore.search import SnapshotSchedule
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.semantics import ResumeModel
 
@@ -82,7 +82,7 @@ def test_a_plain_model_matches_too(cluster):
 
 def test_a_ray_run_stopped_midway_recovers_on_ray_to_the_same_result(cluster, explored, tmp_path):
     model = ResumeModel(load_bounds("small"), "stuck-claim")
-    checkpoint = Checkpointing(str(tmp_path), every=0.0)
+    snapshots = SnapshotSchedule(str(tmp_path), every=0.0)
     first = explore(
         model,
         canonical=model.canonical,
@@ -90,7 +90,7 @@ def test_a_ray_run_stopped_midway_recovers_on_ray_to_the_same_result(cluster, ex
         engine="ray",
         address=cluster.address,
         max_states=5000,
-        checkpoint=checkpoint,
+        snapshots=snapshots,
     )
     assert not first.complete and "state limit" in first.stopped_because
     resumed = explore(
@@ -99,8 +99,8 @@ def test_a_ray_run_stopped_midway_recovers_on_ray_to_the_same_result(cluster, ex
         workers=2,
         engine="ray",
         address=cluster.address,
-        resume=snapshot.load(tmp_path),
-        checkpoint=checkpoint,
+        from_snapshot=snapshot.load(tmp_path),
+        snapshots=snapshots,
     )
     assert summary(resumed) == summary(explored("small", "stuck-claim", workers=2))
 

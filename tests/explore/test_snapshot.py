@@ -1,9 +1,9 @@
-"""The explorer's own checkpoints: a resumed run reaches what an uninterrupted run reaches."""
+"""The explorer's own snapshots: a run continued from one reaches what an uninterrupted run reaches."""
 
 import pytest
 
 from pymc_resume.explore import explore, snapshot
-from pymc_resume.explore.search import Checkpointing
+from pymc_resume.explore.search import SnapshotSchedule
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.semantics import ResumeModel
 
@@ -17,18 +17,20 @@ def summary(result):
 def test_a_run_stopped_midway_resumes_to_the_same_result(tmp_path, workers, explored):
     model = ResumeModel(load_bounds("small"), "stuck-claim")
     whole = explored("small", "stuck-claim", workers=workers)
-    checkpoint = Checkpointing(str(tmp_path), every=0.0, run={"what": "stuck-claim"})
-    first = explore(model, canonical=model.canonical, workers=workers, max_states=5000, checkpoint=checkpoint)
+    snapshots = SnapshotSchedule(str(tmp_path), every=0.0, run={"what": "stuck-claim"})
+    first = explore(model, canonical=model.canonical, workers=workers, max_states=5000, snapshots=snapshots)
     assert not first.complete
     saved = snapshot.load(tmp_path)
     assert 0 < saved.depth < whole.depth and saved.run == {"what": "stuck-claim"}
-    resumed = explore(model, canonical=model.canonical, workers=workers, resume=saved, checkpoint=checkpoint)
-    assert summary(resumed) == summary(whole)
+    recovered = explore(
+        model, canonical=model.canonical, workers=workers, from_snapshot=saved, snapshots=snapshots
+    )
+    assert summary(recovered) == summary(whole)
 
 
 def test_only_the_latest_snapshot_is_kept_and_published_atomically(tmp_path):
     model = ResumeModel(load_bounds("small"))
-    explore(model, canonical=model.canonical, checkpoint=Checkpointing(str(tmp_path), every=0.0))
+    explore(model, canonical=model.canonical, snapshots=SnapshotSchedule(str(tmp_path), every=0.0))
     folders = [p.name for p in tmp_path.iterdir() if p.is_dir()]
     assert folders == [(tmp_path / "current").read_text().strip()]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".current")]
@@ -37,10 +39,13 @@ def test_only_the_latest_snapshot_is_kept_and_published_atomically(tmp_path):
 def test_recovering_with_another_worker_count_is_refused(tmp_path):
     model = ResumeModel(load_bounds("small"))
     explore(
-        model, canonical=model.canonical, max_states=3000, checkpoint=Checkpointing(str(tmp_path), every=0.0)
+        model,
+        canonical=model.canonical,
+        max_states=3000,
+        snapshots=SnapshotSchedule(str(tmp_path), every=0.0),
     )
     with pytest.raises(snapshot.SnapshotError, match="1 workers, not 2"):
-        explore(model, canonical=model.canonical, workers=2, resume=snapshot.load(tmp_path))
+        explore(model, canonical=model.canonical, workers=2, from_snapshot=snapshot.load(tmp_path))
 
 
 def test_an_empty_folder_is_no_checkpoint(tmp_path):
@@ -174,16 +179,19 @@ def test_stale_folders_and_temporary_pointers_are_removed_when_a_snapshot_is_pub
     (tmp_path / "notes.txt").write_text("the user's own file")
     model = ResumeModel(load_bounds("small"))
     explore(
-        model, canonical=model.canonical, max_states=2000, checkpoint=Checkpointing(str(tmp_path), every=0.0)
+        model,
+        canonical=model.canonical,
+        max_states=2000,
+        snapshots=SnapshotSchedule(str(tmp_path), every=0.0),
     )
     current = (tmp_path / "current").read_text().strip()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([current, "current", "notes.txt"])
 
 
 def test_the_first_snapshot_follows_the_first_level_then_waits_grow_to_the_interval():
-    every = Checkpointing("unused", every=60.0)
+    every = SnapshotSchedule("unused", every=60.0)
     assert [every.wait_after(taken) for taken in range(9)] == [0, 1, 2, 4, 8, 16, 32, 60, 60]
-    assert Checkpointing("unused", every=0.0).wait_after(5) == 0
+    assert SnapshotSchedule("unused", every=0.0).wait_after(5) == 0
 
 
 @pytest.mark.parametrize(
