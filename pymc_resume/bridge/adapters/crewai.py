@@ -69,6 +69,7 @@ What CrewAI gives and what it does not:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -464,10 +465,8 @@ class CrewAIAdapter:
         return self._run(thread, self._kickoff(thread), "run", crash, op)
 
     def resume(self, thread: int, value: int, crash: CrashPoint | None, op: str) -> Outcome:
-        newest = self._newest_row()
-        outcome = self._run(thread, self._deliver(thread, value), "delivery", crash, op)
-        self._note_completions(newest)
-        return outcome
+        with self._deliveries():
+            return self._run(thread, self._deliver(thread, value), "delivery", crash, op)
 
     def recover(self, thread: int, crash: CrashPoint | None, op: str) -> Outcome:
         return self._run(thread, self._kickoff(thread), "recovery", crash, op)
@@ -477,9 +476,8 @@ class CrewAIAdapter:
             self._task(thread, self._deliver(thread, v), "delivery", None, f"{op}.{i}", window)
             for i, v in enumerate(values)
         ]
-        newest = self._newest_row()
-        results = run_in_children(tasks, synchronized=window is not None)
-        self._note_completions(newest)
+        with self._deliveries():
+            results = run_in_children(tasks, synchronized=window is not None)
         return [self._settle(thread, result) for result in results]
 
     def fork(self, thread: int, checkpoint: int, intent: str, value: int | None) -> Outcome:
@@ -610,16 +608,17 @@ class CrewAIAdapter:
         )
         return [(row, method, json.loads(state)) for row, method, state in rows]
 
-    def _newest_row(self) -> int:
-        """The id of the newest flow_states row of any flow (0 when there is none)."""
+    @contextlib.contextmanager
+    def _deliveries(self):
+        """Around deliveries (one-method only): remember the notify<e> rows they write as
+        completions. The bridge runs one operation at a time, and a delivery writes a notify<e>
+        row only when it completes its feedback step (a kickoff writes only its pauses)."""
+        if not self.one_method:  # no notify<e> methods: nothing to tell apart
+            yield
+            return
         [(newest,)] = self._read("SELECT COALESCE(MAX(id), 0) FROM flow_states", ())
-        return newest
-
-    def _note_completions(self, after: int) -> None:
-        """Remember the notify<e> rows written since row `after` as completions: the bridge runs
-        one operation at a time, and those of a delivery write a notify<e> row only when they
-        complete its feedback step (a kickoff writes only its pauses)."""
-        rows = self._read("SELECT id, method_name FROM flow_states WHERE id > ?", (after,))
+        yield
+        rows = self._read("SELECT id, method_name FROM flow_states WHERE id > ?", (newest,))
         self._completions.update(row for row, method in rows if _paused_stage(method) is not None)
 
     def _chain(self, thread: int) -> tuple[Checkpoint, ...]:
