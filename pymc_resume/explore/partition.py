@@ -20,7 +20,7 @@ from pymc_resume.explore.result import DEADLOCK
 from pymc_resume.explore.snapshot import Layout
 from pymc_resume.explore.stable_hash import stable_hash
 from pymc_resume.explore.validate import ValidModel
-from pymc_resume.explore.visited import VisitedStore
+from pymc_resume.explore.visited import PRESENT, VisitedStore
 
 Candidate = tuple[Hashable, int]  # (state key, parent global id)
 # A batch for one partition: distinct candidates, plus the repeated edges into them as
@@ -86,6 +86,13 @@ class Partition:
             self.codec = model.codec()
         else:
             self.codec = PlainCodec() if count > 1 and fits_plain_codec(model.model) else None
+        # Between several partitions the derived codec only carries states to their owners
+        # and gives their owners: the store keeps the states themselves, each an interned
+        # copy that shares its parts with equal parts (as small as its key: a tuple of the
+        # same length), so a successor is looked up as it comes, and only a first sighting
+        # pays for its encoding (TwoPhase N=7 on two: 2.7 million successors, 0.7 million
+        # first sightings).
+        self.whole = isinstance(self.codec, PlainCodec) and model.codec is None
         # Where a state belongs: the plain codec hashes a key from its tables' cached hashes.
         self.partition_key = model.partition_key
         self.state_hash = hash if self.codec is None and not self.partition_key else state_hasher(model)
@@ -98,12 +105,12 @@ class Partition:
         self.sent: list[object | None] = [None] * count
         self.translations = [self.codec.new_translation() for _ in range(count)] if self.wire else None
         self._bind_codec()
-        self.store = VisitedStore()
         self.invariants = list(model.invariants)
         # Optional fast path: a model's `all_hold(state)` is True only where every invariant
         # holds; where it is False (or absent) each invariant is asked.
         self.all_hold = model.all_hold
         self.goals = [prop.goal for prop in model.reachability]
+        self.store = VisitedStore(indexed=bool(self.goals))  # ids at hand only for edges
         self.goal_flags = [bytearray() for _ in self.goals]
         # Incoming edges, recorded by the owner of the target: (source gid, target local id).
         self.edge_sources = array("i") if self.goals else None
@@ -128,6 +135,10 @@ class Partition:
     def _bind_codec(self) -> None:
         self.encode = self.codec.encode if self.codec else None
         self.decode = self.codec.decode if self.codec else None
+
+    def _store_key(self, state: Hashable) -> Hashable:
+        """What the store keys `state` by: the state itself, or its key in our codec."""
+        return state if self.whole or not self.encode else self.encode(state)
 
     def snapshot(self) -> bytes:
         """Everything this partition knows, except the model, as a checkpoint file's bytes
@@ -157,7 +168,10 @@ class Partition:
         self.carry[:0] = taken
 
     def _translated(self, candidates: list, translation) -> list:
-        """Another partition's candidates with our keys (a wire codec's translation)."""
+        """Another partition's candidates with our keys (a wire codec's translation), or, where
+        the store keeps states whole, as our interned states."""
+        if self.whole:
+            return self.codec.states_of_batch(candidates, translation)
         batch = getattr(self.codec, "translate_batch", None)
         if batch is not None:
             return batch(candidates, translation)
@@ -175,7 +189,7 @@ class Partition:
 
     def local_id(self, state: Hashable) -> int | None:
         """The local id of a (canonical) state, or None if it was never admitted here."""
-        return self.store.ids.get(self.encode(state) if self.encode else state)
+        return self.store.local_id(self._store_key(state))
 
     def carried(self) -> int:
         """How many of this partition's own candidates wait for the next level."""
@@ -193,7 +207,9 @@ class Partition:
                 continue
             key = self.key(state)
             owner = self.owner(key)
-            if self.encode and (owner == self.index or self.wire):
+            if self.whole and self.encode and self.decode:  # own as states, others' as keys
+                key = self.decode(self.encode(key)) if owner == self.index else self.encode(key)
+            elif self.encode and (owner == self.index or self.wire):
                 key = self.encode(key)  # own candidates, and all of a wire codec's, as keys
             outbound[owner][0].append((key, -1))
         return self._keep_own(self._with_tables(outbound))
@@ -246,6 +262,7 @@ class Partition:
         """Admit one batch; `encoded` batches (this partition's own, or translated) hold keys."""
         ids = self.store.ids
         parents = self.store.parents
+        indexed = self.store.indexed
         edge_sources, edge_targets = self.edge_sources, self.edge_targets
         encode = None if encoded else self.encode
         locals_ = []
@@ -254,7 +271,7 @@ class Partition:
             local = ids.get(key)
             if local is None:
                 local = len(parents)
-                ids[key] = local
+                ids[key] = local if indexed else PRESENT
                 parents.append(parent)
                 fresh.append(key)
             if edge_sources is not None:
@@ -309,7 +326,9 @@ class Partition:
         edge_sources, edge_targets = self.edge_sources, self.edge_targets
         known = self.store.ids
         # A wire codec's keys travel anywhere, so every successor is encoded at once; another
-        # codec's keys mean nothing elsewhere, so only this partition's own are encoded.
+        # codec's keys mean nothing elsewhere, so only this partition's own are encoded. Where
+        # the store keeps states whole, a successor is encoded only when first sighted.
+        whole = self.whole
         encode = self.encode if self.wire else None
         encode_own = self.encode if self.encode and not self.wire else None
         # The plain codec's encoding of a tuple state, inlined: a method call per successor
@@ -322,6 +341,11 @@ class Partition:
         key_hash, state_hash = self.key_hash, self.state_hash
         canonical = self.canonical
         decode, check = self.decode, self._check
+        if whole:  # states as they come: encoded (by `plain_ids`) on first sighting only
+            plain_map = tuple_mapper(len(fresh[0]) if fresh and type(fresh[0]) is tuple else 0)
+            sight_ids, plain_ids, decode = plain_ids, None, None
+            copy_of, wire_encode, encode = self.decode, self.encode, None
+            part_values = self.codec.values.values
         successors = self.model.successors
         constraint, action_constraint = self.model.constraint, self.model.action_constraint
         constrained = constraint is not None or action_constraint is not None
@@ -359,6 +383,24 @@ class Partition:
                     continue
                 sighted = seen.get(key)
                 if sighted is None:
+                    if whole:  # the wire key; our own, and the sightings we keep, interned
+                        try:  # the plain codec's encode, owner_hash and decode, inlined
+                            if type(world) is not tuple or part_hashes is None:
+                                raise ValueError
+                            key = plain_map(world, sight_ids)
+                            owner = hash(plain_map(key, part_hashes)) % PRIME % count
+                            world = plain_map(key, part_values)
+                        except (KeyError, IndexError, ValueError):  # (as below)
+                            key = wire_encode(world)  # type: ignore[misc]  # whole: a wire codec
+                            if key_hash is not None:
+                                owner = key_hash(key) % PRIME % count
+                            else:
+                                owner = state_hash(world) % PRIME % count
+                            world = copy_of(key)  # type: ignore[misc]  # whole: a codec
+                        batch = outbound[owner]
+                        seen[world] = (owner, len(batch)) if keep_edges else owner
+                        batch.append((world if owner == own else key, gid))
+                        continue
                     if count == 1:
                         owner = 0
                     elif part_hashes is not None and type(world) is tuple:

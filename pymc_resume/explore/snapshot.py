@@ -34,7 +34,8 @@ from pymc_resume.files import write_atomically
 
 _T = TypeVar("_T")
 
-FORMAT = 3  # 3: partition files in the `persisted` format, the manifest holds every level's start
+FORMAT = 4  # 3: partition files in the `persisted` format, the manifest holds every level's start;
+# 4: with the derived plain codec, partitions store (and carry) states, not keys
 POINTER = "current"
 MANIFEST = "manifest.json"
 _FOLDER = re.compile(r"level-\d{6}")
@@ -477,8 +478,8 @@ def restore_partition(partition, record: object, where: str, layout: Layout) -> 
     except TypeError:
         check.fail("forwarded keys must be hashable")
 
-    partition.store.ids = ids
     partition.store.parents = parents
+    partition.store.fill(ids)  # (the store's parents first: its ids are positions)
     partition.goal_flags = goal_flags
     partition.edge_sources, partition.edge_targets = (sources, targets) if partition.goals else (None, None)
     partition.first_bad = first_bad
@@ -506,7 +507,12 @@ def _restored_carry(check: _Check, partition, saved: object, depth: int) -> list
         check.gids(parents, "carry parents", depth)
         check.gids(repeat_parents, "carry parents", depth)
         check.ints(positions, "carry positions", 0, len(keys))
-        if decode is not None:
+        if partition.whole:  # (the keys are states, of any plain kind: they need only hash)
+            try:
+                set(keys)
+            except TypeError:
+                check.fail("carry holds a state that is not hashable")
+        elif decode is not None:
             for key in keys:
                 try:
                     same = encode(decode(key)) == key
