@@ -28,6 +28,7 @@ randomized search, not a proof: the explorer gives proofs for the model).
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -54,6 +55,7 @@ from pymc_resume.bridge.host import AdapterInfo
 from pymc_resume.bridge.machine import fuzz_settings, machine_class
 from pymc_resume.bridge.registry import AdapterBuilder, factory
 from pymc_resume.bridge.repro import replay_steps, repro_document, write_repro
+from pymc_resume.bridge.repro_format import MAX_REPLAY_ATTEMPTS
 from pymc_resume.bridge.session import AdapterFailure, Session, Violation
 from pymc_resume.bridge.shrink import minimize
 from pymc_resume.bridge.sink import SinkEvent
@@ -576,6 +578,8 @@ def being_confirmed(recorder: Recorder, clause_id: str) -> ClauseResult:
 # that comes from a race (which of two released processes wins, whether a background write
 # landed before a SIGKILL) does not show on every replay.
 CONFIRM_ATTEMPTS = 10
+# How likely a replay run of a race's repro should be to show the failure again.
+SHOW_AGAIN = 0.99
 # Replays that must all fail the clause again before a repro counts as deterministic.
 RELIABLE_REPLAYS = 2
 
@@ -639,7 +643,7 @@ def clause_repro(
     confirmed = confirmed and reproduced > 0  # a violated cell's repro reproduced in a replay
     # The repro and the reason state one number: the replays the repro allows. Steps that can
     # race allow several even where the few replays so far all failed.
-    allowed = replays_allowed(chosen.steps, attempts)
+    allowed = replays_allowed(chosen.steps, attempts, reproduced, of)
     json_path, test_path, document = target.write(
         clause_id, chosen, replays.options, confirmed=confirmed, attempts=allowed
     )
@@ -695,9 +699,17 @@ class Replays:
         return short if replayed is not None else self
 
 
-def replays_allowed(steps: list[dict], attempts: int) -> int:
-    """How many replays a repro of `steps` allows (see `may_race`)."""
-    return CONFIRM_ATTEMPTS if may_race(steps) else attempts
+def replays_allowed(steps: list[dict], attempts: int, reproduced: int = 0, of: int = 0) -> int:
+    """How many replays a repro of `steps` allows (see `may_race`). Steps that can race
+    allow enough for a replay run to show the failure again 99 times in 100 at the rate the
+    replays so far showed it (`reproduced` of `of`), within the repro format's limit: a CI
+    run's race, seen in 2 of 15 replays, missed all of 10 (0.87**10 is 1 in 4)."""
+    if not may_race(steps):
+        return attempts
+    if 0 < reproduced < of:
+        needed = math.ceil(math.log(1 - SHOW_AGAIN) / math.log1p(-reproduced / of))
+        return min(MAX_REPLAY_ATTEMPTS, max(CONFIRM_ATTEMPTS, needed))
+    return CONFIRM_ATTEMPTS
 
 
 def may_race(steps: list[dict]) -> bool:

@@ -20,7 +20,7 @@ pytest.importorskip(
     "(pip install 'pymc-resume[langgraph]')",
 )
 
-from live_steps import DEFAULT, START, apply_steps, crash, resume
+from live_steps import DEFAULT, START, apply_steps, crash, reproduces_again, resume
 
 from pymc_resume.bridge.adapter import CONTRACT_OPERATIONS, framework_calls
 from pymc_resume.bridge.adapters.langgraph import (
@@ -31,7 +31,7 @@ from pymc_resume.bridge.adapters.langgraph import (
     postgres_url,
 )
 from pymc_resume.bridge.registry import FAMILIES, AdapterSpecError, factory, resolve
-from pymc_resume.bridge.repro import load_repro, replay_repro
+from pymc_resume.bridge.repro import load_repro
 from pymc_resume.bridge.session import Session
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.contract import CLAUSE_IDS
@@ -377,7 +377,7 @@ def test_fuzz_shrinks_and_every_repro_replays(tmp_path):
         racy = "a race" in verdict["reason"] or replays["reproduced"] < replays["of"]
         if not racy:
             assert verdict["repro_steps"] <= 4, (clause_id, verdict["reason"])
-        assert replay_repro(load_repro(verdict["repro"])).reproduces, clause_id
+        assert reproduces_again(load_repro(verdict["repro"])), clause_id
 
 
 def _postgres_or_skip():

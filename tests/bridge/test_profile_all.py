@@ -22,9 +22,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from live_steps import reproduces_again
 
 from pymc_resume.bridge.registry import FAMILIES
-from pymc_resume.bridge.repro import load_repro, replay_repro
+from pymc_resume.bridge.repro import load_repro
 from pymc_resume.model.contract import CLAUSE_IDS
 
 pytestmark = [
@@ -133,7 +134,7 @@ def test_every_violation_cell_has_a_repro_that_reproduces(configuration_profile)
         # are among them, so replaying it runs the same configuration.
         assert document["clause"] == clause_id
         assert profile["adapter_options"].items() <= document["adapter_options"].items()
-        assert replay_repro(document).reproduces, (profile["adapter"], profile["config"], clause_id)
+        assert reproduces_again(document), (profile["adapter"], profile["config"], clause_id)
 
 
 def test_profile_all_runs_every_family_and_a_repro_replays_through_the_command(tmp_path):

@@ -19,7 +19,7 @@ pytest.importorskip(
     "(pip install 'pymc-resume[pydantic-graph]' -c constraints/pydantic-graph-1.107.10.txt)",
 )
 
-from live_steps import DEFAULT, START, apply_steps, crash, resume
+from live_steps import DEFAULT, START, apply_steps, crash, reproduces_again, resume
 
 from pymc_resume.bridge.adapter import framework_calls
 from pymc_resume.bridge.adapters.pydantic_graph import (
@@ -27,7 +27,7 @@ from pymc_resume.bridge.adapters.pydantic_graph import (
     PydanticGraphAdapter,
     _from_pydantic_graph,
 )
-from pymc_resume.bridge.repro import load_repro, replay_repro
+from pymc_resume.bridge.repro import load_repro
 from pymc_resume.bridge.session import Session
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.state import INITIAL
@@ -242,4 +242,4 @@ def test_fuzz_through_the_cli_judges_every_clause_and_its_repros_replay(tmp_path
     assert fuzz.returncode == (1 if violated else 0), fuzz.stdout + fuzz.stderr
     assert all(v["repro"] for v in unconfirmed)
     for verdict in violated:
-        assert replay_repro(load_repro(verdict["repro"])).reproduces, verdict["reason"]
+        assert reproduces_again(load_repro(verdict["repro"])), verdict["reason"]
