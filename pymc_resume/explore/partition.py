@@ -342,7 +342,6 @@ class Partition:
         canonical = self.canonical
         decode, check = self.decode, self._check
         if whole:  # states as they come: encoded (by `plain_ids`) on first sighting only
-            plain_map = tuple_mapper(len(fresh[0]) if fresh and type(fresh[0]) is tuple else 0)
             sight_ids, plain_ids, decode = plain_ids, None, None
             copy_of, wire_encode, encode = self.decode, self.encode, None
             part_values = self.codec.values.values

@@ -192,21 +192,10 @@ class PlainCodec(InternerTables):
         return [(translate(key, translation), parent) for key, parent in candidates]
 
     def states_of_batch(self, candidates: list, translation: list[list[int]]) -> list:
-        """Each (key, parent) pair of another partition's batch as (state, parent): the state
-        `translate` then `decode` give, built from our interned values (plain tuples' keys by
-        `tuple_mapper`, any other key through the two methods)."""
-        ids, values = translation[1], self.values.values
-        mapper = tuple_mapper(len(candidates[0][0]) if candidates else 0)
-        try:
-            return [
-                (mapper(mapper(key, ids), values), parent)
-                for key, parent in candidates
-                if key and key[0] >= 0 or _not_plain()
-            ]
-        except (_NotPlain, ValueError):  # a tagged key, an empty one, or another length
-            pass
-        decode, translate = self.decode, self.translate
-        return [(decode(translate(key, translation)), parent) for key, parent in candidates]
+        """Each (key, parent) pair of another partition's batch as (state, parent): its key
+        translated (`translate_batch`), then decoded into our interned values."""
+        decode = self.decode
+        return [(decode(key), parent) for key, parent in self.translate_batch(candidates, translation)]
 
     def value_hashes(self) -> list[int]:
         """`stable_hash` of each interned value, by id (one list, extended in place)."""
