@@ -35,7 +35,7 @@ _PUBLIC = {
     "load_bounds": "pymc_resume.model.bounds",
     "run_check": "pymc_resume.checking.check",
     "contract_test_case": "pymc_resume.bridge",
-    "run_fuzz": "pymc_resume.bridge.fuzz",
+    "run_fuzz": "pymc_resume.bridge.fuzzing.fuzz",
     "run_profile": "pymc_resume.bridge.profile",
     "PymcResumeError": "pymc_resume.errors",
     "BadInput": "pymc_resume.errors",

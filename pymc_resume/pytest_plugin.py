@@ -173,8 +173,8 @@ def check(config: pytest.Config, adapter, **keywords):
     """Fuzz `adapter` against the contract; fail the test on a violation or a broken adapter."""
     if callable(adapter) and not isinstance(adapter, (str, type)):
         return check_factory(config, adapter, **keywords)
-    from pymc_resume.bridge.budget import Budget
-    from pymc_resume.bridge.fuzz import run_fuzz
+    from pymc_resume.bridge.fuzzing.budget import Budget
+    from pymc_resume.bridge.fuzzing.fuzz import run_fuzz
     from pymc_resume.errors import PymcResumeError
     from pymc_resume.model.bounds import BoundsError, load_bounds
 
@@ -209,8 +209,8 @@ def check_factory(config: pytest.Config, factory, **keywords) -> None:
     """Fuzz the adapters a zero-argument `factory` builds (`contract_test_case`): a violation
     fails the test with the clause and Hypothesis's minimal steps. No repro file: a replay
     rebuilds its adapter by name, which a factory does not have."""
-    from pymc_resume.bridge.machine import contract_test_case
-    from pymc_resume.bridge.session import AdapterFailure, Violation
+    from pymc_resume.bridge.fuzzing.machine import contract_test_case
+    from pymc_resume.bridge.judging.session import AdapterFailure, Violation
 
     unknown = sorted(set(keywords) - CHECK_KEYWORDS)
     if unknown:
@@ -242,7 +242,7 @@ def check_factory(config: pytest.Config, factory, **keywords) -> None:
 
 def violation_text(report) -> str:
     """Each violated id: its reason, minimal steps and repro files."""
-    from pymc_resume.bridge.session import describe_step
+    from pymc_resume.bridge.judging.session import describe_step
 
     lines = [
         f"resume contract: adapter {report.adapter!r} ({report.version}) violates "

@@ -20,8 +20,8 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 from hygiene import RunCheck, is_controller
 
-from pymc_resume.bridge.race import POSTGRES_URL_VARIABLE as URL_VARIABLE
-from pymc_resume.bridge.race import postgres_url
+from pymc_resume.bridge.race.race import POSTGRES_URL_VARIABLE as URL_VARIABLE
+from pymc_resume.bridge.race.race import postgres_url
 
 DATABASE_PREFIX = "pymc_resume_test_"
 NO_SKIPS_VARIABLE = "PYMC_RESUME_NO_SKIPS"

@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pymc_resume.bridge.repro_format import OPTIONAL, REQUIRED
+from pymc_resume.bridge.repro.format import OPTIONAL, REQUIRED
 from pymc_resume.cli import main
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.contract import CLAUSE_IDS
@@ -379,7 +379,7 @@ def bad_adapter_specs(draw) -> str:
                 f"{nosuch}",
                 f"{nosuch}.py:Adapter",
                 "pymc_resume:Nope",
-                "pymc_resume.bridge.session:Session",
+                "pymc_resume.bridge.judging.session:Session",
                 "os:system",
                 "os.path:join",
                 "1abc:X",

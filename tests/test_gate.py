@@ -5,7 +5,7 @@ Racers and crashed claimants are real processes: forked children released togeth
 barrier, and a claimant killed with a real SIGKILL inside the node that consumes the value.
 
 Across hosts: two network hosts and a PostgreSQL server on a private network the tests create
-(`pymc_resume.bridge.hosts.Island`, root only); the claimant is a process on one host, the recovery
+(`pymc_resume.bridge.race.hosts.Island`, root only); the claimant is a process on one host, the recovery
 runs on the other, and only the claim's lease tells the second whether the first is alive.
 """
 
@@ -30,8 +30,8 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
-from pymc_resume.bridge.process import RETURNED, run_in_children
-from pymc_resume.bridge.race import postgres_unreachable, postgres_url
+from pymc_resume.bridge.kit.process import RETURNED, run_in_children
+from pymc_resume.bridge.race.race import postgres_unreachable, postgres_url
 from pymc_resume.gate import (
     ClaimStillHeld,
     ConsumeOnceGate,
@@ -299,7 +299,7 @@ LEASE = 1.0  # seconds: short, so that a dead holder's claim lapses within the t
 
 
 def _island_or_skip():
-    from pymc_resume.bridge.hosts import running_as_root
+    from pymc_resume.bridge.race.hosts import running_as_root
 
     _postgres_or_skip()
     if not running_as_root():
@@ -310,7 +310,7 @@ def _island_or_skip():
 def island():
     """Two network hosts and a PostgreSQL server on the island, for this module's tests."""
     _island_or_skip()
-    from pymc_resume.bridge.hosts import Island
+    from pymc_resume.bridge.race.hosts import Island
 
     with Island(2) as made:
         yield made
@@ -320,7 +320,7 @@ def island():
 def two_hosts(island, tmp_path):
     """The test runs on host B (its thread in B's namespace); `on_host_a(task)` runs a task in
     a process forked onto host A. The thread is parked, through the gate, from host B."""
-    from pymc_resume.bridge.hosts import entered
+    from pymc_resume.bridge.race.hosts import entered
 
     store = Store("postgres", tmp_path, island.url)
     with entered(island.hosts[1]):
@@ -331,7 +331,7 @@ def two_hosts(island, tmp_path):
 
 def on_host_a(island, task):
     """Run `task` in a process on host A; returns (process, a file holding its result)."""
-    from pymc_resume.bridge.hosts import placing
+    from pymc_resume.bridge.race.hosts import placing
 
     context = multiprocessing.get_context("fork")
     with placing([island.hosts[0]]):

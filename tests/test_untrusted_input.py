@@ -68,7 +68,7 @@ def repro(**changes) -> dict:
         ("subprocess:call", {"args": "touch MARKER", "shell": True}),
         ("shutil:rmtree", {"path": "victim"}),
         ("builtins:exec", {"source": "open('MARKER', 'w')"}),
-        ("pymc_resume.bridge.repro:write_repro", {"directory": "MARKER", "document": "x"}),
+        ("pymc_resume.bridge.repro.replay:write_repro", {"directory": "MARKER", "document": "x"}),
     ],
 )
 @pytest.mark.parametrize("extra", [[], ["--fault", "none"]])
@@ -161,7 +161,7 @@ def test_a_repro_naming_a_built_in_adapter_by_its_old_module_path_still_replays(
     """The built-in adapters moved to `bridge/adapters/`; repros written before name them by
     their old paths, which resolve to the same classes and nothing else."""
     from pymc_resume.bridge.adapters.reference import ReferenceAdapter
-    from pymc_resume.bridge.registry import resolve
+    from pymc_resume.bridge.hosting.registry import resolve
 
     assert resolve("pymc_resume.bridge.reference_adapter:ReferenceAdapter", allowed=()) is ReferenceAdapter
     (tmp_path / "repro.json").write_text(

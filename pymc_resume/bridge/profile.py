@@ -1,7 +1,7 @@
 """Conformance profiles: the clause-by-clause verdict of one adapter configuration.
 
 A profile is a deterministic battery followed by a Hypothesis budget. The battery runs every
-targeted scenario (`scenarios.py`) in a fresh session; a scenario that fails a clause is run
+targeted scenario (`fuzzing/scenarios.py`) in a fresh session; a scenario that fails a clause is run
 again with the clauses already found ignored, so that one early violation does not hide the
 others. The budget then fuzzes the configuration (`fuzz.run_fuzz`) for whatever the scenarios
 did not find. Every violation gets a minimal repro, confirmed by a replay, that
@@ -15,7 +15,7 @@ battery between scenarios and the fuzzing between steps; the profile then report
 Verdicts: `violated` (with its repro, and in how many of how many replays it reproduced),
 `unconfirmed` (seen, never reproduced by a replay; never counted as violated), `holds` (no
 scenario and no fuzzed example failed it; the reason counts only those that ran the id's
-operations, and says where, `bridge/evidence.py`), `not-applicable` (the framework cannot
+operations, and says where, `bridge/judging/evidence.py`), `not-applicable` (the framework cannot
 express what the clause is about) or `skipped` (the adapter cannot observe what the clause
 needs, or nothing ran its operations). Notes record evidence a reader needs next to the
 verdicts: whether work whose checkpoint was durably written ran again after a SIGKILL (the
@@ -23,6 +23,9 @@ profile's), and the sink's counts of fires and applications, the key it deduplic
 every re-fire a key hid (the `effect-exactly-once` cell's). Each profile also carries its
 operation table (`operation_table`): each contract operation and the framework call the adapter
 declares for it.
+
+May import: `bridge.adapter`, `bridge.hosting`, `bridge.judging`, `bridge.repro`,
+`bridge.fuzzing` and `pymc_resume.model` (adapters only by name, through the registry).
 """
 
 from __future__ import annotations
@@ -40,17 +43,9 @@ from pymc_resume.bridge.adapter import (
     framework_calls,
     unsupported_operations,
 )
-from pymc_resume.bridge.budget import Budget, BudgetSpent
-from pymc_resume.bridge.clauses import not_expressible, unobservable
-from pymc_resume.bridge.evidence import (
-    EffectCounts,
-    Evidence,
-    effect_notes,
-    effects_json,
-    holds_reason,
-    not_exercised_reason,
-)
-from pymc_resume.bridge.fuzz import (
+from pymc_resume.bridge.adapter.sink import SinkEvent
+from pymc_resume.bridge.fuzzing.budget import Budget, BudgetSpent
+from pymc_resume.bridge.fuzzing.fuzz import (
     UNCONFIRMED,
     ClauseResult,
     Findings,
@@ -60,12 +55,20 @@ from pymc_resume.bridge.fuzz import (
     being_confirmed,
     run_fuzz,
 )
-from pymc_resume.bridge.host import AdapterInfo
-from pymc_resume.bridge.registry import AdapterBuilder, Configuration, factory
-from pymc_resume.bridge.scenarios import Scenario, scenarios
-from pymc_resume.bridge.session import AdapterFailure, Session, Violation
-from pymc_resume.bridge.sink import SinkEvent
-from pymc_resume.bridge.workdirs import sweep
+from pymc_resume.bridge.fuzzing.scenarios import Scenario, scenarios
+from pymc_resume.bridge.hosting.host import AdapterInfo
+from pymc_resume.bridge.hosting.registry import AdapterBuilder, Configuration, factory
+from pymc_resume.bridge.hosting.workdirs import sweep
+from pymc_resume.bridge.judging.clauses import not_expressible, unobservable
+from pymc_resume.bridge.judging.evidence import (
+    EffectCounts,
+    Evidence,
+    effect_notes,
+    effects_json,
+    holds_reason,
+    not_exercised_reason,
+)
+from pymc_resume.bridge.judging.session import AdapterFailure, Session, Violation
 from pymc_resume.model.bounds import Bounds
 from pymc_resume.model.contract import (
     CLAUSE_IDS,
@@ -174,7 +177,7 @@ def run_profile(
 ) -> Profile:
     """The conformance profile of one configuration: the battery, then `examples` fuzzed ones.
     `shrink=False` keeps each violation's failing steps as found (confirmed by a replay).
-    `budget` limits the time (see `bridge/budget.py`); `publish` gets the profile so far
+    `budget` limits the time (see `bridge/fuzzing/budget.py`); `publish` gets the profile so far
     whenever a finding changes it.
 
     Raises `registry.AdapterSpecError` when the adapter cannot be built.

@@ -93,8 +93,8 @@ def fuzz_command(
     adapter_option_pairs,
 ):
     """Fuzz ADAPTER (`reference`, or module:Class) with the model's client actions."""
-    from pymc_resume.bridge.budget import Budget, stop_on_signal
-    from pymc_resume.bridge.fuzz import run_fuzz
+    from pymc_resume.bridge.fuzzing.budget import Budget, stop_on_signal
+    from pymc_resume.bridge.fuzzing.fuzz import run_fuzz
 
     try:
         bounds = load_bounds(bounds_name or ("fuzz" if adapter == "reference" else "default"))
@@ -136,8 +136,8 @@ def fuzz_command(
 
 
 def fuzz_text(report, shrunk: bool = True) -> str:
-    from pymc_resume.bridge.fuzz import UNCONFIRMED
-    from pymc_resume.bridge.session import describe_step
+    from pymc_resume.bridge.fuzzing.fuzz import UNCONFIRMED
+    from pymc_resume.bridge.judging.session import describe_step
 
     fault = report.options.get("fault")
     title = f"adapter {report.adapter!r}" + (f" with fault {fault!r}" if fault else "")

@@ -34,7 +34,7 @@ class AdapterOption(click.ParamType):
     """`KEY=VALUE`, one keyword argument of the adapter's constructor: the value is read as a
     JSON scalar when it parses as one (`3`, `0.5`, `true`, `null`, `"text"`), else taken as the
     string it is (`sqlite`). Whether the adapter takes the key is checked later, against its
-    constructor (`bridge.registry.check_options`)."""
+    constructor (`bridge.hosting.registry.check_options`)."""
 
     name = "key=value"
 

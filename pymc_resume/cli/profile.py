@@ -127,9 +127,9 @@ def profile_command(
 ):
     """The conformance profile of ADAPTER (a framework such as `langgraph`, a built-in adapter
     name, or module:Class), or of every framework with --all."""
-    from pymc_resume.bridge.budget import Budget, stop_on_signal
+    from pymc_resume.bridge.fuzzing.budget import Budget, stop_on_signal
+    from pymc_resume.bridge.hosting.registry import AdapterSpecError, all_families, family_of
     from pymc_resume.bridge.profile import run_profile
-    from pymc_resume.bridge.registry import AdapterSpecError, all_families, family_of
 
     if every == (adapter is not None):
         fail("give either ADAPTER or --all")
@@ -238,8 +238,8 @@ def profile_command(
 def operation_tables(runs, every: bool, skipped: list[dict], step_timeout) -> list[dict]:
     """Each configuration's operation table, read from an adapter built in a host process (as
     every profile builds it); one that cannot be built is a skipped entry with --all, else exit 2."""
+    from pymc_resume.bridge.hosting.registry import AdapterSpecError, factory
     from pymc_resume.bridge.profile import operation_table
-    from pymc_resume.bridge.registry import AdapterSpecError, factory
 
     tables = []
     for family, configuration in runs:
@@ -296,7 +296,7 @@ def with_options(configuration, pairs):
     its adapter's constructor now (one line, exit 2, before any configuration runs)."""
     import attrs
 
-    from pymc_resume.bridge.registry import AdapterSpecError, check_options, resolve
+    from pymc_resume.bridge.hosting.registry import AdapterSpecError, check_options, resolve
 
     if not pairs:
         return configuration

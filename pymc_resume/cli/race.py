@@ -103,8 +103,8 @@ def _list(text: str | None, what: str, convert=str) -> list | None:
 def race_command(adapter, store, ks, trials, gate, durability, apis, hosts, postgres_url, timeout, json_path):
     """Race k processes resuming one parked interrupt of ADAPTER (`langgraph`, `reference`, or
     module:Class); exit 1 when any cell consumed it more than once."""
-    from pymc_resume.bridge.race import RaceInputError, plan_cells, run_race
-    from pymc_resume.bridge.registry import AdapterSpecError
+    from pymc_resume.bridge.hosting.registry import AdapterSpecError
+    from pymc_resume.bridge.race.race import RaceInputError, plan_cells, run_race
 
     k_values = _list(ks, "--k", int)
     try:
@@ -135,7 +135,7 @@ def race_command(adapter, store, ks, trials, gate, durability, apis, hosts, post
 
 
 def race_text(report, trials: int) -> str:
-    from pymc_resume.bridge.race import (
+    from pymc_resume.bridge.race.race import (
         RACE_HEADERS,
         RACE_NODES,
         SATURATION_HEADERS,

@@ -1,6 +1,6 @@
 """`pymc-resume replay FILE`: replay a JSON repro; exit 1 while it reproduces, 0 once fixed.
 
-A repro file may come from anyone: it is validated before use (`bridge.repro_format`), and
+A repro file may come from anyone: it is validated before use (`bridge.repro.format`), and
 the adapter it names is resolved only among the built-in and installed adapters and those
 given with `--allow-adapter`.
 """
@@ -50,7 +50,7 @@ from pymc_resume.cli.options import Seconds
 )
 def replay_command(repro_file, fault, step_timeout, attempts, allowed):
     """Replay REPRO_FILE (written by `fuzz` or `profile`) against its adapter, without Hypothesis."""
-    from pymc_resume.bridge.repro import KEEP, load_repro, replay_repro
+    from pymc_resume.bridge.repro.replay import KEEP, load_repro, replay_repro
 
     document = load_repro(repro_file)
     result = replay_repro(

@@ -1,8 +1,8 @@
 """Steps for the tests of the live framework adapters, and a runner that applies them to a
 session: the violated clause ids, and the session to look at afterwards."""
 
-from pymc_resume.bridge.repro import replay_repro
-from pymc_resume.bridge.session import Violation
+from pymc_resume.bridge.judging.session import Violation
+from pymc_resume.bridge.repro.replay import replay_repro
 from pymc_resume.model.bounds import load_bounds
 
 DEFAULT = load_bounds("default")  # step, effect, effect-then-interrupt, gated, step

@@ -8,10 +8,10 @@ import pytest
 from bridge_test_adapters import NoInterruptNoForkAdapter
 
 from pymc_resume.bridge.adapter import expressible_workflow, unsupported_operations
+from pymc_resume.bridge.fuzzing.scenarios import scenarios
+from pymc_resume.bridge.hosting.registry import Configuration
 from pymc_resume.bridge.profile import run_profile
-from pymc_resume.bridge.registry import Configuration
-from pymc_resume.bridge.repro import load_repro, replay_repro
-from pymc_resume.bridge.scenarios import scenarios
+from pymc_resume.bridge.repro.replay import load_repro, replay_repro
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.contract import CLAUSE_IDS
 from pymc_resume.model.workflow import NodeKind

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 from live_steps import reproduces_again
 
-from pymc_resume.bridge.registry import FAMILIES
-from pymc_resume.bridge.repro import load_repro
+from pymc_resume.bridge.hosting.registry import FAMILIES
+from pymc_resume.bridge.repro.replay import load_repro
 from pymc_resume.model.contract import CLAUSE_IDS
 
 pytestmark = [

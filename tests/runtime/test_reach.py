@@ -4,7 +4,7 @@ that only the new steps can express, and the correct runtime passes the same ste
 import pytest
 
 from pymc_resume.bridge.adapters.reference import ReferenceAdapter
-from pymc_resume.bridge.session import Session, Violation, describe_step
+from pymc_resume.bridge.judging.session import Session, Violation, describe_step
 from pymc_resume.model.bounds import load_bounds
 
 FUZZ = load_bounds("fuzz")  # step, effect, effect-then-interrupt, gated, overflow

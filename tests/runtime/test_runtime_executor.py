@@ -5,9 +5,9 @@ import sqlite3
 import pytest
 
 from pymc_resume.bridge.adapter import CrashPoint
-from pymc_resume.bridge.nodes import FuzzNodes
-from pymc_resume.bridge.process import KILLED, ControlledPoints, run_in_children
-from pymc_resume.bridge.sink import Sink
+from pymc_resume.bridge.adapter.nodes import FuzzNodes
+from pymc_resume.bridge.adapter.sink import Sink
+from pymc_resume.bridge.kit.process import KILLED, ControlledPoints, run_in_children
 from pymc_resume.model.state import UPDATE
 from pymc_resume.model.workflow import INVALID, Workflow
 from pymc_resume.runtime import Refused, Runtime, RuntimeWorkflow, faults_for

@@ -64,8 +64,8 @@ from pymc_resume.bridge.adapter import (
     Outcome,
     ThreadView,
 )
-from pymc_resume.bridge.nodes import NodeContext
-from pymc_resume.bridge.process import Barrier, ClientControl, run_in_children, settle
+from pymc_resume.bridge.adapter.nodes import NodeContext
+from pymc_resume.bridge.kit.process import Barrier, ClientControl, run_in_children, settle
 from pymc_resume.model.state import INITIAL, Checkpoint
 from pymc_resume.model.workflow import Workflow
 

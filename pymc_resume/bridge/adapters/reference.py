@@ -26,8 +26,8 @@ from pymc_resume.bridge.adapter import (
     Outcome,
     ThreadView,
 )
-from pymc_resume.bridge.process import KILLED, RETURNED, Barrier, ControlledPoints, run_in_children
-from pymc_resume.bridge.warm import WarmClient
+from pymc_resume.bridge.kit.process import KILLED, RETURNED, Barrier, ControlledPoints, run_in_children
+from pymc_resume.bridge.kit.warm import WarmClient
 from pymc_resume.model.state import Checkpoint
 from pymc_resume.model.workflow import INVALID
 from pymc_resume.runtime import Refused, Runtime, RuntimeWorkflow, faults_for

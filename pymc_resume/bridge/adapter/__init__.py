@@ -1,0 +1,57 @@
+"""The adapter protocol: what the bridge asks of an adapter and what an adapter hands back.
+
+`protocol` has the operations, their outcomes and what an adapter observes; `nodes` the
+workflow's node code the bridge hands an adapter to run; `sink` the effect sink that node code
+writes to, outside any framework. An adapter imports the protocol's names from here
+(`from pymc_resume.bridge.adapter import OK, Outcome, ...`), as it always has.
+
+May import: `pymc_resume.model` only (nothing else of the bridge: everything builds on this).
+"""
+
+from pymc_resume.bridge.adapter.protocol import (
+    CAPABILITIES,
+    CONTRACT_OPERATIONS,
+    CRASH_POINTS,
+    CRASHED,
+    OK,
+    OPERATIONS,
+    ORDERED_RELEASE,
+    RACE_WINDOWS,
+    REFUSED,
+    STEP_CAPABILITIES,
+    WARM_CLIENT_IDS,
+    WARM_CLIENTS,
+    Adapter,
+    CrashPoint,
+    FuzzSetup,
+    Observation,
+    Outcome,
+    ThreadView,
+    expressible_workflow,
+    framework_calls,
+    unsupported_operations,
+)
+
+__all__ = [
+    "CAPABILITIES",
+    "CONTRACT_OPERATIONS",
+    "CRASHED",
+    "CRASH_POINTS",
+    "OK",
+    "OPERATIONS",
+    "ORDERED_RELEASE",
+    "RACE_WINDOWS",
+    "REFUSED",
+    "STEP_CAPABILITIES",
+    "WARM_CLIENTS",
+    "WARM_CLIENT_IDS",
+    "Adapter",
+    "CrashPoint",
+    "FuzzSetup",
+    "Observation",
+    "Outcome",
+    "ThreadView",
+    "expressible_workflow",
+    "framework_calls",
+    "unsupported_operations",
+]

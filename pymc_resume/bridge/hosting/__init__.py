@@ -1,0 +1,7 @@
+"""Where adapter code runs, and how it is found: `host` builds an adapter in a child process
+that the bridge can always SIGKILL, with a deadline on every call; `registry` resolves adapters
+by name (built in, installed, `module:Class`) and lists the framework families a profile runs;
+`workdirs` gives each example a fresh folder and sweeps what a killed run left.
+
+May import: `pymc_resume.errors` only (it knows nothing of the contract: it runs code).
+"""

@@ -1,0 +1,356 @@
+"""The adapter host: adapter code runs in a child process that the bridge can always SIGKILL.
+
+An adapter is user code (or a framework's), and the bridge must survive anything it does: a
+constructor or an operation that never returns, one that blocks or handles signals so that
+no alarm can interrupt it, one that raises `SystemExit`, calls `os._exit`, or dies. So the
+bridge never runs adapter code itself. `HostedAdapter(build)` forks a *host* process (the fork
+start method, so that the factory's closures and the node code carry over unpickled), in its
+own process group; the host builds the adapter and then serves the bridge's calls one at a
+time over a pipe. `HostedAdapter` has the `Adapter` protocol's methods, so a `Session` drives
+it as it would drive the adapter itself.
+
+Every call has a deadline (`timeout`, the step timeout) measured in the bridge's process,
+which the adapter cannot delay. When the deadline passes, when the host dies, or when adapter
+code raises anything at all (`BaseException`: `SystemExit` and `KeyboardInterrupt` included),
+the bridge SIGKILLs the host's whole process group (the host and the processes the adapter
+forked for its operations, unless they made groups of their own), reaps the host, and raises
+`HostProblem`, which a `Session` turns into `AdapterFailure` naming the step.
+
+The host also dies with the bridge: it asks the kernel for a SIGKILL when its parent dies
+(`PR_SET_PDEATHSIG`), so a bridge killed by SIGKILL leaves no host behind.
+
+`probe(build, timeout)` builds an adapter in a host only to read what it declares (name,
+version, capabilities, options, unsupported operations, shortest lease, framework calls, effect
+key), then stops the host:
+the same deadline for the up-front checks of `fuzz`, `profile` and `replay`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+import time
+import weakref
+from collections.abc import Callable
+from multiprocessing.connection import Connection, Pipe
+
+import attrs
+
+PR_SET_PDEATHSIG = 1
+# How often a wait for a reply looks whether the host is still alive: a dead host's pipe may
+# stay open in the processes the adapter forked, so the end of the pipe alone does not tell.
+ALIVE_CHECK_SECONDS = 0.5
+# What the host reads off a freshly built adapter (see `AdapterInfo`).
+BUILD = "build the adapter"
+
+
+RAISED, HUNG, DIED = "raised", "hung", "died"
+
+
+class HostProblem(Exception):
+    """A call into the adapter did not return normally; `reason` says how, without the step
+    (the caller names it): "raised ...", "did not finish within ...", "failed: ... died".
+    `kind` is RAISED, HUNG or DIED; for RAISED, `error_type` and `error_args` are the
+    exception's class name and arguments (a KeyError from a constructor is an unknown option)."""
+
+    def __init__(self, reason: str, kind: str, error_type: str | None = None, error_args: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.kind = kind
+        self.error_type = error_type
+        self.error_args = error_args
+
+
+@attrs.frozen
+class AdapterInfo:
+    """What an adapter declares, read once in its host."""
+
+    name: str
+    version: str
+    capabilities: frozenset[str]
+    options: dict
+    unsupported: dict | None = None
+    # Constructor options giving the shortest lease the adapter allows (an optional adapter
+    # attribute, `shortest_lease`): liveness failures are shrunk with them, see fuzzing/fuzz.py.
+    shortest_lease: dict | None = None
+    # Contract operation -> the framework's public call (the optional `framework_calls`).
+    framework_calls: dict | None = None
+    # The key the sink deduplicates effects by, and why it is the framework's stable identity
+    # (the optional `effect_key`: {"key": ..., "why": ...}, or a string naming the key).
+    effect_key: dict | str | None = None
+
+
+def _info(adapter) -> AdapterInfo:
+    unsupported = getattr(adapter, "unsupported", None)
+    lease = getattr(adapter, "shortest_lease", None)
+    calls = getattr(adapter, "framework_calls", None)
+    effect_key = getattr(adapter, "effect_key", None)
+    return AdapterInfo(
+        name=str(adapter.name),
+        version=str(adapter.version),
+        capabilities=frozenset(adapter.capabilities),
+        options=dict(adapter.options()),
+        unsupported=None if unsupported is None else dict(unsupported),
+        shortest_lease=None if lease is None else dict(lease),
+        framework_calls=None if calls is None else {str(op): str(call) for op, call in dict(calls).items()},
+        effect_key=effect_key if effect_key is None or isinstance(effect_key, str) else dict(effect_key),
+    )
+
+
+# The bridge's side of every live host, so that a newly forked host closes the others' pipes
+# (a host holding another host's pipe would keep it open after that host died).
+_LIVE: weakref.WeakSet[HostedAdapter] = weakref.WeakSet()
+
+
+class HostedAdapter:
+    """An adapter built and run in a host process; see the module docstring.
+
+    `build` is a zero-argument callable returning the adapter (a class, a factory, or
+    `lambda: adapter` for one built already). `timeout` bounds building and every call
+    (None: no deadline; the host is still killed when adapter code raises or it dies).
+    """
+
+    def __init__(self, build: Callable[[], object], timeout: float | None = 30.0) -> None:
+        self.timeout = timeout
+        self.pid: int | None = None
+        self._owner = os.getpid()
+        self._conn: Connection | None = None
+        self._start(build)
+        info = self._request(BUILD, ())
+        self.info: AdapterInfo = info
+        self.name = info.name
+        self.version = info.version
+        self.capabilities = info.capabilities
+        self.unsupported = info.unsupported
+        self.shortest_lease = info.shortest_lease
+
+    # -- the Adapter protocol ---------------------------------------------------------------
+
+    def options(self) -> dict:
+        return dict(self.info.options)
+
+    def open(self, setup):
+        return self._request("open", (setup,))
+
+    def close(self) -> None:
+        """Close the adapter in its host, then stop the host (and whatever it left running)."""
+        if self._conn is None:
+            return
+        try:
+            self._request("close", ())
+        finally:
+            self.stop()
+
+    # The operations pass their arguments through as they are: optional keywords too (a warm
+    # client, a release order), which only adapters that declare them ever get.
+
+    def start(self, *args, **kwargs):
+        return self._request("start", args, kwargs)
+
+    def resume(self, *args, **kwargs):
+        return self._request("resume", args, kwargs)
+
+    def resume_together(self, *args, **kwargs):
+        return self._request("resume_together", args, kwargs)
+
+    def recover(self, *args, **kwargs):
+        return self._request("recover", args, kwargs)
+
+    def fork(self, *args, **kwargs):
+        return self._request("fork", args, kwargs)
+
+    def update(self, *args, **kwargs):
+        return self._request("update", args, kwargs)
+
+    def observe(self):
+        return self._request("observe", ())
+
+    # -- the host's life ---------------------------------------------------------------------
+
+    @property
+    def alive(self) -> bool:
+        return self._conn is not None
+
+    def stop(self) -> int | None:
+        """SIGKILL the host's process group, reap the host and return its wait status (None
+        when it was stopped before). Idempotent.
+
+        The group is killed before the host is reaped: until then the host's pid (the group's
+        id) cannot be reused, so the signal never reaches an unrelated process."""
+        if self._conn is None or os.getpid() != self._owner:  # a copy inherited by a fork
+            return None
+        conn, self._conn = self._conn, None
+        _LIVE.discard(self)
+        conn.close()
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            return os.waitpid(self.pid, 0)[1]
+        except ChildProcessError:
+            return None
+
+    def __del__(self) -> None:  # a host nobody stopped still dies with its proxy
+        try:
+            self.stop()
+        except Exception:
+            pass
+
+    def _start(self, build: Callable[[], object]) -> None:
+        ours, theirs = Pipe()
+        parent = os.getpid()
+        sys.stdout.flush()  # what the bridge buffered must not be written twice
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            ours.close()
+            for other in list(_LIVE):  # other hosts' pipes: theirs to close, not ours
+                if other._conn is not None:
+                    other._conn.close()
+                    other._conn = None
+            _host_main(theirs, build, parent)  # never returns
+        theirs.close()
+        try:
+            os.setpgid(pid, pid)  # the host does it too: whichever runs first
+        except (ProcessLookupError, PermissionError):
+            pass  # the host is in its own group already, or already gone
+        self.pid, self._conn, self._owner = pid, ours, parent
+        _LIVE.add(self)
+
+    def _request(self, method: str, args: tuple, kwargs: dict | None = None):
+        """Send one call (none for the build, which the host starts with) and wait for its
+        reply within the deadline; on anything but a normal return, stop the host and raise."""
+        if self._conn is None:
+            raise HostProblem("could not run: the adapter's process was stopped already", DIED)
+        try:
+            if method != BUILD:
+                self._conn.send((method, args, kwargs or {}))
+            status, payload = self._reply()
+        except BaseException:  # a deadline, a dead host, or the bridge itself interrupted
+            self.stop()
+            raise
+        if status == "ok":
+            return payload
+        self.stop()
+        raise HostProblem(f"raised {payload['error']}", RAISED, payload["type"], payload["args"])
+
+    def _reply(self):
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        while True:
+            wait = ALIVE_CHECK_SECONDS
+            if deadline is not None:
+                wait = min(wait, max(0.0, deadline - time.monotonic()))
+            try:
+                if self._conn.poll(wait):
+                    return self._conn.recv()
+            except (EOFError, OSError):
+                raise HostProblem(f"failed: {_status_text(self.stop())}", DIED) from None
+            if _exited(self.pid):
+                raise HostProblem(f"failed: {_status_text(self.stop())}", DIED)
+            if deadline is not None and time.monotonic() >= deadline:
+                raise HostProblem(
+                    f"did not finish within the step timeout of {self.timeout:g}s (the adapter hangs)", HUNG
+                )
+
+
+def _exited(pid: int) -> bool:
+    """Whether the host has ended, without reaping it (so its group can still be killed)."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+def _status_text(status: int | None) -> str:
+    if status is None:
+        return "the adapter's process ended"
+    if os.WIFSIGNALED(status):
+        return f"the adapter's process was killed by signal {os.WTERMSIG(status)}"
+    return f"the adapter's process exited with status {os.WEXITSTATUS(status)}"
+
+
+def probe(build: Callable[[], object], timeout: float | None = 30.0) -> AdapterInfo:
+    """Build an adapter in a host, read what it declares, stop the host."""
+    host = HostedAdapter(build, timeout)
+    host.stop()
+    return host.info
+
+
+# -- the host process ----------------------------------------------------------------------
+
+
+def _host_main(conn: Connection, build: Callable[[], object], parent: int) -> None:
+    """The host: build the adapter, then serve calls until `close` or the pipe ends. Never
+    returns; every way out is `os._exit`, so none of the bridge's cleanup runs here."""
+    try:
+        _become_host(parent)
+        try:
+            adapter = build()
+            info = _info(adapter)
+        except BaseException as error:
+            _send(conn, ("raised", _error(error)))
+            return
+        if not _send(conn, ("ok", info)):
+            return
+        while True:
+            try:
+                method, args, kwargs = conn.recv()
+            except (EOFError, OSError):
+                return
+            try:
+                result = getattr(adapter, method)(*args, **kwargs)
+            except BaseException as error:
+                _send(conn, ("raised", _error(error)))
+                return
+            if not _send(conn, ("ok", result)) or method == "close":
+                return
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
+def _become_host(parent: int) -> None:
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGALRM):
+        signal.signal(signum, signal.SIG_DFL)  # the bridge's handlers are not the host's
+    os.setpgid(0, 0)
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: the bridge's own cleanup still stops the host
+    if os.getppid() != parent:  # the bridge died before the request above took effect
+        os._exit(0)
+
+
+def _send(conn: Connection, message) -> bool:
+    try:
+        conn.send(message)
+    except (EOFError, OSError):
+        return False
+    except Exception as error:
+        try:
+            conn.send(
+                (
+                    "raised",
+                    {
+                        "type": type(error).__name__,
+                        "args": "",
+                        "error": f"a result the bridge cannot receive: {type(error).__name__}: {error}",
+                    },
+                )
+            )
+        except Exception:
+            pass
+        return False
+    return True
+
+
+def _error(error: BaseException) -> dict:
+    return {
+        "type": type(error).__name__,
+        "args": ", ".join(map(str, error.args)),
+        "error": f"{type(error).__name__}: {error}",
+    }

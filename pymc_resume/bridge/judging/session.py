@@ -1,0 +1,646 @@
+"""One example against an adapter: apply client steps, observe, judge; then drain and judge
+liveness. The Hypothesis state machine, `replay` and the generated pytest repros all drive a
+`Session`, so a repro replays exactly what the fuzzer ran.
+
+A step is a JSON-able dict, one of the model's client-visible actions:
+
+    {"action": "start", "thread": t, "crash": null | {"stage": s, "when": w}}
+    {"action": "resume", "thread": t, "value": v, "crash": ...}          # v = -1: schema-invalid
+    {"action": "resume-together", "thread": t, "values": [v, ...], "window": null | w}
+    {"action": "recover", "thread": t, "crash": ...}
+    {"action": "fork", "thread": t, "checkpoint": c, "intent": "replay" | "edit", "value": v | null}
+    {"action": "update", "thread": t, "value": v}
+
+After every step the session observes the adapter and raises a `Violation` (an AssertionError,
+one subclass per clause so Hypothesis shrinks each clause's failure on its own) when a clause
+fails. `finish` is the liveness drain: it recovers every thread held by a crashed process and
+starts every new thread, a bounded number of rounds, then requires a quiescent state and judges
+every clause once more (effect-exactly-once is strict only when quiescent).
+
+The adapter runs in a host process (`bridge/hosting/host.py`), built there too, so that every call
+into it has a deadline the adapter cannot defeat. An adapter that raises (anything, `SystemExit`
+included), dies, or does not return within the step timeout raises `AdapterFailure`, a
+BaseException so that Hypothesis stops at once instead of shrinking a broken adapter. The
+session's work directory (`bridge/hosting/workdirs.py`) is removed on every way out.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from pymc_resume.bridge.adapter import (
+    CRASHED,
+    OK,
+    REFUSED,
+    CrashPoint,
+    FuzzSetup,
+    Observation,
+    expressible_workflow,
+    unsupported_operations,
+)
+from pymc_resume.bridge.adapter.nodes import FuzzNodes
+from pymc_resume.bridge.adapter.sink import Sink, SinkEvent
+from pymc_resume.bridge.hosting.host import RAISED, HostedAdapter, HostProblem
+from pymc_resume.bridge.hosting.workdirs import default_workroot, make_workdir
+from pymc_resume.bridge.judging.clauses import (
+    judge_liveness,
+    judge_world,
+    not_expressible,
+    ordered,
+    unobservable,
+)
+from pymc_resume.bridge.judging.evidence import CRASH, INVALID_INPUT, effect_places
+from pymc_resume.bridge.judging.evidence import DRAIN as DRAIN_EXERCISE
+from pymc_resume.bridge.judging.observe import (
+    ForkRecord,
+    History,
+    as_when_forked,
+    build_world,
+    committed_upto,
+    parent_changes,
+)
+from pymc_resume.model.clauses import CHECKS
+from pymc_resume.model.contract import (
+    CHECKPOINT_VALIDITY,
+    CLAUSE_IDS,
+    FORK_DETERMINISM,
+    LIVENESS,
+    PREFIX_CONTINUATION,
+)
+from pymc_resume.model.state import NO_VALUE
+from pymc_resume.model.workflow import INVALID, Workflow, value_name
+
+DRAIN = "drain"
+
+
+class Violation(AssertionError):
+    """A clause failed on what the adapter showed. `clauses` maps every failing id to what was
+    observed; `clause` is the first of them in contract order."""
+
+    def __init__(self, clauses: dict[str, str], at: int | str, steps: list[dict], observed: dict) -> None:
+        self.clauses = clauses
+        self.clause = next(iter(clauses))
+        self.at = at  # index of the step after which it was seen, or DRAIN
+        self.steps = steps
+        self.observed = observed
+        where = "in the liveness drain" if at == DRAIN else f"after step {at}"
+        super().__init__(f"{self.clause} violated {where}: {clauses[self.clause]}")
+
+
+def _class_name(clause_id: str) -> str:
+    return "".join(part.capitalize() for part in clause_id.split("-")) + "Violated"
+
+
+# One exception type per clause, so that Hypothesis tells the clauses' failures apart.
+VIOLATIONS: dict[str, type[Violation]] = {
+    cid: type(_class_name(cid), (Violation,), {"__module__": __name__}) for cid in CLAUSE_IDS
+}
+
+
+class AdapterFailure(BaseException):
+    """The adapter raised, died or hung: not a verdict about the contract."""
+
+
+@contextmanager
+def step_deadline(seconds: float | None, what: str) -> Iterator[None]:
+    """Interrupt this process (SIGALRM) if the body runs longer than `seconds`: the in-process
+    deadline `race` uses for its trials. Sessions do not use it: an adapter can block SIGALRM,
+    so their deadlines are kept from outside the adapter's process (`bridge/hosting/host.py`).
+
+    Works in the main thread only (elsewhere the body runs without a deadline).
+    """
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expired(signum, frame):
+        raise AdapterFailure(
+            f"{what} did not finish within the step timeout of {seconds:g}s (the adapter hangs)"
+        )
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def hosted(adapter, timeout: float | None) -> HostedAdapter:
+    """`adapter` in a host process: an adapter hosted already, or one built in the bridge
+    (carried into the host by the fork), or a zero-argument callable (a class, a factory)
+    that the host calls to build it, under the deadline. Raises AdapterFailure."""
+    if isinstance(adapter, HostedAdapter):
+        return adapter
+    build = adapter if isinstance(adapter, type) or not hasattr(adapter, "observe") else (lambda: adapter)
+    try:
+        return HostedAdapter(build, timeout)
+    except HostProblem as problem:
+        raise AdapterFailure(f"building the adapter {problem.reason}") from None
+
+
+def describe_step(step: dict) -> str:
+    """One line for a step, as in repro listings: which client served it (a warm one, or a
+    fresh process) and, for concurrent deliveries, whether the drawn order or timing decides."""
+    action, t = step["action"], step["thread"]
+    crash = step.get("crash")
+    killed = f", crash at stage {crash['stage']} {crash['when']}" if crash else ""
+    killed += f", by warm client {step['client']}" if step.get("client") else ""
+    if action == "resume":
+        return f"resume t{t} with {_value(step['value'])}{killed}"
+    if action == "resume-together":
+        values = ", ".join(map(_value, step["values"]))
+        if not step.get("window"):
+            return f"resume t{t} concurrently with {values} (timing decides the order)"
+        if step.get("order") is None:
+            return (
+                f"resume t{t} concurrently with {values}, held together {step['window']} "
+                "(timing decides the order)"
+            )
+        order = ", ".join(f"#{i}" for i in step["order"])
+        return (
+            f"resume t{t} concurrently with {values}, held {step['window']}, released one at a time: {order}"
+        )
+    if action == "fork":
+        edit = f", new input {_value(step['value'])}" if step["intent"] == "edit" else ""
+        return f"fork t{t} at checkpoint {step['checkpoint']} ({step['intent']}{edit}){killed}"
+    if action == "update":
+        return f"update t{t} note to {_value(step['value'])}"
+    return f"{action} t{t}{killed}"
+
+
+def _value(value: int) -> str:
+    return "invalid" if value == INVALID else f"v{value}"
+
+
+class Session:
+    """One example: a fresh adapter (in its own host process), sink and working directory.
+
+    `adapter` is an adapter, a `HostedAdapter`, or a zero-argument callable that builds one
+    (see `hosted`). `before_step` is called before each step is applied: it may raise a
+    BaseException to stop the example (a spent time budget). Raises AdapterFailure when the
+    adapter cannot be built or opened; nothing is left behind then either.
+    """
+
+    def __init__(
+        self,
+        adapter,
+        workflow: Workflow,
+        values: int,
+        *,
+        step_timeout: float | None = 30.0,
+        before_step: Callable[[], None] | None = None,
+        on_step: Callable[[], None] | None = None,
+        on_violation: Callable[[Violation], None] | None = None,
+        ignore: frozenset[str] = frozenset(),
+        workroot: str | Path | None = None,
+        on_close: Callable[[Session, list[SinkEvent]], None] | None = None,
+    ) -> None:
+        self.adapter = hosted(adapter, step_timeout)
+        self.workdir: Path | None = None
+        self.on_close = None  # not before the session is set up: nothing ran yet
+        self.exercised: dict[str, set[str]] = {}  # kind of operation -> where (bridge/judging/evidence.py)
+        try:
+            self._setup(workflow, values, step_timeout, workroot)
+        except BaseException:
+            self._discard()
+            raise
+        self.before_step = before_step
+        self.on_step = on_step
+        self.on_violation = on_violation
+        self.ignore = ignore  # clauses already found violated: judged, never raised
+        self.history = History()
+        self.steps: list[dict] = []
+        self.drained = False
+        self.failed = False  # a step raised (a violation or an adapter failure)
+        self.on_close = on_close
+
+    def _setup(self, workflow: Workflow, values: int, step_timeout: float | None, workroot) -> None:
+        """What the example needs from the adapter's declarations, a fresh directory and sink,
+        then the adapter opened on them and a first observation."""
+        adapter = self.adapter
+        try:
+            self.unsupported = unsupported_operations(adapter)
+        except ValueError as error:
+            raise AdapterFailure(str(error)) from None
+        self.workflow = expressible_workflow(workflow, self.unsupported)
+        self.values = values
+        self.step_timeout = step_timeout
+        self.capabilities = frozenset(adapter.capabilities)
+        self.not_applicable = not_expressible(self.unsupported)
+        self.skip = unobservable(self.capabilities) | self.not_applicable
+        self.workdir = make_workdir(workroot or default_workroot())
+        self.sink = Sink.create(self.workdir / "sink.db")
+        setup = FuzzSetup(self.workflow, values, self.workdir, FuzzNodes(self.workflow, self.sink))
+        self._call("open the adapter", lambda: adapter.open(setup))
+        self.observation = self._observe()
+
+    # -- what the rules need to choose their arguments ------------------------------------
+
+    def threads_where(self, *runs: str) -> list[int]:
+        return [t for t, view in enumerate(self.observation.threads) if view.run in runs]
+
+    def can(self, operation: str) -> bool:
+        """Whether the adapter's framework expresses `operation` (see `adapter.OPERATIONS`)."""
+        return operation not in self.unsupported
+
+    def started(self) -> list[int]:
+        return self.threads_where("free", "dead", "live")
+
+    def head_pc(self, thread: int) -> int:
+        return self.observation.threads[thread].chain[-1].pc
+
+    def fork_choices(self, thread: int) -> list[tuple[int, list[int]]]:
+        """(checkpoint, values an edit fork may take there) for every checkpoint, the head
+        first: the fork a warm client makes with the thread's state still in memory, and the
+        one time travel never offered (the first choice is also what shrinking prefers)."""
+        view = self.observation.threads[thread]
+        upto = committed_upto(view.chain)
+        recorded = self._recorded(view)
+        choices = []
+        for c, entry in enumerate(view.chain):
+            edits = []
+            if entry.pc < upto and self.workflow.consumes[entry.pc]:
+                edits = [v for v in range(1, self.values + 1) if v != recorded.get(entry.pc)]
+            choices.append((c, edits))
+        return choices[-1:] + choices[:-1]
+
+    # -- steps -------------------------------------------------------------------------
+
+    def apply(self, step: dict) -> None:
+        """Apply one step, observe, judge; a Violation or AdapterFailure marks the session failed."""
+        try:
+            if self.before_step is not None:
+                self.before_step()
+            self._apply(step)
+        except BaseException:
+            self.failed = True
+            raise
+
+    def _apply(self, step: dict) -> None:
+        index = len(self.steps)
+        before = self.observation
+        what = f"step {index} ({describe_step(step)})"
+        outcomes = self._call(what, lambda: self._dispatch(step, f"s{index}"))
+        self.steps.append({**step, "outcome": [o.as_json() for o in outcomes]})
+        self._remember(step, outcomes, before)
+        self.observation = self._call(f"observe after {what}", self.adapter.observe)
+        if self.on_step is not None:
+            self.on_step()
+        self._judge(index)
+
+    def _dispatch(self, step: dict, op: str) -> list:
+        adapter, action, t = self.adapter, step["action"], step["thread"]
+        crash = CrashPoint(**step["crash"]) if step.get("crash") else None
+        # Keywords of the optional capabilities, passed only when a step has them (adapters
+        # that do not declare them never get such steps).
+        warm = {"client": step["client"]} if step.get("client") else {}
+        if action == "start":
+            return [adapter.start(t, crash, op, **warm)]
+        if action == "resume":
+            return [adapter.resume(t, step["value"], crash, op, **warm)]
+        if action == "resume-together":
+            order = {"order": list(step["order"])} if step.get("order") is not None else {}
+            return list(adapter.resume_together(t, list(step["values"]), step.get("window"), op, **order))
+        if action == "recover":
+            return [adapter.recover(t, crash, op, **warm)]
+        if action == "fork":
+            return [adapter.fork(t, step["checkpoint"], step["intent"], step.get("value"), **warm)]
+        if action == "update":
+            return [adapter.update(t, step["value"])]
+        raise ValueError(f"unknown action {action!r}")
+
+    def _remember(self, step: dict, outcomes: list, before: Observation) -> None:
+        """Update the bridge's history with what the step did and what it should have done."""
+        action, t = step["action"], step["thread"]
+        history = self.history
+        self._exercise(step, outcomes, before)
+        if any(o.status == CRASHED for o in outcomes):
+            history.crashed.add(t)
+            history.crashed_since_fork.add(t)
+        if action in ("resume", "resume-together"):
+            values = [step["value"]] if action == "resume" else step["values"]
+            target = self._consumed_interrupt(before, t)
+            for value, outcome in zip(values, outcomes):
+                if value == INVALID:
+                    if outcome.status != REFUSED:
+                        history.findings.append(
+                            (
+                                CHECKPOINT_VALIDITY,
+                                f"a schema-invalid resume value to t{t} was not refused ({outcome.status})",
+                            )
+                        )
+                    elif (parked := self._parked(before, t)) is not None:
+                        history.refused_invalid[t] = parked
+                elif target is not None and outcome.status != REFUSED:
+                    if self._rewound_across(before, t, target):
+                        history.derived.append(
+                            (
+                                PREFIX_CONTINUATION,
+                                (
+                                    f"a resume of {value_name(value)} to the interrupt at stage {target} "
+                                    f"of t{t} was accepted only because its committed node ran again and "
+                                    "waits again (the second record consume-once-value would count is "
+                                    "derived from this re-execution)"
+                                ),
+                            )
+                        )
+                    else:
+                        history.second_records.setdefault(t, []).append((target, value))
+                elif outcome.status == REFUSED and action == "resume":
+                    self._judge_refused_valid(t, before)
+        if action == "update" and step["value"] == INVALID and outcomes[0].status != REFUSED:
+            history.findings.append((CHECKPOINT_VALIDITY, f"a schema-invalid update of t{t} was accepted"))
+        if action == "fork" and outcomes[0].status == OK:
+            self._remember_fork(step, outcomes[0], before)
+
+    def _exercise(self, step: dict, outcomes: list, before: Observation) -> None:
+        """Record what kind of operation the step ran and where (`bridge/judging/evidence.py`): the
+        stage a thread was at, the checkpoint a fork was made from, the crash point."""
+        action, t = step["action"], step["thread"]
+        view = before.threads[t] if t < len(before.threads) else None
+        pc = view.chain[-1].pc if view is not None else 0
+        at = f"stage {pc}" + (" (the end)" if pc == self.workflow.end else "")
+        places = self.exercised
+        if action == "resume":
+            places.setdefault("resume", set()).add(at)
+        elif action == "resume-together":
+            places.setdefault("resume-together", set()).add(f"{at}, window {step.get('window')}")
+        elif action == "recover":
+            places.setdefault("recover", set()).add(at)
+        elif action == "fork" and outcomes[0].status == OK and view is not None:
+            c = step["checkpoint"]
+            head = ", the head" if c == len(view.chain) - 1 else ""
+            fork_point = f"checkpoint {c} (stage {view.chain[c].pc}{head}), {step['intent']}"
+            places.setdefault("fork", set()).add(fork_point)
+        elif action == "update":
+            places.setdefault("update", set()).add(at)
+        values = [step.get("value")] if action in ("resume", "update") else list(step.get("values") or [])
+        if INVALID in values:
+            sent = "update" if action == "update" else "resume"
+            places.setdefault(INVALID_INPUT, set()).add(f"{sent} at {at}")
+        for outcome in outcomes:
+            if outcome.status == CRASHED and step.get("crash"):
+                crash = step["crash"]
+                places.setdefault(CRASH, set()).add(f"stage {crash['stage']} {crash['when']}")
+
+    def _remember_fork(self, step: dict, outcome, before: Observation) -> None:
+        t, c = step["thread"], step["checkpoint"]
+        new = len(before.threads)
+        if outcome.thread is not None and outcome.thread != new:
+            raise AdapterFailure(f"the adapter numbered the new fork {outcome.thread}, expected {new}")
+        parent = before.threads[t]
+        chain = parent.chain
+        edit = step["intent"] == "edit"
+        self.history.forks[new] = ForkRecord(
+            parent=t,
+            base=c,
+            intent=step["intent"],
+            edit_value=step["value"] if edit else NO_VALUE,
+            inherited=chain[c].pc if edit else committed_upto(chain),
+            snapshot=tuple(chain[: c + 1]),
+            parent_chain=tuple(chain),
+            parent_inputs=None if parent.inputs is None else dict(parent.inputs),
+        )
+        if t in self.history.crashed:
+            self.history.crashed.add(new)
+
+    @staticmethod
+    def _rewound_across(observation: Observation, thread: int, stage: int) -> bool:
+        """Whether `thread`'s head is back at or before `stage` although a checkpoint records
+        `stage` committed: the node ran again after its commit (prefix-continuation's fault)."""
+        chain = observation.threads[thread].chain
+        return chain[-1].pc <= stage and any(entry.stage == stage for entry in chain)
+
+    def _parked(self, observation: Observation, thread: int) -> tuple[int, object] | None:
+        """(stage, head) when `thread` is parked at an interrupt with no value recorded for it."""
+        if thread >= len(observation.threads):
+            return None
+        view = observation.threads[thread]
+        pc = view.chain[-1].pc
+        if view.run != "free" or pc == self.workflow.end or not self.workflow.consumes[pc]:
+            return None
+        if pc in self._recorded(view):
+            return None
+        return pc, view.chain[-1]
+
+    def _judge_refused_valid(self, thread: int, before: Observation) -> None:
+        """A valid value refused by an interrupt that is still parked where a schema-invalid
+        value was refused: the invalid value consumed it (it must not; checkpoint-validity)."""
+        parked = self._parked(before, thread)
+        if parked is None or self.history.refused_invalid.get(thread) != parked:
+            return
+        # Refused for another reason (the delivery ran and a node's output failed the thread)
+        # when the interrupt is no longer parked where it was.
+        if self._parked(self._observe(), thread) == parked:
+            self.history.findings.append(
+                (
+                    CHECKPOINT_VALIDITY,
+                    f"after refusing a schema-invalid resume value, the interrupt at stage {parked[0]} of "
+                    f"t{thread} refuses valid values too: the invalid value consumed it",
+                )
+            )
+
+    def _consumed_interrupt(self, observation: Observation, thread: int) -> int | None:
+        """The interrupt a resume to `thread` is aimed at, if it has already consumed (or
+        claimed) a value: such a resume must be refused."""
+        if thread >= len(observation.threads):
+            return None
+        view = observation.threads[thread]
+        if view.run == "new":
+            return None
+        pc = view.chain[-1].pc
+        reached = [s for s in self.workflow.consuming if s <= pc]
+        if not reached:
+            return None
+        target = reached[-1]
+        if target < pc or target in self._recorded(view):
+            return target
+        return None
+
+    def _recorded(self, view) -> dict[int, int]:
+        if view.inputs is not None:
+            return dict(view.inputs)
+        return {
+            e.stage: e.app[self.workflow.stages[e.stage].node]
+            for e in view.chain
+            if e.stage >= 0 and self.workflow.consumes[e.stage]
+        }
+
+    # -- judging -------------------------------------------------------------------------
+
+    def _world(self):
+        events = self.sink.events()
+        return build_world(self.workflow, self.history, self.observation, events, self.capabilities)
+
+    def _violations(self, world) -> dict[str, str]:
+        violated = judge_world(self.workflow, world, self.skip)
+        for clause_id, seen in self.history.findings:
+            violated.setdefault(clause_id, seen)
+        changed = parent_changes(self.history, self.observation)
+        for f, fork in self.history.forks.items():
+            threads = self.observation.threads
+            if f >= len(threads) or fork.parent in changed:
+                continue
+            if threads[f].chain[: fork.base + 1] != fork.snapshot:
+                violated.setdefault(
+                    FORK_DETERMINISM,
+                    f"fork t{f} does not start from exactly "
+                    f"checkpoint {fork.base} of t{fork.parent} and its ancestry",
+                )
+        if changed and FORK_DETERMINISM not in self.skip:
+            violated = self._count_parent_changes(violated, changed)
+        for root, seen in self.history.derived:  # the root's fault was seen when these were
+            if root not in violated:
+                violated[root] = seen
+            elif seen not in violated[root]:
+                violated[root] += f"; {seen}"
+        return violated
+
+    def _count_parent_changes(self, violated: dict[str, str], changed: dict[int, str]) -> dict[str, str]:
+        """A fork changed its parent's checkpoints or recorded inputs: fork-determinism's fault,
+        counted there and only there (docs/contract.md, "Where a derived fault is counted").
+        A clause that fails on the changed parent but holds once the parent is read as it was
+        when the fork was made (its snapshot) fails only because of that change: it is named
+        in fork-determinism's finding, not reported itself."""
+        seen = "; ".join(changed[t] for t in sorted(changed))
+        repaired = as_when_forked(self.history, self.observation)
+        events = self.sink.events()
+        still = judge_world(
+            self.workflow,
+            build_world(self.workflow, self.history, repaired, events, self.capabilities),
+            self.skip,
+        )
+        derived = [cid for cid in violated if cid in CHECKS and cid != FORK_DETERMINISM and cid not in still]
+        if derived:
+            verb = "fails" if len(derived) == 1 else "fail"
+            seen += (
+                f"; on the changed record {', '.join(derived)} also {verb}, "
+                "counted here only (derived from this change)"
+            )
+        kept = {cid: reason for cid, reason in violated.items() if cid not in derived}
+        own = kept.get(FORK_DETERMINISM)
+        kept[FORK_DETERMINISM] = seen if own is None else f"{own}; {seen}"
+        return kept
+
+    def _judge(self, at: int | str, extra: dict[str, str] | None = None) -> None:
+        world = self._world()
+        violated = self._violations(world)
+        violated.update(extra or {})
+        violated = {cid: seen for cid, seen in violated.items() if cid not in self.ignore}
+        if violated:
+            violated = ordered(violated)
+            first = next(iter(violated))
+            violation = VIOLATIONS[first](violated, at, list(self.steps), self.observed(world))
+            if self.on_violation is not None:
+                self.on_violation(violation)
+            raise violation
+
+    def observed(self, world) -> dict:
+        """What the adapter showed, for repros: each thread's chain, inputs and run state, and
+        the sink's applications by effect identity."""
+        threads = []
+        for t, view in enumerate(self.observation.threads):
+            threads.append(
+                {
+                    "thread": t,
+                    "run": view.run,
+                    "checkpoints": [{"pc": e.pc, "stage": e.stage, "state": list(e.app)} for e in view.chain],
+                    "inputs": None
+                    if view.inputs is None
+                    else {str(k): v for k, v in sorted(view.inputs.items())},
+                }
+            )
+        sink = [
+            {"identity": [identity[0], identity[1], list(identity[2])], "applications": count}
+            for identity, count in world.sink
+        ]
+        return {"threads": threads, "sink": sink}
+
+    # -- the end of an example -----------------------------------------------------------
+
+    def finish(self, max_rounds: int | None = None) -> None:
+        """Drain (recover crashed, start new threads), judge liveness and every clause, close."""
+        try:
+            self.drained = True
+            rounds = max_rounds or len(self.workflow.stages) + 2
+            for round_number in range(rounds):
+                progressed = False
+                for t, view in enumerate(self.observation.threads):
+                    op = f"drain{round_number}.t{t}"
+                    if view.run == "dead":
+                        outcome = self._call(
+                            f"drain: recover t{t}", lambda t=t, op=op: self.adapter.recover(t, None, op)
+                        )
+                    elif view.run == "new":
+                        outcome = self._call(
+                            f"drain: start t{t}", lambda t=t, op=op: self.adapter.start(t, None, op)
+                        )
+                    else:
+                        continue
+                    progressed |= outcome.status == OK
+                    self.observation = self._observe()
+                if not progressed:
+                    break
+            extra = {}
+            if LIVENESS not in self.skip:
+                stuck = judge_liveness(self.workflow, self._world())
+                if stuck is not None:
+                    extra[LIVENESS] = stuck
+            self._judge(DRAIN, extra)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Close the adapter and stop its host; remove the work directory, whatever happens."""
+        try:
+            if self.adapter.alive:
+                self._call("close the adapter", self.adapter.close)
+        finally:
+            self._discard()
+
+    def _discard(self) -> None:
+        """Stop the host (and every process of its group), hand the sink's log to `on_close`,
+        and remove the work directory."""
+        try:
+            self.adapter.stop()
+        finally:
+            try:
+                if self.on_close is not None:
+                    self._closing()
+            finally:
+                if self.workdir is not None:
+                    shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def _closing(self) -> None:
+        """What the session exercised, with what the sink's log shows, to `on_close`."""
+        on_close, self.on_close = self.on_close, None  # once
+        events = self.sink.events()
+        for kind, places in effect_places(self.workflow, events).items():
+            self.exercised.setdefault(kind, set()).update(places)
+        if self.drained:
+            self.exercised.setdefault(DRAIN_EXERCISE, set())
+        on_close(self, events)
+
+    # -- adapter calls -------------------------------------------------------------------
+
+    def _observe(self) -> Observation:
+        return self._call("observe", self.adapter.observe)
+
+    def _call(self, what: str, function):
+        """Call into the hosted adapter; a call that does not return normally (it raised, its
+        process died, it outlived the step timeout) is an AdapterFailure naming the step."""
+        try:
+            return function()
+        except HostProblem as problem:
+            if problem.kind == RAISED:
+                raise AdapterFailure(
+                    f"the adapter raised during {what}: {problem.reason[len('raised ') :]}"
+                ) from None
+            raise AdapterFailure(f"{what} {problem.reason}") from None

@@ -1,0 +1,200 @@
+"""The adapter kit: a base class for adapters that run a framework's client in child processes.
+
+Every live adapter needs the same plumbing around its framework: each client operation that runs
+node code (start, resume, recover) runs in a forked child process, so that a crash point is a
+real SIGKILL; concurrent deliveries are k children held at a race window and released together;
+a killed child leaves its thread for the bridge to recover; node code gets a `NodeContext`; and
+the after-commit crash point needs a hook where the framework has just stored a stage's result.
+`ChildProcessAdapter` is that plumbing, so an adapter is left with what is its framework's own:
+
+- in the child process, what the framework's client does: `client_start(thread)`,
+  `client_resume(thread, value)`, `client_recover(thread)`, each returning a line for the
+  outcome's detail, or raising an exception listed in `refusals` (what the framework returns to
+  its client as an error: the operation is `refused`);
+- in the adapter's own process, the client calls that run no node (`fork`, `update`) and
+  `observe()`, read from the framework's store.
+
+Inside the child, the framework's node code calls `execute(stage, state, value, key)` (it runs
+the bridge's node code between the before-execute and after-execute crash points and race
+window), the framework's store calls `committed(stage, ...)` right after it durably wrote the
+result of those stages (the after-commit crash point), and a delivery calls `loaded()` after it
+read the thread's head and before it claims the interrupt (the after-load race window).
+docs/adapters.md writes a complete adapter with it, step by step.
+
+Run-state memory: `self.threads[t]` is a dict per bridge thread, `{"run": ...}` plus whatever
+the adapter keeps there (its framework's id for the thread). After an operation `run` is "dead"
+when the child was killed, else "free" (`bridge.kit.process.settle`). That is the client's memory,
+for frameworks whose store has no run lease; an adapter whose store has one reports the
+store's reading in `observe()` instead (see docs/adapters.md, "What 'dead' means").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pymc_resume.bridge.adapter import OK, REFUSED, CrashPoint, FuzzSetup, Outcome
+from pymc_resume.bridge.adapter.nodes import NodeContext
+from pymc_resume.bridge.kit.process import Barrier, ClientControl, run_in_children, settle
+
+RUN = "run"
+DELIVERY = "delivery"
+RECOVERY = "recovery"
+
+
+class Refusal(Exception):
+    """The adapter's own refusal, raised by a client hook before it asks the framework for
+    anything (for instance: the thread is not parked at an interrupt)."""
+
+
+class ChildProcessAdapter:
+    """Client operations in child processes, crash points, race windows, run-state memory.
+
+    Subclasses set `name`, `version` and `capabilities` (`executions` by default: add what
+    `observe()` really shows), `framework` (named in errors),
+    `refusals` (the exception types the framework raises to its client for a refused
+    operation), and implement the client hooks, `fork`, `update` and `observe`. An adapter that
+    overrides `open` calls `super().open(setup)` first.
+    """
+
+    name = "unnamed"
+    version = "unknown"
+    # `executions` is true by construction (`execute` hands node code the operation and role);
+    # add what `observe()` really shows: recorded-inputs, leases, late-inputs.
+    capabilities = frozenset({"executions"})
+    framework = "the framework"
+    refusals: tuple[type[BaseException], ...] = ()
+    abstract = False  # True on an intermediate base class: its client hooks are not checked
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        """Refuse, when the class is defined, an adapter that lacks a client hook it needs (the
+        bridge would only find out at the first operation): misuse is reported where it is."""
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("abstract", False):
+            return
+        unsupported = getattr(cls, "unsupported", None) or {}
+        hooks = ["client_start", "client_recover"] + ([] if "resume" in unsupported else ["client_resume"])
+        missing = [hook for hook in hooks if getattr(cls, hook) is getattr(ChildProcessAdapter, hook)]
+        if missing:
+            raise TypeError(
+                f"{cls.__name__} (a ChildProcessAdapter) does not define {', '.join(missing)}: "
+                "what the framework's client does in the child process (see docs/adapters.md)"
+            )
+
+    def __init__(self) -> None:
+        self.setup: FuzzSetup | None = None
+        self.threads: list[dict] = []
+        self.control: ClientControl | None = None  # set in the child process of an operation
+
+    def options(self) -> dict:
+        """The constructor options this adapter was built with (for repros); none by default."""
+        return {}
+
+    def open(self, setup: FuzzSetup) -> None:
+        self.setup = setup
+        self.threads = [{"run": "new"}]
+
+    def close(self) -> None:
+        self.threads = []
+
+    @property
+    def workflow(self):
+        return self.setup.workflow
+
+    def add_thread(self, **memory) -> int:
+        """Remember a new bridge thread (a fork the framework made): its number."""
+        self.threads.append({"run": "new", **memory})
+        return len(self.threads) - 1
+
+    # -- the client hooks: what the framework's client does, in the child process ------------
+
+    def client_start(self, thread: int) -> str:
+        raise NotImplementedError(f"{type(self).__name__}.client_start")
+
+    def client_resume(self, thread: int, value: int) -> str:
+        raise NotImplementedError(f"{type(self).__name__}.client_resume")
+
+    def client_recover(self, thread: int) -> str:
+        raise NotImplementedError(f"{type(self).__name__}.client_recover")
+
+    # -- what the framework calls back, in the child process --------------------------------
+
+    def execute(
+        self, stage: int, state: tuple[int, ...], value: int | None, key: str | None
+    ) -> tuple[int, ...]:
+        """Run the bridge's node code for model stage `stage` on `state`, between the crash
+        points (and the after-execute race window); `key` is the stable identity the framework
+        handed this execution (None: it hands none). Returns the new state."""
+        control = self._control()
+        control.at("before-execute", stage)
+        context = NodeContext(
+            control.thread, stage, self.workflow.stages[stage].node, control.op, control.role, key
+        )
+        state = self.setup.run_node(stage, state, value, context)
+        control.executed.add(stage)
+        control.at("after-execute", stage)
+        return state
+
+    def loaded(self) -> None:
+        """The after-load race window: call it when a delivery has read the thread's head (and
+        validated its value) and is about to claim the interrupt."""
+        self._control().at("after-load", -1)
+
+    def committed(self, *stages: int) -> None:
+        """The framework durably stored the results of `stages`: the after-commit crash point
+        of any of them that this process executed."""
+        self._control().committed(stages)
+
+    def _control(self) -> ClientControl:
+        if self.control is None:
+            raise RuntimeError("node code or a store hook ran outside a client operation's child process")
+        return self.control
+
+    # -- the operations the bridge calls --------------------------------------------------------
+
+    def start(self, thread: int, crash: CrashPoint | None, op: str) -> Outcome:
+        return self._one(thread, RUN, crash, op, lambda: self.client_start(thread))
+
+    def resume(self, thread: int, value: int, crash: CrashPoint | None, op: str) -> Outcome:
+        return self._one(thread, DELIVERY, crash, op, lambda: self.client_resume(thread, value))
+
+    def recover(self, thread: int, crash: CrashPoint | None, op: str) -> Outcome:
+        return self._one(thread, RECOVERY, crash, op, lambda: self.client_recover(thread))
+
+    def resume_together(
+        self, thread: int, values: list[int], window: str | None, op: str, order: list[int] | None = None
+    ) -> list[Outcome]:
+        """k deliveries in k children, held at `window` until all got there (or finished),
+        then released together, or one at a time in `order` (`ordered-release`)."""
+        tasks = [
+            self._task(thread, DELIVERY, None, f"{op}.{i}", window, lambda v=v: self.client_resume(thread, v))
+            for i, v in enumerate(values)
+        ]
+        results = run_in_children(tasks, synchronized=window is not None, order=order)
+        return [settle(self.threads[thread], result, self.framework) for result in results]
+
+    def _one(
+        self, thread: int, role: str, crash: CrashPoint | None, op: str, client: Callable[[], str]
+    ) -> Outcome:
+        [result] = run_in_children([self._task(thread, role, crash, op, None, client)])
+        return settle(self.threads[thread], result, self.framework)
+
+    def _task(
+        self,
+        thread: int,
+        role: str,
+        crash: CrashPoint | None,
+        op: str,
+        window: str | None,
+        client: Callable[[], str],
+    ):
+        """What one child process runs: the client hook under this operation's control."""
+
+        def task(barrier: Barrier) -> dict:
+            self.control = ClientControl(thread, op, role, crash, window, barrier)
+            try:
+                detail = client()
+            except (Refusal, *self.refusals) as refusal:
+                return {"status": REFUSED, "detail": f"{type(refusal).__name__}: {refusal}"}
+            return {"status": OK, "detail": str(detail or "")}
+
+        return task

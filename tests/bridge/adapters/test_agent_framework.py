@@ -1,0 +1,108 @@
+"""The Agent Framework adapter against real agent-framework-core workflows on a real
+FileCheckpointStorage directory, with real SIGKILLs.
+
+Skipped when agent-framework-core is not installed (`pip install -e '.[agent-framework]' -c
+constraints/agent-framework-1.23.0.txt`). Each test is a few client operations (about a second).
+"""
+
+import pytest
+
+pytestmark = pytest.mark.agent_framework
+
+pytest.importorskip(
+    "agent_framework",
+    reason="agent-framework-core is not installed "
+    "(pip install 'pymc-resume[agent-framework]' -c constraints/agent-framework-1.23.0.txt)",
+)
+
+from live_steps import START, apply_steps, crash, resume
+
+from pymc_resume.bridge.adapters.agent_framework import AgentFrameworkAdapter
+from pymc_resume.bridge.judging.session import Session
+from pymc_resume.model.bounds import load_bounds
+from pymc_resume.model.state import INITIAL
+
+SMALL = load_bounds("small")  # step, effect-then-interrupt, gated: stages 0..3
+
+
+def session_of(allowed_types=True):
+    return Session(AgentFrameworkAdapter(allowed_types), SMALL.workflow, SMALL.values, step_timeout=60)
+
+
+def run(steps, allowed_types=True, drain=True):
+    return apply_steps(session_of(allowed_types), steps, drain)
+
+
+def statuses(session, thread=0):
+    return [o["status"] for step in session.steps if step["thread"] == thread for o in step["outcome"]]
+
+
+def test_declares_its_calls_and_update_as_unsupported():
+    adapter = AgentFrameworkAdapter()
+    assert adapter.version.startswith("agent-framework-core 1.")
+    assert adapter.capabilities == {"recorded-inputs", "executions"}  # no lease: liveness is skipped
+    assert set(adapter.unsupported) == {"update"}
+    assert set(adapter.framework_calls) == {"start", "resume", "resume-together", "crash", "recover", "fork"}
+
+
+def test_a_start_checkpoints_every_superstep_and_parks_at_the_request():
+    session = session_of()
+    try:
+        session.apply(START)
+        [view] = session.observation.threads
+        assert view.chain[0].stage == INITIAL
+        assert [c.stage for c in view.chain[1:]] == [0, 1]  # the step, then the effect before request_info
+        assert view.chain[-1].pc == 2 and view.inputs == {}
+        assert any(session.workdir.joinpath("checkpoints").glob("*.json"))
+    finally:
+        session.close()
+
+
+def test_crash_free_run_holds_and_a_second_response_is_refused_by_the_framework():
+    violated, session = run([START, resume(1), resume(2), resume(1)])
+    assert violated == set()
+    assert statuses(session) == ["ok", "ok", "ok", "refused"]
+    assert session.observation.threads[0].inputs == {2: 1, 3: 2}
+    assert "RuntimeError: No pending requests" in session.steps[-1]["outcome"][0]["detail"]
+
+
+def test_a_kill_after_a_checkpoint_was_saved_does_not_run_the_stage_again():
+    session = session_of()
+    try:
+        session.apply({"action": "start", "thread": 0, "crash": crash(1, "after-commit")})
+        session.apply({"action": "recover", "thread": 0, "crash": None})
+        effects = [e for e in session.sink.events() if e.kind == "fire" and e.stage == 1]
+        assert len(effects) == 1
+        assert session.observation.threads[0].chain[-1].pc == 2
+    finally:
+        session.close()
+
+
+def test_a_kill_between_the_effect_and_its_checkpoint_fires_it_again_unkeyed():
+    # A plain handler is handed no stable identity: the re-fire after the restore is applied.
+    violated, _ = run(
+        [
+            {"action": "start", "thread": 0, "crash": crash(1, "after-execute")},
+            {"action": "recover", "thread": 0, "crash": None},
+        ]
+    )
+    assert violated == {"effect-exactly-once"}
+
+
+def test_the_storage_as_it_comes_stores_no_checkpoint_of_the_state_type():
+    # FileCheckpointStorage refuses to save FuzzState (not in allowed_checkpoint_types); the
+    # framework logs it and runs on, so a recovery starts over and fires the effect again.
+    violated, session = run([START, {"action": "recover", "thread": 0, "crash": None}], allowed_types=False)
+    assert not any(session.workdir.joinpath("checkpoints").glob("*.json"))
+    assert violated == {"effect-exactly-once"}
+
+
+def test_an_edit_fork_records_its_new_input_and_runs_from_the_parked_checkpoint():
+    fork = {"action": "fork", "thread": 0, "checkpoint": 2, "intent": "edit", "value": 2}
+    violated, session = run(
+        [START, resume(1), fork, {"action": "start", "thread": 1, "crash": None}], drain=False
+    )
+    assert not violated & {"fork-determinism", "fork-intent"}
+    parent, child = session.observation.threads
+    assert child.inputs[2] == 2 and parent.inputs[2] == 1
+    assert [c.app for c in child.chain[:3]] == [c.app for c in parent.chain[:3]]
