@@ -8,12 +8,16 @@ and it also sees `importlib.import_module("literal")`.)
   two foundations every layer shares, `errors` and `files`;
 - framework libraries are imported only by the framework adapters (`bridge/adapters/`)
   and by the consume-once gate (`gate/`); Ray, the explorer's optional engine, only by
-  `explore/ray_engine.py`.
+  `explore/ray_engine.py`;
+- inside the bridge, each subpackage (and `bridge/profile.py`) imports only what the "May
+  import:" line of its docstring names, besides its own modules and the foundations: an import
+  of anything else of the project (a subpackage above it, the CLI) is an arrow running back up.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from fnmatch import fnmatch
 from pathlib import Path
 
@@ -35,6 +39,11 @@ FRAMEWORK_HOMES = ("bridge/adapters/*", "gate/*")
 # Ray is no framework under test but an optional engine of the explorer: one module has it.
 ENGINE_HOMES = {"ray": ("explore/ray_engine.py",)}
 FOUNDATIONS = ("pymc_resume.errors", "pymc_resume.files")
+# The bridge's parts whose docstrings say what they may import: its subpackages and the profile.
+BRIDGE = PACKAGE / "bridge"
+BRIDGE_PARTS = sorted(
+    [path.name for path in BRIDGE.iterdir() if (path / "__init__.py").is_file()] + ["profile.py"]
+)
 FORBIDDEN = {  # folder -> project modules it must not import
     "model/": (
         "pymc_resume.bridge",
@@ -95,15 +104,98 @@ def layer_violations(relative: str, source: str) -> list[str]:
     return found
 
 
+def may_import(docstring: str) -> set[str]:
+    """The modules a docstring's "May import:" paragraph names in backticks, as absolute names
+    (`bridge.x` is `pymc_resume.bridge.x`; a name without a dot is a subpackage of the project)."""
+    paragraph = docstring.split("May import:", 1)[1].split("\n\n", 1)[0]
+    names = set()
+    for name in re.findall(r"`([\w.]+)`", paragraph):
+        if name.startswith("bridge."):
+            name = "pymc_resume." + name
+        names.add(name)
+    return names
+
+
+def bridge_part(relative: str) -> str | None:
+    """The bridge part (a subpackage's folder name, or "profile.py") a module belongs to."""
+    parts = relative.split("/")
+    if parts[0] != "bridge" or len(parts) < 2:
+        return None
+    return parts[1] if parts[1] in BRIDGE_PARTS else None
+
+
+def part_docstring(part: str) -> str:
+    path = BRIDGE / part if part.endswith(".py") else BRIDGE / part / "__init__.py"
+    return ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+
+
+def bridge_violations(relative: str, source: str) -> list[str]:
+    """What a module of the bridge imports beyond what its part's docstring allows."""
+    part = bridge_part(relative)
+    if part is None:
+        return []
+    own = "pymc_resume.bridge." + part.removesuffix(".py")
+    allowed = may_import(part_docstring(part)) | {own, "pymc_resume", *FOUNDATIONS}
+    found = []
+    for name in sorted(imported_modules(source)):
+        if not _within(name, "pymc_resume") or any(
+            name == a or (a != "pymc_resume" and _within(name, a)) for a in allowed
+        ):
+            continue
+        if (
+            name.startswith("pymc_resume.")
+            and name.count(".") == 1
+            and name.rsplit(".", 1)[1] == "__version__"
+        ):
+            continue
+        found.append(f"{relative} imports {name}, which the docstring of bridge/{part} does not allow")
+    return found
+
+
 def test_every_module_keeps_to_its_layer():
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        found += layer_violations(path.relative_to(PACKAGE).as_posix(), path.read_text(encoding="utf-8"))
+        relative, source = path.relative_to(PACKAGE).as_posix(), path.read_text(encoding="utf-8")
+        found += layer_violations(relative, source) + bridge_violations(relative, source)
     assert not found, "\n".join(found)
 
 
+def test_every_part_of_the_bridge_says_what_it_may_import():
+    parts = [p.name for p in BRIDGE.iterdir() if p.is_dir() and p.name != "__pycache__"]
+    assert sorted(parts + ["profile.py"]) == BRIDGE_PARTS, "a bridge folder without an __init__.py"
+    modules = sorted(p.name for p in BRIDGE.glob("*.py"))
+    assert modules == ["__init__.py", "profile.py"], f"modules directly in bridge/: {modules}"
+    for part in BRIDGE_PARTS:
+        assert "May import:" in part_docstring(part), f"bridge/{part}'s docstring has no 'May import:' line"
+        assert may_import(part_docstring(part)) or part == "hosting", (
+            f"bridge/{part} names nothing it may import"
+        )
+
+
+def test_the_check_sees_an_arrow_running_back_up_the_bridge():
+    # A planted import from a lower part of the bridge into a higher one.
+    assert bridge_violations("bridge/judging/session.py", "from pymc_resume.bridge.fuzzing import fuzz\n")
+    assert bridge_violations("bridge/adapter/protocol.py", "from pymc_resume.bridge.kit import process\n")
+    assert bridge_violations("bridge/kit/process.py", "import pymc_resume.bridge.judging.session\n")
+    assert bridge_violations("bridge/hosting/registry.py", "from pymc_resume.bridge.adapter import OK\n")
+    assert bridge_violations(
+        "bridge/repro/replay.py", "from pymc_resume.bridge.fuzzing.fuzz import run_fuzz\n"
+    )
+    assert bridge_violations("bridge/fuzzing/fuzz.py", "from pymc_resume.bridge import profile\n")
+    assert bridge_violations("bridge/race/race.py", "from pymc_resume.cli.tables import table\n")
+    assert bridge_violations("bridge/adapters/crewai.py", "from pymc_resume.bridge.judging import session\n")
+    # What the docstrings allow, and a part's own modules.
+    assert not bridge_violations(
+        "bridge/judging/session.py", "from pymc_resume.bridge.hosting.host import X\n"
+    )
+    assert not bridge_violations("bridge/fuzzing/fuzz.py", "from pymc_resume.bridge.repro.replay import X\n")
+    assert not bridge_violations("bridge/kit/warm.py", "from pymc_resume.bridge.kit.process import X\n")
+    assert not bridge_violations("bridge/profile.py", "from pymc_resume.bridge.fuzzing.fuzz import X\n")
+    assert not bridge_violations("bridge/adapters/reference.py", "from pymc_resume import __version__\n")
+
+
 def test_the_check_sees_a_framework_imported_out_of_place():
-    assert layer_violations("bridge/session.py", "import langgraph.graph\n")
+    assert layer_violations("bridge/judging/session.py", "import langgraph.graph\n")
     assert layer_violations("model/semantics.py", "from crewai import Flow\n")
     assert layer_violations("cli/fuzz.py", "importlib.import_module('pydantic_graph')\n")
     assert layer_violations("model/semantics.py", "from pymc_resume.bridge import session\n")
