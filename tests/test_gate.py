@@ -158,6 +158,22 @@ def test_one_resume_is_served_and_a_later_one_is_refused(store):
     assert gate.last_claim(store.config).status == "done"
 
 
+def test_an_edit_fork_at_the_parked_head_leaves_the_parents_gated_resume_served_once(store):
+    """A branch made at the parent's parked head (LangGraph's time travel in the same thread:
+    update_state at that checkpoint as the interrupt's node) is the thread's newest checkpoint;
+    the parent, addressed by its own head's checkpoint_id, is still parked there: its gated
+    resume is served once, and a second one is refused."""
+    graph, gate = parked(store)
+    parent = graph.get_state(store.config).config  # thread id, namespace, the head's checkpoint id
+    graph.update_state(parent, {"answer": "fork"}, as_node="approve")  # the fork's branch
+    newest = graph.get_state(store.config).config["configurable"]["checkpoint_id"]
+    assert newest != parent["configurable"]["checkpoint_id"]
+    assert gate.resume(graph, parent, "yes")["answer"] == "yes"
+    with pytest.raises(GateRefusal):
+        gate.resume(graph, parent, "no")
+    assert store.executions() == ["start yes", "done yes"]
+
+
 def test_concurrent_resumes_serve_exactly_one_racer(store):
     parked(store)
 

@@ -39,9 +39,12 @@ import attrs
 from pymc_resume.bridge.adapter import (
     CONTRACT_OPERATIONS,
     CRASHED,
+    INTENTS,
+    declared_variants,
     expressible_workflow,
     framework_calls,
     unsupported_operations,
+    variants_of,
 )
 from pymc_resume.bridge.adapter.sink import SinkEvent
 from pymc_resume.bridge.fuzzing.budget import Budget, BudgetSpent
@@ -53,6 +56,7 @@ from pymc_resume.bridge.fuzzing.fuzz import (
     Recorder,
     Target,
     being_confirmed,
+    declared_names,
     run_fuzz,
 )
 from pymc_resume.bridge.fuzzing.scenarios import Scenario, scenarios
@@ -67,6 +71,8 @@ from pymc_resume.bridge.judging.evidence import (
     effects_json,
     holds_reason,
     not_exercised_reason,
+    variants_exercising,
+    variants_phrase,
 )
 from pymc_resume.bridge.judging.session import AdapterFailure, Session, Violation
 from pymc_resume.model.bounds import Bounds
@@ -85,17 +91,36 @@ NOT_APPLICABLE_CALL = "not-applicable: "
 
 
 def operation_table(info: AdapterInfo) -> dict[str, str]:
-    """Contract operation -> the framework's public call the adapter declares for it
-    (`framework_calls`), `not-applicable: <reason>` for one it declares `unsupported`, or
-    `(not declared)`, in contract order. Raises ValueError for an unknown operation."""
+    """Contract operation -> the framework's public call(s) the adapter declares for it (its
+    variants' calls, joined by " | "; a crash as `framework_calls` names it),
+    `not-applicable: <reason>` for one it declares `unsupported`, or `(not declared)`, in
+    contract order. Raises ValueError for a malformed declaration."""
     unsupported = unsupported_operations(info)
     declared = framework_calls(info)
+    crash = (getattr(info, "framework_calls", None) or {}).get("crash")
     table = {}
     for operation in CONTRACT_OPERATIONS:
         if operation in unsupported:
             table[operation] = NOT_APPLICABLE_CALL + unsupported[operation]
+        elif operation == "crash":
+            table[operation] = crash or NOT_DECLARED
         else:
             table[operation] = declared.get(operation, NOT_DECLARED)
+    return table
+
+
+def variant_table(info: AdapterInfo) -> dict[str, list[dict]]:
+    """Operation -> its variants (name, call, docs, a fork's intents), in contract order."""
+    return {op: [v.as_json() for v in variants] for op, variants in declared_variants(info).items()}
+
+
+def battery_variants(info: AdapterInfo) -> dict[str, dict[str, tuple[str, ...]]]:
+    """Operation -> intent ("" but for forks) -> the names of its variants, as the battery
+    wants them (`fuzzing/scenarios.py`)."""
+    declared = declared_variants(info)
+    table = {op: {"": tuple(v.name for v in variants)} for op, variants in declared.items()}
+    for intent in INTENTS:
+        table.setdefault("fork", {})[intent] = tuple(v.name for v in variants_of(declared, "fork", intent))
     return table
 
 
@@ -113,6 +138,7 @@ class Profile:
     stopped: str | None = None  # why the profile ended early (a time budget)
     finished: bool = True  # False while the run is still going (a profile published on the way)
     operations: dict[str, str] = attrs.Factory(dict)  # `operation_table`
+    variants: dict[str, list[dict]] = attrs.Factory(dict)  # `variant_table`
     effects: dict | None = None  # the sink's counts, the key and why (`evidence.effects_json`)
 
     @property
@@ -136,6 +162,7 @@ class Profile:
             "adapter_spec": self.configuration.adapter,
             "adapter_options": self.configuration.options,
             "operations": dict(self.operations),
+            "variants": {op: list(variants) for op, variants in self.variants.items()},
             "clauses": {cid: result.as_json() for cid, result in self.clauses.items()},
             "notes": list(self.notes),
             "effects": self.effects,
@@ -229,7 +256,7 @@ class ProfileRun:
         )
         self.findings = Findings(self.target, changed=self._publish)
         workflow = expressible_workflow(bounds.workflow, unsupported_operations(builder.info))
-        battery = scenarios(workflow, bounds.processes)
+        battery = scenarios(workflow, bounds.processes, battery_variants(builder.info))
         self.say(f"{self.family} {configuration.name}: {len(battery)} targeted scenarios")
         # No shrink budget here: the battery's scenarios are short already, and are not shrunk.
         recorder = Recorder(self.budget, shrink=False, on_violation=self.findings.seen)
@@ -297,6 +324,7 @@ class ProfileRun:
             stopped,
             finished,
             operation_table(info),
+            variant_table(info),
             effects_json(info.effect_key, effects),
         )
 
@@ -336,7 +364,10 @@ class ProfileRun:
         reason = holds_reason(clause_id, parts)
         if reason is None:
             return ClauseResult(SKIPPED, reason=not_exercised_reason(clause_id, parts) + suffix)
-        return ClauseResult(HOLDS, reason=reason + suffix)
+        reason += variants_phrase(clause_id, parts, declared_names(self.target.info))
+        return ClauseResult(
+            HOLDS, reason=reason + suffix, variants=tuple(variants_exercising(clause_id, parts))
+        )
 
     def _verdict(self, clause_id: str, finished: bool) -> ClauseResult:
         battery, fuzzed, info = self.battery, self.fuzzed, self.target.info
@@ -406,16 +437,19 @@ def _run_until_no_new_clause(
     """Run `scenario`, then again with each newly found clause ignored, until it finds no new
     one; whether the adapter could express it."""
     exercised: dict[str, set[str]] = {}  # what every run of this scenario exercised, together
+    variants: dict[str, set[str]] = {}  # and with which variants
 
     def closed(session: Session, events: list[SinkEvent]) -> None:
         result.sessions += 1
         result.effects = result.effects + EffectCounts.of(events, f"scenario {scenario.name}")
         for kind, places in session.exercised.items():
             exercised.setdefault(kind, set()).update(places)
+        for kind, names in session.exercised_variants.items():
+            variants.setdefault(kind, set()).update(names)
 
     ran = _runs_of(build, bounds, scenario, step_timeout, result, closed)
     if ran:  # one scenario, however many times it ran: a scenario the budget cut is not counted
-        result.exercise.add(exercised)
+        result.exercise.add(exercised, variants)
     return ran
 
 
@@ -433,6 +467,7 @@ def _runs_of(build, bounds: Bounds, scenario: Scenario, step_timeout, result: Ba
                 before_step=result.recorder.check_budget,
                 on_violation=result.recorder.violation,
                 ignore=frozenset(ignore),
+                variants=scenario.variants,
             )
         except AdapterFailure as failure:
             result.error = str(failure)

@@ -24,7 +24,9 @@ When the holder dies, `recover` on any host takes the claim over (at once when t
 a process of its own host, once the lease lapsed otherwise) and continues with the claimed
 value, never a new one; a live holder's claim is not taken. A takeover moves the claim's fence,
 and every checkpoint write of the old holder is checked against it, so a holder that was
-taken for dead but was not cannot write any more. See docs/gate.md.
+taken for dead but was not cannot write any more. A config that names a `checkpoint_id`
+(LangGraph's time travel: a branch of the thread) is served at that branch's head, not at the
+thread's newest checkpoint. See docs/gate.md.
 
 The package's modules: `_gate` (the gate), `_claims` (the claims table, SQLite and
 PostgreSQL), `_holders` (hosts and processes), `_graph` (what the gate reads of LangGraph),

@@ -229,11 +229,15 @@ class ClaimStore:
     def get(self, key: tuple) -> tuple | None:
         return self._one(f"SELECT {_COLUMNS} FROM {TABLE} WHERE {_KEY}", key)
 
-    def newest(self, thread_id: str, ns: str, statuses) -> tuple | None:
+    def newest(self, thread_id: str, ns: str, statuses, checkpoints=None) -> tuple | None:
+        """The thread's newest claim (with one of `statuses`, on one of `checkpoints`)."""
         where, args = "thread_id=? AND checkpoint_ns=?", [thread_id, ns]
         if statuses:
             where += f" AND status IN ({','.join('?' * len(statuses))})"
             args += list(statuses)
+        if checkpoints is not None:
+            where += f" AND checkpoint_id IN ({','.join('?' * len(checkpoints)) or 'NULL'})"
+            args += list(checkpoints)
         return self._one(
             f"SELECT {_COLUMNS} FROM {TABLE} WHERE {where} ORDER BY claimed_at DESC LIMIT 1", args
         )

@@ -23,13 +23,13 @@ import attrs
 from pymc_resume.gate._claims import DONE, FAILED, OUTSTANDING, RUNNING, STALE, Claim, ClaimStore, conninfo_of
 from pymc_resume.gate._graph import (
     Parked,
+    branch_of,
     command,
     default_serde,
     fenced,
     has_resume,
     head_of,
     interrupts,
-    latest,
     nothing_to_run,
     pick,
     refuse_subgraph_interrupts,
@@ -119,7 +119,7 @@ class ConsumeOnceGate:
             )
         parked_at = interrupts(head)
         if not parked_at or has_resume(head):
-            last = self.last_claim(config)
+            last = self.last_claim(config, graph)
             if (
                 last is not None
                 and last.status in OUTSTANDING
@@ -147,15 +147,19 @@ class ConsumeOnceGate:
         """`parked` for an async graph."""
         return await asyncio.to_thread(self.parked, graph, config)
 
-    def last_claim(self, config) -> Claim | None:
-        """The thread's newest claim, whatever its status."""
+    def last_claim(self, config, graph=None) -> Claim | None:
+        """The thread's newest claim, whatever its status; on the branch `config` names by its
+        checkpoint_id (time travel), when `graph` is given to read it."""
         self.setup()
-        return self._decode(self._store.newest(*thread_of(config), statuses=None))
+        branch = branch_of(graph, config) if graph is not None else None
+        return self._decode(self._store.newest(*thread_of(config), statuses=None, checkpoints=branch))
 
-    def outstanding_claim(self, config) -> Claim | None:
-        """The thread's newest claim whose value may not have been consumed yet."""
+    def outstanding_claim(self, config, graph=None) -> Claim | None:
+        """The thread's newest claim whose value may not have been consumed yet (on the branch
+        `config` names, when `graph` is given: see `last_claim`)."""
         self.setup()
-        return self._decode(self._store.newest(*thread_of(config), statuses=OUTSTANDING))
+        branch = branch_of(graph, config) if graph is not None else None
+        return self._decode(self._store.newest(*thread_of(config), statuses=OUTSTANDING, checkpoints=branch))
 
     # -- resume ---------------------------------------------------------------------------
 
@@ -266,7 +270,7 @@ class ConsumeOnceGate:
         if plan is None:
             return None
         if plan.claim is None:
-            return graph.invoke(None, latest(config), **invoke_kwargs)
+            return graph.invoke(None, config, **invoke_kwargs)
         return self._run(graph, config, plan.claim, plan.payload, invoke_kwargs)
 
     async def arecover(self, graph, config, *, force: bool = False, wait: float = 0.0, **invoke_kwargs):
@@ -275,12 +279,12 @@ class ConsumeOnceGate:
         if plan is None:
             return None
         if plan.claim is None:
-            return await graph.ainvoke(None, latest(config), **invoke_kwargs)
+            return await graph.ainvoke(None, config, **invoke_kwargs)
         return await self._arun(graph, config, plan.claim, plan.payload, invoke_kwargs)
 
     def _plan_recovery(self, graph, config, force: bool, wait: float) -> _Plan | None:
         self.setup()
-        claim = self.outstanding_claim(config)
+        claim = self.outstanding_claim(config, graph)
         if claim is None:
             return None if nothing_to_run(graph, config, head_of(graph, config)) else _Plan(None)
         claim = self._take_over(claim, force, wait)
@@ -361,7 +365,7 @@ class ConsumeOnceGate:
             with _Lease(side, claim, self.lease):
                 run = fenced(graph, lambda: side.fence(claim))
                 try:
-                    result = run.invoke(payload, latest(config), **invoke_kwargs)
+                    result = run.invoke(payload, config, **invoke_kwargs)
                 except BaseException:
                     self._store.set_status(claim, FAILED)  # free for `recover`, if still ours
                     raise
@@ -376,7 +380,7 @@ class ConsumeOnceGate:
             with _Lease(side, claim, self.lease):
                 run = fenced(graph, lambda: side.fence(claim), lambda: _afence(side, claim))
                 try:
-                    result = await run.ainvoke(payload, latest(config), **invoke_kwargs)
+                    result = await run.ainvoke(payload, config, **invoke_kwargs)
                 except BaseException:
                     await asyncio.to_thread(self._store.set_status, claim, FAILED)
                     raise

@@ -39,17 +39,25 @@ def thread_of(config) -> tuple[str, str]:
     return str(configurable["thread_id"]), configurable.get("checkpoint_ns", "")
 
 
-def latest(config) -> dict:
-    """`config` aimed at the thread's head (a checkpoint_id would make LangGraph time-travel)."""
-    configurable = {k: v for k, v in config.get("configurable", {}).items() if k != "checkpoint_id"}
-    return {**config, "configurable": configurable}
-
-
 def head_of(graph, config):
-    """The thread's newest checkpoint tuple (None for a thread without one). An async
-    checkpointer answers this from another thread than its event loop's (the gate calls it
-    through `asyncio.to_thread`)."""
-    return graph.checkpointer.get_tuple(latest(config))
+    """The head the client addresses: the checkpoint `config` names (a branch of the thread,
+    in LangGraph's time travel), else the thread's newest checkpoint tuple (None for a thread
+    without one). An async checkpointer answers this from another thread than its event
+    loop's (the gate calls it through `asyncio.to_thread`)."""
+    return graph.checkpointer.get_tuple(config)
+
+
+def branch_of(graph, config) -> tuple[str, ...] | None:
+    """The checkpoint ids from the checkpoint `config` names back to the thread's first: the
+    branch a client addresses by time travel (None when it names none: the newest)."""
+    if not config.get("configurable", {}).get("checkpoint_id"):
+        return None
+    ids, entry = [], graph.checkpointer.get_tuple(config)
+    while entry is not None:
+        ids.append(entry.checkpoint["id"])
+        parent = entry.parent_config
+        entry = graph.checkpointer.get_tuple(parent) if parent else None
+    return tuple(ids)
 
 
 def interrupts(head) -> tuple:
@@ -69,7 +77,7 @@ def nothing_to_run(graph, config, head) -> bool:
     if head is None or (interrupts(head) and not has_resume(head)):
         return True
     try:
-        return not graph.get_state(latest(config)).next
+        return not graph.get_state(config).next
     except Exception:
         return False
 
@@ -87,7 +95,7 @@ def refuse_subgraph_interrupts(graph, config, thread_id: str, head=None) -> None
         return
     raising = {task_id for task_id, channel, _ in head.pending_writes or () if channel == INTERRUPT}
     try:
-        names = {task.name for task in graph.get_state(latest(config)).tasks if task.id in raising}
+        names = {task.name for task in graph.get_state(config).tasks if task.id in raising}
     except Exception:
         names = subgraphs
     inside = sorted(names & subgraphs)

@@ -210,7 +210,10 @@ def fork_intent(workflow: Workflow, world: World) -> Reason:
         parent = threads[thread.parent]
         if thread.intent == EDIT:
             edited = thread.chain[thread.base].pc
-            if thread.claims[edited] != thread.edit_value or thread.edit_value == parent.claims[edited]:
+            # Only the fork's own record is compared: its new input is drawn unlike the parent's
+            # record at fork time, and a parent parked at the fork point records its own value
+            # later (a change to the parent's record is fork-determinism's to judge).
+            if thread.claims[edited] != thread.edit_value:
                 return (
                     f"edit fork t{t} consumed {value_name(thread.claims[edited])} at stage {edited}"
                     f", not its new input {value_name(thread.edit_value)}"

@@ -37,12 +37,26 @@ an optional `unsupported` mapping, operation -> why. The bridge never asks for t
 `resume` the adapter gets the workflow without its consuming nodes (`expressible_workflow`).
 The clauses that need such an operation are `not-applicable` with that reason, never `holds`.
 
-Every operation an adapter performs goes through the framework's own public, documented API;
-the adapter says which call in an optional `framework_calls` mapping, contract operation
-(`CONTRACT_OPERATIONS`) -> the call, e.g. `{"resume": "graph.invoke(Command(resume=v), config)"}`.
-`profile --operations` prints it and the profile JSON carries it (docs/profile.md). An operation
-the framework has no public call for is declared `unsupported`, never emulated by writing the
-framework's storage; reading storage to observe is allowed, read-only.
+Every operation an adapter performs goes through the framework's own public, documented API,
+and where the framework documents several calls for one operation, each is a **variant**. The
+adapter declares them in an optional `variants` tuple of `Variant`s (operation, name, call,
+docs); a verdict holds only if it holds under every variant, so the bridge drives each of them
+at every position (`bridge/fuzzing/scenarios.py`). When an operation has two or more variants,
+the bridge passes the chosen one's name as a keyword, `variant=name`, and a step records it.
+An adapter without `variants` may still name one call per operation in `framework_calls`,
+contract operation (`CONTRACT_OPERATIONS`) -> the call, each read as one variant named
+`default`. `profile --operations` prints the variants and the profile JSON carries them
+(docs/profile.md). An operation the framework has no public call for is declared `unsupported`,
+never emulated by writing the framework's storage; reading storage to observe is allowed,
+read-only.
+
+A refusal says who refused (`Outcome.by`): `FRAMEWORK` (the framework raised it, or a
+component that a named configuration adds, such as the consume-once gate), `CLIENT` (the
+adapter's own client code, before any call reached the framework) or `NOT_EXPRESSIBLE` (no
+documented call of the variant expresses what was asked, such as a fork from a checkpoint the
+framework cannot fork from). Only what reached the framework is evidence for a verdict: a
+clause exercised only by other refusals is `skipped`, never `holds`. A refusal that does not
+say is counted as the client's.
 """
 
 from __future__ import annotations
@@ -78,6 +92,18 @@ OK = "ok"
 REFUSED = "refused"
 CRASHED = "crashed"
 
+# Who refused an operation (`Outcome.by`; see the module docstring).
+FRAMEWORK = "framework"
+CLIENT = "client"
+NOT_EXPRESSIBLE = "not-expressible"
+REFUSERS = (FRAMEWORK, CLIENT, NOT_EXPRESSIBLE)
+
+# The operations a variant may name (a crash is a SIGKILL, the same for every framework).
+VARIANT_OPERATIONS = tuple(op for op in CONTRACT_OPERATIONS if op != "crash")
+INTENTS = ("replay", "edit")
+# The name of the one variant an adapter declaring only `framework_calls` has per operation.
+DEFAULT_VARIANT = "default"
+
 
 @attrs.frozen
 class CrashPoint:
@@ -93,11 +119,39 @@ class Outcome:
     status: str  # OK, REFUSED or CRASHED
     detail: str = ""
     thread: int | None = None  # the new thread of a fork
+    by: str | None = None  # who refused (REFUSERS); a refusal that does not say is the client's
+
+    def reached_framework(self) -> bool:
+        """Whether the framework performed or refused the operation (not our client alone)."""
+        return self.status != REFUSED or self.by == FRAMEWORK
 
     def as_json(self) -> dict:
         data = {"status": self.status, "detail": self.detail}
         if self.thread is not None:
             data["thread"] = self.thread
+        if self.status == REFUSED:
+            data["by"] = self.by if self.by in REFUSERS else CLIENT
+        return data
+
+
+@attrs.frozen
+class Variant:
+    """One public, documented way the framework performs a contract operation."""
+
+    operation: str  # one of VARIANT_OPERATIONS
+    name: str  # unique within its operation, short kebab-case: "update-state"
+    call: str  # the framework call as its user writes it
+    docs: str  # where the framework documents it: a URL, or a doc page and section
+    intents: tuple[str, ...] = ()  # a fork's: the intents this call performs; () is both
+
+    def performs(self, intent: str | None) -> bool:
+        """Whether this variant can perform a fork of `intent` (any other operation: always)."""
+        return intent is None or not self.intents or intent in self.intents
+
+    def as_json(self) -> dict:
+        data = {"name": self.name, "call": self.call, "docs": self.docs}
+        if self.intents:
+            data["intents"] = list(self.intents)
         return data
 
 
@@ -144,18 +198,74 @@ def unsupported_operations(adapter) -> dict[str, str]:
 
 
 def framework_calls(adapter) -> dict[str, str]:
-    """Contract operation -> the framework's public call the adapter performs it with (the
-    optional `framework_calls` attribute), in contract order; operations declared
-    `unsupported` are left out."""
-    declared = dict(getattr(adapter, "framework_calls", None) or {})
-    unknown = sorted(set(declared) - set(CONTRACT_OPERATIONS))
-    if unknown:
-        raise ValueError(
-            f"adapter {adapter.name!r} names framework calls for unknown operations {unknown} "
-            f"(known: {', '.join(CONTRACT_OPERATIONS)})"
-        )
+    """Contract operation -> the framework's public call(s) the adapter performs it with, in
+    contract order (several variants' calls joined by " | "); operations declared `unsupported`
+    are left out."""
+    return {
+        op: " | ".join(variant.call for variant in variants)
+        for op, variants in declared_variants(adapter).items()
+    }
+
+
+def declared_variants(adapter) -> dict[str, tuple[Variant, ...]]:
+    """Operation -> its variants, in contract order: the optional `variants` attribute, else one
+    `default` variant per call of the optional `framework_calls` mapping. Operations declared
+    `unsupported` are left out. Raises ValueError, naming what is wrong, for a malformed
+    declaration."""
+    name = getattr(adapter, "name", "?")
     unsupported = unsupported_operations(adapter)
-    return {op: declared[op] for op in CONTRACT_OPERATIONS if op in declared and op not in unsupported}
+    declared = getattr(adapter, "variants", None)
+    if declared is None:
+        calls = dict(getattr(adapter, "framework_calls", None) or {})
+        unknown = sorted(set(calls) - set(CONTRACT_OPERATIONS))
+        if unknown:
+            raise ValueError(
+                f"adapter {name!r} names framework calls for unknown operations {unknown} "
+                f"(known: {', '.join(CONTRACT_OPERATIONS)})"
+            )
+        declared = [
+            Variant(op, DEFAULT_VARIANT, str(call), "") for op, call in calls.items() if op != "crash"
+        ]
+    by_operation: dict[str, list[Variant]] = {}
+    for variant in declared:
+        _check_variant(name, variant, unsupported)
+        same = by_operation.setdefault(variant.operation, [])
+        if any(other.name == variant.name for other in same):
+            raise ValueError(
+                f"adapter {name!r} declares the {variant.operation} variant {variant.name!r} twice"
+            )
+        same.append(variant)
+    return {op: tuple(by_operation[op]) for op in VARIANT_OPERATIONS if op in by_operation}
+
+
+def _check_variant(adapter: str, variant: object, unsupported: dict[str, str]) -> None:
+    if not isinstance(variant, Variant):
+        raise ValueError(f"adapter {adapter!r}: a variant must be a Variant, got {type(variant).__name__}")
+    if variant.operation not in VARIANT_OPERATIONS:
+        raise ValueError(
+            f"adapter {adapter!r}: variant {variant.name!r} names the unknown operation "
+            f"{variant.operation!r} (known: {', '.join(VARIANT_OPERATIONS)})"
+        )
+    if variant.operation in unsupported:
+        raise ValueError(
+            f"adapter {adapter!r}: variant {variant.name!r} of {variant.operation}, "
+            "which it declares unsupported"
+        )
+    if not (isinstance(variant.name, str) and variant.name and variant.name.replace("-", "").isalnum()):
+        raise ValueError(f"adapter {adapter!r}: variant name {variant.name!r} is not short kebab-case")
+    unknown = [intent for intent in variant.intents if intent not in INTENTS]
+    if unknown or (variant.intents and variant.operation != "fork"):
+        raise ValueError(
+            f"adapter {adapter!r}: variant {variant.name!r} declares intents {list(variant.intents)} "
+            "(only a fork's, among replay and edit)"
+        )
+
+
+def variants_of(
+    variants: dict[str, tuple[Variant, ...]], operation: str, intent: str | None = None
+) -> tuple[Variant, ...]:
+    """The declared variants that can perform `operation` (a fork of `intent`)."""
+    return tuple(v for v in variants.get(operation, ()) if v.performs(intent))
 
 
 def expressible_workflow(workflow: Workflow, unsupported: dict[str, str]) -> Workflow:

@@ -25,9 +25,13 @@ and what it does not:
   again when no checkpoint survived the crash): LangGraph has no other recovery procedure.
 - forks are LangGraph's time travel, branches inside the same LangGraph thread id: a replay fork
   is `invoke(None, config)` with the past `checkpoint_id` (LangGraph writes a `fork` checkpoint
-  and re-runs from there); an edit fork is `update_state(config, {field: v}, as_node=...)` on the
-  past checkpoint, recording v as the interrupt node's output (LangGraph's "fork from a specific
-  node"), then `invoke(None, config)` at the checkpoint it made. Each bridge thread is a branch:
+  and re-runs from there). An edit fork has two documented calls, each a variant
+  (`VARIANTS`): `update-state`, `update_state(config, {field: v}, as_node=...)` on the past
+  checkpoint, recording v as the interrupt node's output (LangGraph's "fork from a specific
+  node"), then `invoke(None, config)` at the checkpoint it made; and `command-at-checkpoint`,
+  `invoke(Command(resume=v), config)` with the past `checkpoint_id` of a checkpoint parked at the
+  interrupt (time travel re-raises the interrupt and answers it), which runs the fork at once
+  (in a child process, like any run). Each bridge thread is a branch:
   its LangGraph thread id, the checkpoint it forks from, and the checkpoints LangGraph wrote for
   it, which carry the bridge thread in their metadata (`THREAD_KEY`, passed in the run's
   `configurable`, which LangGraph copies into every checkpoint it writes). A branch whose head is
@@ -63,6 +67,8 @@ import uuid
 from pathlib import Path
 
 from pymc_resume.bridge.adapter import (
+    FRAMEWORK,
+    NOT_EXPRESSIBLE,
     OK,
     REFUSED,
     CrashPoint,
@@ -70,6 +76,7 @@ from pymc_resume.bridge.adapter import (
     Observation,
     Outcome,
     ThreadView,
+    Variant,
 )
 from pymc_resume.bridge.adapter.nodes import NodeContext
 from pymc_resume.bridge.kit.process import Barrier, ClientControl, run_in_children, settle
@@ -114,6 +121,40 @@ FRAMEWORK_CALLS = {
     "{field: v}, as_node=the interrupt's node), then graph.invoke(None, config)",
     "update": "graph.update_state(config, {'note': v})",
 }
+TIME_TRAVEL_DOCS = "https://docs.langchain.com/oss/python/langgraph/use-time-travel"
+INTERRUPTS_DOCS = "https://docs.langchain.com/oss/python/langgraph/interrupts"
+PERSISTENCE_DOCS = "https://docs.langchain.com/oss/python/langgraph/persistence"
+GATE_DOCS = "docs/gate.md (pymc_resume.gate, a separately named configuration)"
+REPLAY_AT_CHECKPOINT = "replay-at-checkpoint"
+UPDATE_STATE = "update-state"
+COMMAND_AT_CHECKPOINT = "command-at-checkpoint"
+# The fork variants: one call for a replay fork, two for an edit fork.
+FORK_VARIANTS = (
+    Variant(
+        "fork",
+        REPLAY_AT_CHECKPOINT,
+        "graph.invoke(None, {'configurable': {'thread_id': t, 'checkpoint_id': c}})",
+        f"{TIME_TRAVEL_DOCS} (Replay)",
+        intents=("replay",),
+    ),
+    Variant(
+        "fork",
+        UPDATE_STATE,
+        "graph.update_state({'configurable': {'thread_id': t, 'checkpoint_id': c}}, {field: v}, "
+        "as_node=the interrupt's node), then graph.invoke(None, config)",
+        f"{TIME_TRAVEL_DOCS} (Fork; From a specific node)",
+        intents=("edit",),
+    ),
+    Variant(
+        "fork",
+        COMMAND_AT_CHECKPOINT,
+        "graph.invoke(Command(resume=v), {'configurable': {'thread_id': t, 'checkpoint_id': c}}) at a "
+        "checkpoint parked at the interrupt",
+        f"{TIME_TRAVEL_DOCS} (interrupts fire again after a prior checkpoint); "
+        f"{INTERRUPTS_DOCS} (Command(resume))",
+        intents=("edit",),
+    ),
+)
 GATE_CALLS = {
     "resume": "ConsumeOnceGate.resume(graph, config, v) (validate, claim in the store, then "
     "graph.invoke(Command(resume=v), config))",
@@ -183,6 +224,20 @@ class LangGraphAdapter:
         self._saver = None
         self._graph = None
         self._gate: ConsumeOnceGate | None = None  # the bridge process's own, to observe claims
+
+    @property
+    def variants(self) -> tuple[Variant, ...]:
+        """Every operation's documented call(s): one each, but for an edit fork's two."""
+        calls = self.framework_calls
+        resume_docs = GATE_DOCS if self.gate else INTERRUPTS_DOCS
+        return (
+            Variant("start", "invoke", calls["start"], PERSISTENCE_DOCS),
+            Variant("resume", "gate-resume" if self.gate else "command-resume", calls["resume"], resume_docs),
+            Variant("resume-together", "concurrent-resume", calls["resume-together"], resume_docs),
+            Variant("recover", "invoke-none", calls["recover"], GATE_DOCS if self.gate else PERSISTENCE_DOCS),
+            *FORK_VARIANTS,
+            Variant("update", "update-state", calls["update"], PERSISTENCE_DOCS + " (Update state)"),
+        )
 
     @property
     def framework_calls(self) -> dict[str, str]:
@@ -395,7 +450,8 @@ class LangGraphAdapter:
                 self._invoke(graph, gate, config, role, payload(), seen)
             except Exception as error:
                 if isinstance(error, GateRefusal) or _raised_by_framework(error):  # the gate's or LangGraph's
-                    return {"status": REFUSED, "detail": f"{type(error).__name__}: {error}"}
+                    # The gate is part of a `+gate` configuration: its refusals are that system's.
+                    return {"status": REFUSED, "detail": f"{type(error).__name__}: {error}", "by": FRAMEWORK}
                 raise
             return {"status": OK, "detail": ""}
 
@@ -418,27 +474,40 @@ class LangGraphAdapter:
 
     # -- client calls that run no node -----------------------------------------------------
 
-    def fork(self, thread: int, checkpoint: int, intent: str, value: int | None) -> Outcome:
+    def fork(
+        self, thread: int, checkpoint: int, intent: str, value: int | None, variant: str = UPDATE_STATE
+    ) -> Outcome:
         """A branch of the same LangGraph thread from one of `thread`'s checkpoints (time
         travel). A replay fork is made by its first run (`invoke(None)` at the checkpoint); an
-        edit fork now, by `update_state` at the checkpoint as the interrupt's node."""
+        edit fork now, by `update_state` at the checkpoint as the interrupt's node, or by
+        `invoke(Command(resume=v))` at the checkpoint (`variant`), which runs it at once."""
         view = self._view_chain(self._chain_tuples(thread))
         if not 0 <= checkpoint < len(view):
-            return Outcome(REFUSED, f"no checkpoint {checkpoint}")
+            return Outcome(REFUSED, f"no checkpoint {checkpoint}", by=NOT_EXPRESSIBLE)
         position, source = view[checkpoint]
         if source is None:
             return Outcome(
                 REFUSED,
                 f"checkpoint {checkpoint} is inside a checkpoint LangGraph wrote for "
                 "several nodes at once: LangGraph has no checkpoint there to travel to",
+                by=NOT_EXPRESSIBLE,
             )
+        stage = position.pc
+        if intent == "edit" and variant == COMMAND_AT_CHECKPOINT:
+            if stage >= self.workflow.end or not self.workflow.consumes[stage]:
+                return Outcome(
+                    REFUSED,
+                    f"checkpoint {checkpoint} is not parked at an interrupt: Command(resume=v) answers one",
+                    by=NOT_EXPRESSIBLE,
+                )
         new = len(self.threads)
         self.threads.append({"lg": self.threads[thread]["lg"], "base": source.checkpoint["id"], "run": "new"})
         if intent != "edit":
             return Outcome(
                 OK, f"forked as thread {new} (a branch from checkpoint {source.checkpoint['id']})", thread=new
             )
-        stage = position.pc
+        if variant == COMMAND_AT_CHECKPOINT:
+            return self._fork_by_command(new, value, source.checkpoint["id"])
         values = {_field(self.workflow.stages[stage].node): value}
         try:
             as_node = _node_name(self._first_stage_of(stage))
@@ -447,17 +516,30 @@ class LangGraphAdapter:
             if not _raised_by_framework(error):
                 raise
             self.threads.pop()
-            return Outcome(REFUSED, f"{type(error).__name__}: {error}")
+            return Outcome(REFUSED, f"{type(error).__name__}: {error}", by=FRAMEWORK)
         return Outcome(
             OK, f"forked as thread {new} (update_state at checkpoint {source.checkpoint['id']})", thread=new
         )
+
+    def _fork_by_command(self, new: int, value: int, base: str) -> Outcome:
+        """The `command-at-checkpoint` edit fork: its first run answers the interrupt at the
+        checkpoint with `value`, in a child process like any run (no crash point: a fork step
+        has none)."""
+        from langgraph.types import Command
+
+        outcome = self._run(new, lambda: Command(resume=value), "run", None, f"fork-t{new}")
+        if outcome.status != OK:
+            if not any(_owner(entry) == new for entry in self._entries(new)):
+                self.threads.pop()  # LangGraph made no branch
+            return outcome
+        return Outcome(OK, f"forked as thread {new} (Command(resume) at checkpoint {base})", thread=new)
 
     def update(self, thread: int, note: int) -> Outcome:
         try:
             self._graph.update_state(self._run_config(thread), {"note": note})
         except Exception as error:
             if _raised_by_framework(error):
-                return Outcome(REFUSED, f"{type(error).__name__}: {error}")
+                return Outcome(REFUSED, f"{type(error).__name__}: {error}", by=FRAMEWORK)
             raise
         return Outcome(OK, "updated")
 
@@ -603,7 +685,11 @@ class LangGraphAdapter:
             inputs = self._inputs(tuples, view)
             late = []
             head = tuples[-1] if tuples else None
-            claim = self._gate.outstanding_claim(self._thread_config(t)) if self._gate is not None else None
+            claim = (
+                self._gate.outstanding_claim(self._run_config(t), self._graph)
+                if self._gate is not None
+                else None
+            )
             if claim is not None and head is not None and head.checkpoint["id"] == claim.checkpoint_id:
                 inputs.setdefault(chain[-1].pc, int(claim.value))  # claimed, not yet recorded by LangGraph
             if head is not None:

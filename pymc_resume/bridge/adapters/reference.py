@@ -16,6 +16,7 @@ from pymc_resume import __version__
 from pymc_resume.bridge.adapter import (
     CAPABILITIES,
     CRASHED,
+    FRAMEWORK,
     OK,
     ORDERED_RELEASE,
     REFUSED,
@@ -123,7 +124,7 @@ class ReferenceAdapter:
         result = warm.call({**request, "crash": None if crash is None else crash.as_json()})
         outcome = self._outcome(result)
         if result.status == RETURNED and "thread" in result.value:
-            outcome = Outcome(outcome.status, outcome.detail, thread=result.value["thread"])
+            outcome = Outcome(outcome.status, outcome.detail, thread=result.value["thread"], by=outcome.by)
         return outcome
 
     def _warm_server(self):
@@ -168,7 +169,8 @@ class ReferenceAdapter:
             return Outcome(CRASHED, f"killed by signal {result.signal}")
         if result.status != RETURNED:
             raise RuntimeError(f"the runtime failed in a child process: {result.error}")
-        return Outcome(result.value["status"], result.value["detail"])
+        # Every refusal is the runtime's own (`Refused`): the reference runtime is the framework here.
+        return Outcome(result.value["status"], result.value["detail"], by=FRAMEWORK)
 
     # -- client calls that run no node -----------------------------------------------------
 
@@ -187,14 +189,14 @@ class ReferenceAdapter:
         try:
             new = self.runtime.fork(thread, checkpoint, intent, value)
         except Refused as error:
-            return Outcome(REFUSED, str(error))
+            return Outcome(REFUSED, str(error), by=FRAMEWORK)
         return Outcome(OK, f"forked as thread {new}", thread=new)
 
     def update(self, thread: int, note: int) -> Outcome:
         try:
             self.runtime.update(thread, note)
         except Refused as error:
-            return Outcome(REFUSED, str(error))
+            return Outcome(REFUSED, str(error), by=FRAMEWORK)
         return Outcome(OK, "updated")
 
     def observe(self) -> Observation:

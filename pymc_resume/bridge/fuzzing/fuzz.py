@@ -40,7 +40,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.errors import Flaky, FlakyStrategyDefinition
 from hypothesis.stateful import run_state_machine_as_test
 
-from pymc_resume.bridge.adapter import unsupported_operations
+from pymc_resume.bridge.adapter import declared_variants, unsupported_operations
 from pymc_resume.bridge.adapter.sink import SinkEvent
 from pymc_resume.bridge.fuzzing.budget import Budget, BudgetSpent, past
 from pymc_resume.bridge.fuzzing.machine import fuzz_settings, machine_class
@@ -56,6 +56,9 @@ from pymc_resume.bridge.judging.evidence import (
     effects_json,
     holds_reason,
     not_exercised_reason,
+    variants_exercising,
+    variants_in,
+    variants_phrase,
 )
 from pymc_resume.bridge.judging.session import AdapterFailure, Session, Violation
 from pymc_resume.bridge.repro.format import MAX_REPLAY_ATTEMPTS
@@ -166,7 +169,7 @@ class Recorder:
 
     def closed(self, session: Session, events: list[SinkEvent]) -> None:
         """A generated example ended: keep what it exercised and what its sink counted."""
-        self.evidence.add(session.exercised)
+        self.evidence.add(session.exercised, session.exercised_variants)
         self.effects = self.effects + EffectCounts.of(events, "a fuzzed example")
 
     def check_budget(self) -> None:
@@ -212,6 +215,9 @@ class ClauseResult:
     # (reproduced, of): in how many of the replays of its repro's steps the clause failed again
     replays: tuple[int, int] | None = None
     notes: tuple[str, ...] = ()  # evidence a reader needs next to this cell (the sink's counts)
+    # "operation: variant": the variants that decided the cell (its repro's, or those that
+    # exercised it), for operations the adapter declares variants of
+    variants: tuple[str, ...] = ()
 
     def as_json(self) -> dict:
         data = {
@@ -220,6 +226,7 @@ class ClauseResult:
             "trace": self.steps,
             "repro": self.repro,
             "notes": list(self.notes),
+            "variants": list(self.variants),
         }
         if self.verdict in (VIOLATED, UNCONFIRMED):
             data["repro_steps"] = self.repro_steps
@@ -552,6 +559,7 @@ class FuzzRun:
         if exercised is None and finished:
             return ClauseResult(SKIPPED, reason=not_exercised_reason(clause_id, parts))
         reason = exercised or f"held on every step judged so far ({recorder.examples} examples)"
+        reason += variants_phrase(clause_id, parts, declared_names(self.target.info))
         if not finished:
             reason += " (the run is still going)"
         elif self.stopped is not None:
@@ -560,7 +568,12 @@ class FuzzRun:
             reason += (
                 f"; the search stopped at the first violation after {recorder.first_failure[0]} examples"
             )
-        return ClauseResult(HOLDS, reason=reason)
+        return ClauseResult(HOLDS, reason=reason, variants=tuple(variants_exercising(clause_id, parts)))
+
+
+def declared_names(info: AdapterInfo) -> dict[str, list[str]]:
+    """Operation -> the names of the variants the adapter declares for it."""
+    return {op: [v.name for v in variants] for op, variants in declared_variants(info).items()}
 
 
 def being_confirmed(recorder: Recorder, clause_id: str) -> ClauseResult:
@@ -648,6 +661,9 @@ def clause_repro(
         clause_id, chosen, replays.options, confirmed=confirmed, attempts=allowed
     )
     reason = chosen.clauses[clause_id]
+    variants = tuple(variants_in(document["steps"]))
+    if variants:
+        reason += f" (with {', '.join(variants)})"
     if not confirmed:
         reason += f" (not seen again in {of} replays of its steps: a race, or a fault of that one run)"
         verdict = UNCONFIRMED
@@ -663,6 +679,7 @@ def clause_repro(
         repro_steps=len(document["steps"]),
         steps=document["steps"],
         replays=(reproduced, of),
+        variants=variants,
     )
 
 

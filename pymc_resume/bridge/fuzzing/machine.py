@@ -3,10 +3,12 @@
 Its rules are the model's client-visible actions: start a thread, resume it (one process, or k
 processes held at a race window), recover a crashed thread, fork from any checkpoint (the head
 included; forks of forks up to `max_forks` forks in all) with an intent, update the state.
-For an adapter that declares the step capabilities (`adapter.STEP_CAPABILITIES`), a step also
-draws which client serves it (a fresh process, or a long-lived warm client) and the order in
-which held concurrent deliveries are released; the draws are part of the step, so a seed
-replays the same decisions. The model's process-internal atomic steps (claim, execute with its effect,
+For an adapter that declares two or more variants of an operation (`adapter.Variant`), every
+step draws the variant it is performed with. For an adapter that declares the step capabilities
+(`adapter.STEP_CAPABILITIES`), a step also draws which client serves it (a fresh process, or a
+long-lived warm client) and the order in which held concurrent deliveries are released; the
+draws are part of the step, so a seed replays the same decisions. The model's process-internal
+atomic steps (claim, execute with its effect,
 commit) become what a rule chooses: the crash point of the process that runs it, or the window
 where concurrent deliveries are held at a barrier. Each rule applies one step to a `Session`,
 which judges every clause on what the adapter then shows; `teardown` runs the liveness drain.
@@ -81,6 +83,9 @@ def machine_class(make_session: Callable[[], Session], processes: int = 2, max_f
             capabilities = self.session.capabilities
             self.warm = WARM_CLIENTS in capabilities
             self.ordered = ORDERED_RELEASE in capabilities
+            # Variants are drawn only for an adapter that has a choice somewhere, so that every
+            # other adapter's examples are drawn as they always were.
+            self.varied = any(len(variants) > 1 for variants in self.session.variants.values())
 
         # -- helpers ---------------------------------------------------------------------
 
@@ -108,6 +113,15 @@ def machine_class(make_session: Callable[[], Session], processes: int = 2, max_f
             client = data.draw(clients(), label="client")
             return {} if client is None else {"client": client}
 
+        def _variant(self, data, operation: str, intent: str | None = None) -> dict:
+            """The step's variant: drawn for every step of an adapter with variants (so that the
+            draws line up), named only where the operation has two or more."""
+            if not self.varied:
+                return {}
+            names = self.session.variant_names(operation, intent)
+            chosen = pick(data, names or [None], "variant")
+            return {"variant": chosen} if len(names) > 1 else {}
+
         def _served(self, data) -> dict:
             """Who serves a step that runs nodes, and where it crashes: a fresh process at a
             drawn crash point, or the warm client, which is never killed (its memory is what
@@ -122,7 +136,9 @@ def machine_class(make_session: Callable[[], Session], processes: int = 2, max_f
         @rule(data=st.data())
         def start(self, data):
             t = self._thread(data, self.session.threads_where("new"))
-            self.session.apply({"action": "start", "thread": t, **self._served(data)})
+            self.session.apply(
+                {"action": "start", "thread": t, **self._served(data), **self._variant(data, "start")}
+            )
 
         def _resumable(self) -> list[int]:
             """Started threads, and failed ones: a resume to a failed thread must be refused
@@ -134,7 +150,8 @@ def machine_class(make_session: Callable[[], Session], processes: int = 2, max_f
         def resume(self, data):
             t = self._thread(data, self._resumable())
             value = data.draw(st.sampled_from(self._values()), label="value")
-            self.session.apply({"action": "resume", "thread": t, "value": value, **self._served(data)})
+            step = {"action": "resume", "thread": t, "value": value, **self._served(data)}
+            self.session.apply({**step, **self._variant(data, "resume")})
 
         @precondition(
             lambda self: (
@@ -153,13 +170,15 @@ def machine_class(make_session: Callable[[], Session], processes: int = 2, max_f
             step = {"action": "resume-together", "thread": t, "values": values, "window": window}
             if self.ordered:  # released one at a time, in an order that is part of the step
                 step["order"] = data.draw(st.permutations(range(len(values))), label="order")
-            self.session.apply(step)
+            self.session.apply({**step, **self._variant(data, "resume-together")})
 
         @precondition(lambda self: bool(self.session.threads_where("dead")))
         @rule(data=st.data())
         def recover(self, data):
             t = self._thread(data, self.session.threads_where("dead"))
-            self.session.apply({"action": "recover", "thread": t, **self._served(data)})
+            self.session.apply(
+                {"action": "recover", "thread": t, **self._served(data), **self._variant(data, "recover")}
+            )
 
         @precondition(lambda self: self.session.can("fork") and bool(self._forkable()))
         @rule(data=st.data())
@@ -187,6 +206,7 @@ def machine_class(make_session: Callable[[], Session], processes: int = 2, max_f
                     "intent": intent,
                     "value": value,
                     **self._client(data),
+                    **self._variant(data, "fork", intent),
                 }
             )
 
@@ -197,7 +217,9 @@ def machine_class(make_session: Callable[[], Session], processes: int = 2, max_f
         def update(self, data):
             t = self._thread(data, self.session.threads_where("free", "dead"))
             value = data.draw(st.sampled_from(self._values()), label="value")
-            self.session.apply({"action": "update", "thread": t, "value": value})
+            self.session.apply(
+                {"action": "update", "thread": t, "value": value, **self._variant(data, "update")}
+            )
 
         def teardown(self) -> None:
             if self.session.failed:  # a rule already failed: report that failure, not the drain's

@@ -11,6 +11,15 @@ other.
 `advance` is the client that carries a thread to its end: start it if new, recover it if its
 process crashed, resume each interrupt it parks at; a crash point rides on every operation
 until one is killed by it.
+
+Every documented way of performing an operation is driven (`bridge/adapter/protocol.py`,
+variants): a scenario runs once with the first variant of each operation it uses, then once
+more for each other variant of each such operation, so that every variant meets every scenario
+that uses its operation. Forks are made at every position the contract allows: at the head of a
+parent parked at each of its interrupts, at the head of a completed parent, and at older
+checkpoints right before and right after each interrupt, with each intent and each fork variant
+that performs it; an adapter refuses a position its framework cannot express (`NOT_EXPRESSIBLE`)
+and the battery goes on with the others.
 """
 
 from __future__ import annotations
@@ -19,7 +28,7 @@ from collections.abc import Callable
 
 import attrs
 
-from pymc_resume.bridge.adapter import CRASH_POINTS, CRASHED, RACE_WINDOWS, CrashPoint
+from pymc_resume.bridge.adapter import CRASH_POINTS, CRASHED, OK, RACE_WINDOWS, CrashPoint
 from pymc_resume.bridge.judging.session import Session
 from pymc_resume.model.contract import (
     CHECKPOINT_VALIDITY,
@@ -39,6 +48,10 @@ from pymc_resume.model.workflow import APPROVE, INVALID, Workflow
 ADVANCE_LIMIT_PER_STAGE = 2
 
 
+# Operations every scenario may use to carry a thread along (`advance`), besides its own.
+CARRY = ("start", "resume", "recover")
+
+
 @attrs.frozen
 class Scenario:
     name: str
@@ -46,6 +59,12 @@ class Scenario:
     needs: tuple[str, ...]  # operations it uses beyond start and recover (adapter.OPERATIONS)
     run: Callable[[Session], None]
     crash: CrashPoint | None = None  # the crash it plants, for the evidence notes
+    # operation -> the variant its steps use (`Session(variants=...)`); set by `scenarios`
+    variants: dict[str, str] = attrs.field(factory=dict)
+
+    def uses(self) -> tuple[str, ...]:
+        """The operations whose variants this scenario is run under."""
+        return tuple(dict.fromkeys((*CARRY, *self.needs)))
 
 
 def advance(
@@ -168,30 +187,119 @@ def crash_and_recover(crash: CrashPoint) -> Callable[[Session], None]:
     return run
 
 
-def forks(intent: str) -> Callable[[Session], None]:
-    """Complete the thread, then fork twice from the checkpoint before its first interrupt with
-    the same intent (and the same new input for edits) and run both forks to their end."""
+def _fork_twice(session: Session, thread: int, checkpoint: int, intent: str) -> bool:
+    """Fork `thread` twice from `checkpoint` with `intent` (and, for edits, the same new input:
+    a value other than the recorded one), so the two forks can be compared; whether
+    the framework made the first one."""
+    choices = dict(session.fork_choices(thread))
+    edits = choices.get(checkpoint, [])
+    if intent == "edit" and not edits:
+        return False
+    # The last value: at a parked head (nothing recorded) it is not the approving value the
+    # parent is resumed with afterwards.
+    value = edits[-1] if intent == "edit" else None
+    fork = {"action": "fork", "thread": thread, "checkpoint": checkpoint, "intent": intent, "value": value}
+    session.apply(fork)
+    if session.steps[-1]["outcome"][0]["status"] != OK:
+        return False  # refused (a position the framework cannot express): no second one
+    session.apply(fork)
+    return True
+
+
+def _advance_forks(session: Session) -> None:
+    for thread in range(1, len(session.observation.threads)):
+        advance(session, thread)
+
+
+def forks_at_parked_heads(intent: str) -> Callable[[Session], None]:
+    """Park the parent at each of its interrupts in turn and fork twice from its head there;
+    then resume the parent (approving, so that an edit fork's new input differs) and go on;
+    finally run every fork to its end. The parent's own resume after a fork at its head is
+    what shows a fork that wrote into the parent's pending record."""
 
     def run(session: Session) -> None:
+        for stage in session.workflow.consuming:
+            if not _parked_at(session, 0, lambda pc, stage=stage: pc == stage):
+                break
+            _fork_twice(session, 0, len(session.observation.threads[0].chain) - 1, intent)
         advance(session, 0)
-        choices = session.fork_choices(0)
-        with_edits = [(c, edits) for c, edits in choices if edits]
-        checkpoint, edits = with_edits[0] if with_edits else choices[-1] if choices else (None, [])
-        if checkpoint is None or (intent == "edit" and not edits):
-            return
-        value = edits[0] if intent == "edit" else None
-        for _ in range(2):
-            session.apply(
-                {"action": "fork", "thread": 0, "checkpoint": checkpoint, "intent": intent, "value": value}
-            )
-        for thread in range(1, len(session.observation.threads)):
-            advance(session, thread)
+        _advance_forks(session)
 
     return run
 
 
-def scenarios(workflow: Workflow, processes: int) -> list[Scenario]:
-    """The battery for `workflow` (as the adapter runs it), in the order it runs."""
+def forks_at_completed_head(session: Session) -> None:
+    """Complete the parent, fork twice (replay) from its head, run both forks."""
+    advance(session, 0)
+    _fork_twice(session, 0, len(session.observation.threads[0].chain) - 1, "replay")
+    _advance_forks(session)
+
+
+def forks_at_older_checkpoints(intent: str) -> Callable[[Session], None]:
+    """Complete the parent, then fork twice from the checkpoint right before each interrupt
+    (an edit fork gives it a new input) and, for replay forks, right after it; run every fork
+    to its end."""
+
+    def run(session: Session) -> None:
+        advance(session, 0)
+        chain = session.observation.threads[0].chain
+        positions = []
+        for stage in session.workflow.consuming:
+            before = [c for c, entry in enumerate(chain[:-1]) if entry.pc == stage]
+            after = [c for c, entry in enumerate(chain[:-1]) if entry.pc == stage + 1]
+            positions += before[-1:] + (after[:1] if intent == "replay" else [])
+        if not positions:  # a workflow without interrupts: a checkpoint halfway
+            positions = [len(chain) // 2] if len(chain) > 2 else []
+        for checkpoint in positions:
+            _fork_twice(session, 0, checkpoint, intent)
+        _advance_forks(session)
+
+    return run
+
+
+def scenarios(
+    workflow: Workflow, processes: int, variants: dict[str, dict[str, tuple[str, ...]]] | None = None
+) -> list[Scenario]:
+    """The battery for `workflow` (as the adapter runs it), in the order it runs: every
+    scenario under every variant its operations have. `variants` maps each operation to its
+    variants' names, for a fork by intent (`{"fork": {"replay": (...), "edit": (...)}}`,
+    others under the key ""); without it every operation has one, unnamed."""
+    variants = variants or {}
+    return [
+        each
+        for scenario in _base_battery(workflow, processes, variants.get("fork", {}))
+        for each in _under_every_variant(scenario, variants)
+    ]
+
+
+def _under_every_variant(
+    scenario: Scenario, variants: dict[str, dict[str, tuple[str, ...]]]
+) -> list[Scenario]:
+    """`scenario` with the first variant of each operation it uses, then once more for each
+    other variant of each operation (the others at their first)."""
+    several = {
+        op: names
+        for op in scenario.uses()
+        if op not in scenario.variants and len(names := variants.get(op, {}).get("", ())) > 1
+    }
+    if not several:
+        return [scenario]
+    first = {**scenario.variants, **{op: names[0] for op, names in several.items()}}
+    runs = [first] + [{**first, op: name} for op, names in several.items() for name in names[1:]]
+    return [
+        attrs.evolve(
+            scenario,
+            name=f"{scenario.name} [{', '.join(f'{op}: {chosen[op]}' for op in several)}]",
+            variants=chosen,
+        )
+        for chosen in runs
+    ]
+
+
+def _base_battery(
+    workflow: Workflow, processes: int, fork_variants: dict[str, tuple[str, ...]]
+) -> list[Scenario]:
+    """The scenarios, forks once per fork variant that performs their intent."""
     battery = [Scenario("run-through", (PREFIX_CONTINUATION, EFFECT_EXACTLY_ONCE, LIVENESS), (), run_through)]
     if workflow.consuming:
         battery.append(
@@ -230,6 +338,24 @@ def scenarios(workflow: Workflow, processes: int) -> list[Scenario]:
                     crash,
                 )
             )
-    for intent in ("replay", "edit"):
-        battery.append(Scenario(f"fork-{intent}", (FORK_DETERMINISM, FORK_INTENT), ("fork",), forks(intent)))
+    positions = [("completed-head", "replay", forks_at_completed_head)]
+    if workflow.consuming:
+        positions.insert(0, ("parked-head", "replay", forks_at_parked_heads("replay")))
+    positions.append(("older", "replay", forks_at_older_checkpoints("replay")))
+    if workflow.consuming:
+        positions.append(("parked-head", "edit", forks_at_parked_heads("edit")))
+        positions.append(("older", "edit", forks_at_older_checkpoints("edit")))
+    for where, intent, run in positions:
+        names = fork_variants.get(intent) or ("",)
+        for name in names:
+            suffix = f" [fork: {name}]" if len(names) > 1 else ""
+            battery.append(
+                Scenario(
+                    f"fork-{intent}-{where}{suffix}",
+                    (FORK_DETERMINISM, FORK_INTENT),
+                    ("fork",),
+                    run,
+                    variants={"fork": name} if name else {},
+                )
+            )
     return battery

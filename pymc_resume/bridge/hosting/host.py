@@ -77,6 +77,9 @@ class AdapterInfo:
     shortest_lease: dict | None = None
     # Contract operation -> the framework's public call (the optional `framework_calls`).
     framework_calls: dict | None = None
+    # Every documented way the adapter performs an operation (the optional `variants`: a tuple
+    # of `bridge.adapter.Variant`, checked by `bridge.adapter.declared_variants` on use).
+    variants: tuple | None = None
     # The key the sink deduplicates effects by, and why it is the framework's stable identity
     # (the optional `effect_key`: {"key": ..., "why": ...}, or a string naming the key).
     effect_key: dict | str | None = None
@@ -87,6 +90,7 @@ def _info(adapter) -> AdapterInfo:
     lease = getattr(adapter, "shortest_lease", None)
     calls = getattr(adapter, "framework_calls", None)
     effect_key = getattr(adapter, "effect_key", None)
+    variants = getattr(adapter, "variants", None)
     return AdapterInfo(
         name=str(adapter.name),
         version=str(adapter.version),
@@ -96,6 +100,7 @@ def _info(adapter) -> AdapterInfo:
         shortest_lease=None if lease is None else dict(lease),
         framework_calls=None if calls is None else {str(op): str(call) for op, call in dict(calls).items()},
         effect_key=effect_key if effect_key is None or isinstance(effect_key, str) else dict(effect_key),
+        variants=None if variants is None else tuple(variants),
     )
 
 
@@ -125,6 +130,8 @@ class HostedAdapter:
         self.capabilities = info.capabilities
         self.unsupported = info.unsupported
         self.shortest_lease = info.shortest_lease
+        self.framework_calls = info.framework_calls
+        self.variants = info.variants
 
     # -- the Adapter protocol ---------------------------------------------------------------
 

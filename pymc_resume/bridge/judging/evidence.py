@@ -37,6 +37,8 @@ EFFECT = "effect"  # an effect fired (the sink logged it)
 CRASH = "crash"  # a process was killed at a crash point
 INVALID_INPUT = "invalid-input"  # a schema-invalid update or resume value, or an overflowing node ran
 DRAIN = "drain"  # the session ended with the liveness drain
+# a resume reached the framework for an interrupt that had already consumed a value
+LATE_RESUME = "late-resume"
 
 # Clause id -> (the kinds of exercise that judge it, how a reason names them).
 EXERCISED_BY: dict[str, tuple[tuple[str, ...], str]] = {
@@ -44,11 +46,22 @@ EXERCISED_BY: dict[str, tuple[tuple[str, ...], str]] = {
     EFFECT_EXACTLY_ONCE: ((EFFECT,), "fired an effect"),
     FORK_DETERMINISM: (("fork",), "made a fork"),
     CHECKPOINT_VALIDITY: ((INVALID_INPUT,), "sent a schema-invalid value or ran a node that can write one"),
-    CONSUME_ONCE_VALUE: (("resume",), "resumed an interrupt"),
+    CONSUME_ONCE_VALUE: ((LATE_RESUME,), "resumed an interrupt that had already consumed a value"),
     CONSUME_ONCE_CONSUMPTION: (("resume-together",), "delivered resumes concurrently"),
     RECOVERY_DETERMINISM: ((CRASH,), "crashed a process"),
     FORK_INTENT: (("fork",), "made a fork"),
     LIVENESS: ((DRAIN,), "ended with the liveness drain"),
+}
+
+# The operations whose variants (`bridge/adapter/protocol.py`) a kind of exercise performs.
+OPERATIONS_OF_KIND: dict[str, tuple[str, ...]] = {
+    "resume": ("resume",),
+    LATE_RESUME: ("resume",),
+    "resume-together": ("resume-together",),
+    "recover": ("recover",),
+    "fork": ("fork",),
+    "update": ("update",),
+    INVALID_INPUT: ("resume", "update"),
 }
 
 # How many places a reason lists before it says "and N more".
@@ -76,10 +89,14 @@ class Evidence:
     sessions: int = 0
     counts: dict[str, int] = attrs.Factory(dict)  # clause id -> sessions that exercised it
     places: dict[str, set[str]] = attrs.Factory(dict)  # kind of exercise -> where
+    variants: dict[str, set[str]] = attrs.Factory(dict)  # kind of exercise -> "operation: variant"
 
-    def add(self, exercised: dict[str, set[str]]) -> None:
-        """One more session, which exercised `exercised` (kind -> places)."""
+    def add(self, exercised: dict[str, set[str]], variants: dict[str, set[str]] | None = None) -> None:
+        """One more session, which exercised `exercised` (kind -> places) with `variants`
+        (kind -> "operation: variant", for operations the adapter declares variants of)."""
         self.sessions += 1
+        for kind, names in (variants or {}).items():
+            self.variants.setdefault(kind, set()).update(names)
         for clause_id, (kinds, _) in EXERCISED_BY.items():
             if any(kind in exercised for kind in kinds):
                 self.counts[clause_id] = self.counts.get(clause_id, 0) + 1
@@ -96,6 +113,48 @@ class Evidence:
         if len(kinds) > 1:  # say which operation ran where
             places = {f"{kind} at {place}" for kind in kinds for place in self.places.get(kind, set())}
         return sorted(places, key=_place_order)
+
+
+def variants_exercising(clause_id: str, parts: list[tuple[Evidence, str]]) -> list[str]:
+    """ "operation: variant" for every variant that performed an operation judging `clause_id`."""
+    kinds, _ = EXERCISED_BY[clause_id]
+    return sorted(
+        set().union(*(evidence.variants.get(kind, set()) for evidence, _ in parts for kind in kinds))
+    )
+
+
+def variants_missing(
+    clause_id: str, parts: list[tuple[Evidence, str]], declared: dict[str, list[str]]
+) -> list[str]:
+    """ "operation: variant" for every declared variant (of an operation with two or more) of an
+    operation judging `clause_id` that no session ran for it."""
+    kinds, _ = EXERCISED_BY[clause_id]
+    operations = {op for kind in kinds for op in OPERATIONS_OF_KIND.get(kind, ())}
+    used = set(variants_exercising(clause_id, parts))
+    return [
+        f"{op}: {name}"
+        for op in sorted(operations)
+        if len(declared.get(op, ())) > 1
+        for name in declared[op]
+        if f"{op}: {name}" not in used
+    ]
+
+
+def variants_phrase(clause_id: str, parts: list[tuple[Evidence, str]], declared: dict[str, list[str]]) -> str:
+    """ "; under variants a, b; variant c never reached the framework here" (only for operations
+    with two or more variants), or ""."""
+    several = {op for op, names in declared.items() if len(names) > 1}
+    used = [v for v in variants_exercising(clause_id, parts) if v.split(":")[0] in several]
+    missing = variants_missing(clause_id, parts, declared)
+    text = f"; under variants {', '.join(used)}" if used else ""
+    if missing:
+        text += f"; never exercised for it: {', '.join(missing)}"
+    return text
+
+
+def variants_in(steps: list[dict]) -> list[str]:
+    """ "operation: variant" for every variant a list of steps names, in the order first named."""
+    return list(dict.fromkeys(f"{s['action']}: {s['variant']}" for s in steps if s.get("variant")))
 
 
 def _place_order(place: str) -> tuple:

@@ -53,6 +53,10 @@ class ForkRecord:
     # later change to them is a fork-determinism violation (`parent_changes`).
     parent_chain: tuple[Checkpoint, ...] = ()
     parent_inputs: dict[int, int] | None = None
+    # How many values had been delivered to the parent's parked interrupts when the fork was
+    # made (`History.delivered`): a record appearing at the fork point later is the parent's own
+    # only if one of the values delivered since made it.
+    parent_delivered: int = 0
 
 
 @attrs.define
@@ -69,6 +73,10 @@ class History:
     derived: list[tuple[str, str]] = attrs.Factory(list)
     # thread -> (stage, head) where a schema-invalid resume value was refused while it was parked
     refused_invalid: dict[int, tuple[int, object]] = attrs.Factory(dict)
+    # thread -> the values accepted by its parked interrupts, in order (not late resumes)
+    delivered: dict[int, list[int]] = attrs.Factory(dict)
+    # (thread, stage, value) of an accepted late resume -> what the framework did with it
+    late_seen: dict[tuple[int, int, int], str] = attrs.Factory(dict)
 
 
 def parent_changes(history: History, observation: Observation) -> dict[int, str]:
@@ -88,17 +96,23 @@ def parent_changes(history: History, observation: Observation) -> dict[int, str]
             )
             changed[fork.parent] = f"the parent t{fork.parent}'s checkpoint {k} changed {made}"
             continue
-        if fork.parent_inputs is None or now.inputs is None:
+        if fork.parent_inputs is None or now.inputs is None or point is None:
             continue
-        for stage, value in sorted(fork.parent_inputs.items()):
-            if now.inputs.get(stage) != value:
-                where = " (the fork point)" if stage == point else ""
-                became = value_name(now.inputs[stage]) if stage in now.inputs else "no record"
-                changed[fork.parent] = (
-                    f"the parent t{fork.parent}'s recorded input at stage {stage}{where} "
-                    f"changed from {value_name(value)} to {became} {made}"
-                )
-                break
+        own = set(history.delivered.get(fork.parent, ())[fork.parent_delivered :])
+        for stage in sorted({*fork.parent_inputs, *now.inputs}):
+            was, is_ = fork.parent_inputs.get(stage), now.inputs.get(stage)
+            if stage > point or was == is_:
+                continue
+            if was is None and stage == point and is_ in own:
+                continue  # the parent's own delivery to the interrupt it was parked at
+            where = " (the fork point)" if stage == point else ""
+            had = "no record" if was is None else value_name(was)
+            became = "no record" if is_ is None else value_name(is_)
+            changed[fork.parent] = (
+                f"the parent t{fork.parent}'s recorded input at stage {stage}{where} "
+                f"changed from {had} to {became} {made}"
+            )
+            break
     return changed
 
 
@@ -118,6 +132,15 @@ def as_when_forked(history: History, observation: Observation) -> Observation:
         inputs = view.inputs
         if inputs is not None and fork.parent_inputs is not None:
             inputs = {**inputs, **fork.parent_inputs}
+            point = fork.snapshot[-1].pc if fork.snapshot else -1
+            own = history.delivered.get(fork.parent, ())[fork.parent_delivered :]
+            if point not in fork.parent_inputs and point in inputs:
+                # a record that appeared at the fork point: the parent's own first delivery
+                # since, as it would read had the fork not written there
+                if own:
+                    inputs[point] = own[0]
+                else:
+                    del inputs[point]
             original[fork.parent] = {**original.get(fork.parent, {}), **fork.parent_inputs}
         views[fork.parent] = attrs.evolve(view, chain=chain, inputs=inputs)
     for f, fork in sorted(history.forks.items()):

@@ -11,6 +11,11 @@ A step is a JSON-able dict, one of the model's client-visible actions:
     {"action": "fork", "thread": t, "checkpoint": c, "intent": "replay" | "edit", "value": v | null}
     {"action": "update", "thread": t, "value": v}
 
+A step may also name the variant it is performed with (`"variant": name`, see
+`bridge/adapter/protocol.py`): the bridge passes it to the adapter when the operation has two or
+more variants. A session can be given a choice per operation (`variants=`), which fills in the
+steps that name none: the battery runs a scenario once per variant that way.
+
 After every step the session observes the adapter and raises a `Violation` (an AssertionError,
 one subclass per clause so Hypothesis shrinks each clause's failure on its own) when a clause
 fails. `finish` is the liveness drain: it recovers every thread held by a crashed process and
@@ -40,8 +45,10 @@ from pymc_resume.bridge.adapter import (
     CrashPoint,
     FuzzSetup,
     Observation,
+    declared_variants,
     expressible_workflow,
     unsupported_operations,
+    variants_of,
 )
 from pymc_resume.bridge.adapter.nodes import FuzzNodes
 from pymc_resume.bridge.adapter.sink import Sink, SinkEvent
@@ -54,7 +61,7 @@ from pymc_resume.bridge.judging.clauses import (
     ordered,
     unobservable,
 )
-from pymc_resume.bridge.judging.evidence import CRASH, INVALID_INPUT, effect_places
+from pymc_resume.bridge.judging.evidence import CRASH, INVALID_INPUT, LATE_RESUME, effect_places
 from pymc_resume.bridge.judging.evidence import DRAIN as DRAIN_EXERCISE
 from pymc_resume.bridge.judging.observe import (
     ForkRecord,
@@ -68,6 +75,7 @@ from pymc_resume.model.clauses import CHECKS
 from pymc_resume.model.contract import (
     CHECKPOINT_VALIDITY,
     CLAUSE_IDS,
+    CONSUME_ONCE_VALUE,
     FORK_DETERMINISM,
     LIVENESS,
     PREFIX_CONTINUATION,
@@ -155,7 +163,7 @@ def describe_step(step: dict) -> str:
     if action == "resume":
         return f"resume t{t} with {_value(step['value'])}{killed}"
     if action == "resume-together":
-        values = ", ".join(map(_value, step["values"]))
+        values = ", ".join(map(_value, step["values"])) + killed
         if not step.get("window"):
             return f"resume t{t} concurrently with {values} (timing decides the order)"
         if step.get("order") is None:
@@ -167,16 +175,24 @@ def describe_step(step: dict) -> str:
         return (
             f"resume t{t} concurrently with {values}, held {step['window']}, released one at a time: {order}"
         )
+    if step.get("variant"):
+        killed += f", variant {step['variant']}"
     if action == "fork":
         edit = f", new input {_value(step['value'])}" if step["intent"] == "edit" else ""
         return f"fork t{t} at checkpoint {step['checkpoint']} ({step['intent']}{edit}){killed}"
     if action == "update":
-        return f"update t{t} note to {_value(step['value'])}"
+        return f"update t{t} note to {_value(step['value'])}{killed}"
     return f"{action} t{t}{killed}"
 
 
 def _value(value: int) -> str:
     return "invalid" if value == INVALID else f"v{value}"
+
+
+def _short(text: str, length: int = 80) -> str:
+    """`text` on one line, cut to `length` characters."""
+    line = " ".join(str(text).split())
+    return line if len(line) <= length else line[: length - 3] + "..."
 
 
 class Session:
@@ -201,11 +217,15 @@ class Session:
         ignore: frozenset[str] = frozenset(),
         workroot: str | Path | None = None,
         on_close: Callable[[Session, list[SinkEvent]], None] | None = None,
+        variants: dict[str, str] | None = None,
     ) -> None:
         self.adapter = hosted(adapter, step_timeout)
         self.workdir: Path | None = None
         self.on_close = None  # not before the session is set up: nothing ran yet
         self.exercised: dict[str, set[str]] = {}  # kind of operation -> where (bridge/judging/evidence.py)
+        # kind of operation -> the variants that performed it and reached the framework
+        self.exercised_variants: dict[str, set[str]] = {}
+        self.variant_choice = dict(variants or {})  # operation -> the variant its steps use
         try:
             self._setup(workflow, values, step_timeout, workroot)
         except BaseException:
@@ -216,6 +236,7 @@ class Session:
         self.on_violation = on_violation
         self.ignore = ignore  # clauses already found violated: judged, never raised
         self.history = History()
+        self._late: list[tuple[int, int, int]] = []  # accepted late resumes of the step being applied
         self.steps: list[dict] = []
         self.drained = False
         self.failed = False  # a step raised (a violation or an adapter failure)
@@ -227,6 +248,7 @@ class Session:
         adapter = self.adapter
         try:
             self.unsupported = unsupported_operations(adapter)
+            self.variants = declared_variants(adapter)
         except ValueError as error:
             raise AdapterFailure(str(error)) from None
         self.workflow = expressible_workflow(workflow, self.unsupported)
@@ -259,14 +281,20 @@ class Session:
     def fork_choices(self, thread: int) -> list[tuple[int, list[int]]]:
         """(checkpoint, values an edit fork may take there) for every checkpoint, the head
         first: the fork a warm client makes with the thread's state still in memory, and the
-        one time travel never offered (the first choice is also what shrinking prefers)."""
+        one time travel never offered (the first choice is also what shrinking prefers).
+
+        An edit fork gives the interrupt at its fork point a new input: any value other than
+        the one recorded there, and any value at all at the head of a thread parked at an
+        interrupt with nothing recorded yet (docs/contract.md, "Forks at a parked head")."""
         view = self.observation.threads[thread]
         upto = committed_upto(view.chain)
         recorded = self._recorded(view)
+        parked = self._parked(self.observation, thread)
         choices = []
         for c, entry in enumerate(view.chain):
             edits = []
-            if entry.pc < upto and self.workflow.consumes[entry.pc]:
+            at_parked_head = parked is not None and c == len(view.chain) - 1
+            if (entry.pc < upto or at_parked_head) and self.workflow.consumes[entry.pc]:
                 edits = [v for v in range(1, self.values + 1) if v != recorded.get(entry.pc)]
             choices.append((c, edits))
         return choices[-1:] + choices[:-1]
@@ -283,14 +311,44 @@ class Session:
             self.failed = True
             raise
 
+    def variant_names(self, operation: str, intent: str | None = None) -> list[str]:
+        """The variants the adapter declares for `operation` (a fork of `intent`), by name."""
+        return [variant.name for variant in variants_of(self.variants, operation, intent)]
+
+    def _with_variant(self, step: dict, index: int) -> dict:
+        """`step` naming the variant chosen for its operation, when it names none and the
+        session has a choice; a named variant the adapter does not declare is an
+        AdapterFailure (a repro written for another version of the adapter)."""
+        action = step["action"]
+        named = step.get("variant")
+        declared = self.variant_names(action, step.get("intent"))
+        if named is None and self.variant_choice.get(action) in declared:
+            return {**step, "variant": self.variant_choice[action]}
+        if named is not None and named not in declared:
+            raise AdapterFailure(
+                f"step {index} names the {action} variant {named!r}, which the adapter does not declare "
+                f"(it declares: {', '.join(declared) or 'none'})"
+            )
+        return step
+
+    def _variant(self, step: dict) -> dict:
+        """The `variant` keyword of the adapter call: only for an operation with two or more
+        variants (an adapter with one call per operation never gets it)."""
+        named = step.get("variant")
+        if named is None or len(self.variant_names(step["action"], step.get("intent"))) < 2:
+            return {}
+        return {"variant": named}
+
     def _apply(self, step: dict) -> None:
         index = len(self.steps)
+        step = self._with_variant(step, index)
         before = self.observation
         what = f"step {index} ({describe_step(step)})"
         outcomes = self._call(what, lambda: self._dispatch(step, f"s{index}"))
         self.steps.append({**step, "outcome": [o.as_json() for o in outcomes]})
         self._remember(step, outcomes, before)
         self.observation = self._call(f"observe after {what}", self.adapter.observe)
+        self._describe_late(step, outcomes, before)
         if self.on_step is not None:
             self.on_step()
         self._judge(index)
@@ -301,19 +359,21 @@ class Session:
         # Keywords of the optional capabilities, passed only when a step has them (adapters
         # that do not declare them never get such steps).
         warm = {"client": step["client"]} if step.get("client") else {}
+        warm.update(self._variant(step))
         if action == "start":
             return [adapter.start(t, crash, op, **warm)]
         if action == "resume":
             return [adapter.resume(t, step["value"], crash, op, **warm)]
         if action == "resume-together":
             order = {"order": list(step["order"])} if step.get("order") is not None else {}
+            order.update(self._variant(step))
             return list(adapter.resume_together(t, list(step["values"]), step.get("window"), op, **order))
         if action == "recover":
             return [adapter.recover(t, crash, op, **warm)]
         if action == "fork":
             return [adapter.fork(t, step["checkpoint"], step["intent"], step.get("value"), **warm)]
         if action == "update":
-            return [adapter.update(t, step["value"])]
+            return [adapter.update(t, step["value"], **self._variant(step))]
         raise ValueError(f"unknown action {action!r}")
 
     def _remember(self, step: dict, outcomes: list, before: Observation) -> None:
@@ -353,42 +413,92 @@ class Session:
                         )
                     else:
                         history.second_records.setdefault(t, []).append((target, value))
+                        self._late.append((t, target, value))
                 elif outcome.status == REFUSED and action == "resume":
                     self._judge_refused_valid(t, before)
+                elif outcome.status != REFUSED:  # a delivery to a parked interrupt
+                    history.delivered.setdefault(t, []).append(value)
         if action == "update" and step["value"] == INVALID and outcomes[0].status != REFUSED:
             history.findings.append((CHECKPOINT_VALIDITY, f"a schema-invalid update of t{t} was accepted"))
         if action == "fork" and outcomes[0].status == OK:
             self._remember_fork(step, outcomes[0], before)
 
     def _exercise(self, step: dict, outcomes: list, before: Observation) -> None:
-        """Record what kind of operation the step ran and where (`bridge/judging/evidence.py`): the
-        stage a thread was at, the checkpoint a fork was made from, the crash point."""
+        """Record what kind of operation the step ran, where, and with which variant
+        (`bridge/judging/evidence.py`): the stage a thread was at, the checkpoint a fork was made
+        from, the crash point. Only what reached the framework is evidence: a step that only
+        our client refused, or that no call of its variant expresses, records nothing."""
         action, t = step["action"], step["thread"]
+        reached = [outcome for outcome in outcomes if outcome.reached_framework()]
+        if not reached:
+            return
         view = before.threads[t] if t < len(before.threads) else None
         pc = view.chain[-1].pc if view is not None else 0
         at = f"stage {pc}" + (" (the end)" if pc == self.workflow.end else "")
-        places = self.exercised
+        note = self._noter(step)
         if action == "resume":
-            places.setdefault("resume", set()).add(at)
+            note("resume", at)
+            late = self._consumed_interrupt(before, t)
+            if late is not None and step["value"] != INVALID and reached[0].status == REFUSED:
+                note(LATE_RESUME, f"stage {late}: refused by the framework ({_short(reached[0].detail)})")
         elif action == "resume-together":
-            places.setdefault("resume-together", set()).add(f"{at}, window {step.get('window')}")
+            note("resume-together", f"{at}, window {step.get('window')}")
         elif action == "recover":
-            places.setdefault("recover", set()).add(at)
+            note("recover", at)
         elif action == "fork" and outcomes[0].status == OK and view is not None:
             c = step["checkpoint"]
             head = ", the head" if c == len(view.chain) - 1 else ""
-            fork_point = f"checkpoint {c} (stage {view.chain[c].pc}{head}), {step['intent']}"
-            places.setdefault("fork", set()).add(fork_point)
+            if head and view.run == "free" and pc != self.workflow.end and self.workflow.consumes[pc]:
+                head = ", the parked head"
+            note("fork", f"checkpoint {c} (stage {view.chain[c].pc}{head}), {step['intent']}")
         elif action == "update":
-            places.setdefault("update", set()).add(at)
+            note("update", at)
         values = [step.get("value")] if action in ("resume", "update") else list(step.get("values") or [])
-        if INVALID in values:
-            sent = "update" if action == "update" else "resume"
-            places.setdefault(INVALID_INPUT, set()).add(f"{sent} at {at}")
+        invalid = [o for v, o in zip(values, outcomes) if v == INVALID and o.reached_framework()]
+        if invalid:
+            note(INVALID_INPUT, f"{'update' if action == 'update' else 'resume'} at {at}")
         for outcome in outcomes:
             if outcome.status == CRASHED and step.get("crash"):
                 crash = step["crash"]
-                places.setdefault(CRASH, set()).add(f"stage {crash['stage']} {crash['when']}")
+                note(CRASH, f"stage {crash['stage']} {crash['when']}")
+
+    def _noter(self, step: dict) -> Callable[[str, str], None]:
+        """Records a kind of exercise at a place, with the step's variant where the adapter
+        declares one for its operation (named in the step, or its only one)."""
+        declared = self.variant_names(step["action"], step.get("intent"))
+        variant = step.get("variant") or (declared[0] if len(declared) == 1 else None)
+
+        def note(kind: str, place: str) -> None:
+            self.exercised.setdefault(kind, set()).add(place)
+            if variant is not None:
+                self.exercised_variants.setdefault(kind, set()).add(f"{step['action']}: {variant}")
+
+        return note
+
+    def _describe_late(self, step: dict, outcomes: list, before: Observation) -> None:
+        """What the framework did with each resume it accepted for an interrupt that had already
+        consumed a value, read off the observation after it: the reason consume-once-value
+        gives, and the evidence of where it was exercised."""
+        late, self._late = self._late, []
+        for t, stage, value in late:
+            was, now = before.threads[t], self.observation.threads[t]
+            if (stage, value) in (now.late_inputs or ()) and (stage, value) not in (was.late_inputs or ()):
+                did = "recorded it as a late input, which is never read"
+            elif now.inputs is not None and now.inputs.get(stage) == value != (was.inputs or {}).get(stage):
+                did = "recorded it in place of the consumed value"
+            elif now.chain != was.chain:
+                did = (
+                    "accepted it without an error and ran the thread again (its head went from "
+                    f"stage {was.chain[-1].pc} to stage {now.chain[-1].pc})"
+                )
+            else:
+                did = "accepted it without an error and ignored it: nothing recorded, the thread unchanged"
+            self.history.late_seen.setdefault(
+                (t, stage, value),
+                f"a resume of {value_name(value)} to the interrupt at stage {stage} of t{t}, which had "
+                f"already consumed a value, was not refused: the framework {did}",
+            )
+            self._noter(step)(LATE_RESUME, f"stage {stage}: not refused, the framework {did.split(':')[0]}")
 
     def _remember_fork(self, step: dict, outcome, before: Observation) -> None:
         t, c = step["thread"], step["checkpoint"]
@@ -407,6 +517,7 @@ class Session:
             snapshot=tuple(chain[: c + 1]),
             parent_chain=tuple(chain),
             parent_inputs=None if parent.inputs is None else dict(parent.inputs),
+            parent_delivered=len(self.history.delivered.get(t, ())),
         )
         if t in self.history.crashed:
             self.history.crashed.add(new)
@@ -481,6 +592,8 @@ class Session:
 
     def _violations(self, world) -> dict[str, str]:
         violated = judge_world(self.workflow, world, self.skip)
+        if CONSUME_ONCE_VALUE in violated:
+            violated[CONSUME_ONCE_VALUE] = self._late_reason(world, violated[CONSUME_ONCE_VALUE])
         for clause_id, seen in self.history.findings:
             violated.setdefault(clause_id, seen)
         changed = parent_changes(self.history, self.observation)
@@ -496,12 +609,48 @@ class Session:
                 )
         if changed and FORK_DETERMINISM not in self.skip:
             violated = self._count_parent_changes(violated, changed)
+        if FORK_DETERMINISM in violated and PREFIX_CONTINUATION in violated:
+            violated = self._count_rerun_ancestry(world, violated)
         for root, seen in self.history.derived:  # the root's fault was seen when these were
             if root not in violated:
                 violated[root] = seen
             elif seen not in violated[root]:
                 violated[root] += f"; {seen}"
         return violated
+
+    def _count_rerun_ancestry(self, world, violated: dict[str, str]) -> dict[str, str]:
+        """A fork that ran a node of its checkpoint's ancestry again is fork-determinism's fault
+        (docs/contract.md, "Where a derived fault is counted"): prefix-continuation failing on
+        that re-run is derived, named in fork-determinism's finding, when it holds without the
+        first such fork and the threads after it."""
+        rerun = [t for t, thread in enumerate(world.threads) if thread.ancestry_executed]
+        if not rerun:
+            return violated
+        first = rerun[0]
+        before = Observation(self.observation.threads[:first])
+        events = self.sink.events()
+        still = judge_world(
+            self.workflow,
+            build_world(self.workflow, self.history, before, events, self.capabilities),
+            self.skip,
+        )
+        if PREFIX_CONTINUATION in still:
+            return violated
+        kept = {cid: reason for cid, reason in violated.items() if cid != PREFIX_CONTINUATION}
+        kept[FORK_DETERMINISM] += (
+            f"; fork t{first} ran its checkpoint's ancestry again, on which prefix-continuation also "
+            "fails, counted here only (derived from this re-run)"
+        )
+        return kept
+
+    def _late_reason(self, world, reason: str) -> str:
+        """consume-once-value's reason in the framework's terms: the model's predicate names the
+        first thread with a second record; what the framework did with it was observed."""
+        for t, thread in enumerate(world.threads):
+            if thread.second_records:
+                stage, value = thread.second_records[0]
+                return self.history.late_seen.get((t, stage, value), reason)
+        return reason
 
     def _count_parent_changes(self, violated: dict[str, str], changed: dict[int, str]) -> dict[str, str]:
         """A fork changed its parent's checkpoints or recorded inputs: fork-determinism's fault,

@@ -6,6 +6,6 @@ concurrent deliveries at a barrier; `warm` keeps long-lived client processes.
 May import: `bridge.adapter` and `pymc_resume.model`.
 """
 
-from pymc_resume.bridge.kit.child_process_adapter import ChildProcessAdapter, Refusal
+from pymc_resume.bridge.kit.child_process_adapter import ChildProcessAdapter, NotExpressible, Refusal
 
-__all__ = ["ChildProcessAdapter", "Refusal"]
+__all__ = ["ChildProcessAdapter", "NotExpressible", "Refusal"]

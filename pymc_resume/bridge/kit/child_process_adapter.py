@@ -10,7 +10,10 @@ the after-commit crash point needs a hook where the framework has just stored a 
 - in the child process, what the framework's client does: `client_start(thread)`,
   `client_resume(thread, value)`, `client_recover(thread)`, each returning a line for the
   outcome's detail, or raising an exception listed in `refusals` (what the framework returns to
-  its client as an error: the operation is `refused`);
+  its client as an error: the operation is `refused` by the framework), `Refusal` (the client's
+  own refusal, before any framework call) or `NotExpressible` (no documented call of the
+  variant expresses what was asked). An operation with two or more variants passes the chosen
+  one's name on as a keyword, `variant=name` (`bridge/adapter/protocol.py`);
 - in the adapter's own process, the client calls that run no node (`fork`, `update`) and
   `observe()`, read from the framework's store.
 
@@ -32,7 +35,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pymc_resume.bridge.adapter import OK, REFUSED, CrashPoint, FuzzSetup, Outcome
+from pymc_resume.bridge.adapter import (
+    CLIENT,
+    FRAMEWORK,
+    NOT_EXPRESSIBLE,
+    OK,
+    REFUSED,
+    CrashPoint,
+    FuzzSetup,
+    Outcome,
+)
 from pymc_resume.bridge.adapter.nodes import NodeContext
 from pymc_resume.bridge.kit.process import Barrier, ClientControl, run_in_children, settle
 
@@ -43,7 +55,13 @@ RECOVERY = "recovery"
 
 class Refusal(Exception):
     """The adapter's own refusal, raised by a client hook before it asks the framework for
-    anything (for instance: the thread is not parked at an interrupt)."""
+    anything (for instance: the thread is not parked at an interrupt). It is the client's, not
+    the framework's: what it refuses is no evidence for a verdict (`Outcome.by` is CLIENT)."""
+
+
+class NotExpressible(Exception):
+    """What was asked (a fork from this checkpoint, with this intent, by this variant) has no
+    documented call in the framework: refused with `Outcome.by` NOT_EXPRESSIBLE."""
 
 
 class ChildProcessAdapter:
@@ -151,22 +169,35 @@ class ChildProcessAdapter:
 
     # -- the operations the bridge calls --------------------------------------------------------
 
-    def start(self, thread: int, crash: CrashPoint | None, op: str) -> Outcome:
-        return self._one(thread, RUN, crash, op, lambda: self.client_start(thread))
+    def start(self, thread: int, crash: CrashPoint | None, op: str, **variant) -> Outcome:
+        return self._one(thread, RUN, crash, op, lambda: self.client_start(thread, **variant))
 
-    def resume(self, thread: int, value: int, crash: CrashPoint | None, op: str) -> Outcome:
-        return self._one(thread, DELIVERY, crash, op, lambda: self.client_resume(thread, value))
+    def resume(self, thread: int, value: int, crash: CrashPoint | None, op: str, **variant) -> Outcome:
+        return self._one(thread, DELIVERY, crash, op, lambda: self.client_resume(thread, value, **variant))
 
-    def recover(self, thread: int, crash: CrashPoint | None, op: str) -> Outcome:
-        return self._one(thread, RECOVERY, crash, op, lambda: self.client_recover(thread))
+    def recover(self, thread: int, crash: CrashPoint | None, op: str, **variant) -> Outcome:
+        return self._one(thread, RECOVERY, crash, op, lambda: self.client_recover(thread, **variant))
 
     def resume_together(
-        self, thread: int, values: list[int], window: str | None, op: str, order: list[int] | None = None
+        self,
+        thread: int,
+        values: list[int],
+        window: str | None,
+        op: str,
+        order: list[int] | None = None,
+        **variant,
     ) -> list[Outcome]:
         """k deliveries in k children, held at `window` until all got there (or finished),
         then released together, or one at a time in `order` (`ordered-release`)."""
         tasks = [
-            self._task(thread, DELIVERY, None, f"{op}.{i}", window, lambda v=v: self.client_resume(thread, v))
+            self._task(
+                thread,
+                DELIVERY,
+                None,
+                f"{op}.{i}",
+                window,
+                lambda v=v: self.client_resume(thread, v, **variant),
+            )
             for i, v in enumerate(values)
         ]
         results = run_in_children(tasks, synchronized=window is not None, order=order)
@@ -193,8 +224,21 @@ class ChildProcessAdapter:
             self.control = ClientControl(thread, op, role, crash, window, barrier)
             try:
                 detail = client()
-            except (Refusal, *self.refusals) as refusal:
-                return {"status": REFUSED, "detail": f"{type(refusal).__name__}: {refusal}"}
+            except (Refusal, NotExpressible, *self.refusals) as refusal:
+                return {
+                    "status": REFUSED,
+                    "detail": f"{type(refusal).__name__}: {refusal}",
+                    "by": _by(refusal),
+                }
             return {"status": OK, "detail": str(detail or "")}
 
         return task
+
+
+def _by(refusal: BaseException) -> str:
+    """Who refused: the kit's own exceptions say; any other is one the framework raised."""
+    if isinstance(refusal, NotExpressible):
+        return NOT_EXPRESSIBLE
+    if isinstance(refusal, Refusal):
+        return CLIENT
+    return FRAMEWORK

@@ -247,4 +247,4 @@ def settle(thread: dict, result: ChildResult, framework: str) -> Outcome:
         raise RuntimeError(f"{framework} failed in a child process: {result.error}")
     if thread["run"] != "dead" or result.value["status"] == OK:
         thread["run"] = "free"
-    return Outcome(result.value["status"], result.value["detail"])
+    return Outcome(result.value["status"], result.value["detail"], by=result.value.get("by"))

@@ -46,14 +46,16 @@ OPTIONAL = (
 
 # Per action: the keys its steps carry besides "action" and "thread" ("outcome", recorded by
 # the fuzzer, is always allowed and never read).
+# `variant`: the operation's documented call, when the adapter declares several (adapter.py).
 STEP_KEYS = {  # `client` and `order`: steps of the optional step capabilities (adapter.py)
-    "start": {"crash", "client"},
-    "resume": {"value", "crash", "client"},
-    "resume-together": {"values", "window", "order"},
-    "recover": {"crash", "client"},
-    "fork": {"checkpoint", "intent", "value", "client"},
-    "update": {"value"},
+    "start": {"crash", "client", "variant"},
+    "resume": {"value", "crash", "client", "variant"},
+    "resume-together": {"values", "window", "order", "variant"},
+    "recover": {"crash", "client", "variant"},
+    "fork": {"checkpoint", "intent", "value", "client", "variant"},
+    "update": {"value", "variant"},
 }
+MAX_VARIANT_NAME = 64
 INFORMATIONAL_STEP_KEYS = {"outcome"}
 
 
@@ -221,6 +223,14 @@ def _check_arguments(step: dict, action: str, at: str, end: int, valid: set[int]
         order = step.get("order")
         if order is not None and not (isinstance(order, list) and sorted(order) == list(range(len(values)))):
             raise ReproError(f"{at}: 'order' must be null or a permutation of 0..{len(values) - 1}")
+    variant = step.get("variant")
+    if variant is not None and not (
+        isinstance(variant, str)
+        and 0 < len(variant) <= MAX_VARIANT_NAME
+        and variant.replace("-", "").isalnum()
+        and variant.isascii()
+    ):
+        raise ReproError(f"{at}: 'variant' must be null or a variant's name (short kebab-case)")
     if step.get("client") not in (None, *WARM_CLIENT_IDS):
         raise ReproError(f"{at}: 'client' must be null or one of {', '.join(WARM_CLIENT_IDS)}")
     if action == "fork":

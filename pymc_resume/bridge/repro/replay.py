@@ -20,9 +20,10 @@ from pathlib import Path
 import attrs
 
 from pymc_resume import __version__
+from pymc_resume.bridge.adapter import declared_variants, variants_of
 from pymc_resume.bridge.hosting.registry import factory
 from pymc_resume.bridge.judging.session import AdapterFailure, Session, Violation, describe_step
-from pymc_resume.bridge.repro.format import FORMATS, read_repro, repro_bounds
+from pymc_resume.bridge.repro.format import FORMATS, ReproError, read_repro, repro_bounds
 from pymc_resume.files import write_atomically, write_json
 from pymc_resume.model.bounds import Bounds
 from pymc_resume.model.contract import CLAUSE_IDS
@@ -188,6 +189,20 @@ def replay_steps(
     return None
 
 
+def check_variants(steps: list[dict], info) -> None:
+    """Refuse, in one line, a repro whose steps name a variant the adapter does not declare
+    (written for another version of it)."""
+    declared = declared_variants(info)
+    for index, step in enumerate(steps):
+        name = step.get("variant")
+        known = [v.name for v in variants_of(declared, step["action"], step.get("intent"))]
+        if name is not None and name not in known:
+            raise ReproError(
+                f"repro: steps[{index}] names the {step['action']} variant {name!r}, which adapter "
+                f"{info.name!r} does not declare (it declares: {', '.join(known) or 'none'})"
+            )
+
+
 def replay_repro(
     document: dict,
     fault=KEEP,
@@ -206,6 +221,7 @@ def replay_repro(
     if fault is not KEEP:
         options["fault"] = None if fault in (None, "", "none") else fault
     make_adapter = factory(document["adapter"], options, allowed=allowed)
+    check_variants(document["steps"], make_adapter.info)
     bounds = repro_bounds(document, "repro")
     clause = document["clause"]
     attempts = max(1, attempts or document.get("replay_attempts") or 1)
