@@ -239,13 +239,14 @@ def operation_tables(runs, every: bool, skipped: list[dict], step_timeout) -> li
     """Each configuration's operation table, read from an adapter built in a host process (as
     every profile builds it); one that cannot be built is a skipped entry with --all, else exit 2."""
     from pymc_resume.bridge.hosting.registry import AdapterSpecError, factory
-    from pymc_resume.bridge.profile import operation_table
+    from pymc_resume.bridge.profile import operation_table, variant_table
 
     tables = []
     for family, configuration in runs:
         try:
             info = factory(configuration.adapter, configuration.options, timeout=step_timeout).info
             table_of = operation_table(info)
+            variants = variant_table(info)
         except (AdapterSpecError, AdapterError, ValueError) as error:
             if not every:
                 fail(f"adapter {configuration.adapter!r}: {error}")
@@ -266,6 +267,7 @@ def operation_tables(runs, every: bool, skipped: list[dict], step_timeout) -> li
                 "adapter_spec": configuration.adapter,
                 "adapter_options": configuration.options,
                 "operations": table_of,
+                "variants": variants,
                 "clauses": None,
             }
         )
@@ -273,15 +275,24 @@ def operation_tables(runs, every: bool, skipped: list[dict], step_timeout) -> li
 
 
 def operations_text(tables: list[dict]) -> str:
-    """Per configuration: each contract operation and the framework call its adapter declares."""
+    """Per configuration: each contract operation, and for each of its variants (the documented
+    calls the adapter performs it with) the framework call and where the framework documents it."""
     from pymc_resume.bridge.profile import NOT_APPLICABLE_CALL, NOT_DECLARED
 
     lines = []
     for entry in tables:
         calls = entry["operations"]
+        rows = []
+        for op, call in calls.items():
+            variants = (entry.get("variants") or {}).get(op) or []
+            if not variants:
+                rows.append([op, "", call, ""])
+            for variant in variants:
+                intents = f" ({', '.join(variant['intents'])})" if variant.get("intents") else ""
+                rows.append([op, variant["name"] + intents, variant["call"], variant["docs"]])
         lines += [
             f"{entry['adapter']} {entry['config']} ({entry['version']}): operations",
-            table(["operation", "framework call"], [[op, call] for op, call in calls.items()]),
+            table(["operation", "variant", "framework call", "docs"], rows),
         ]
         missing = [op for op, call in calls.items() if call == NOT_DECLARED]
         if missing:

@@ -224,7 +224,9 @@ def declared_variants(adapter) -> dict[str, tuple[Variant, ...]]:
                 f"(known: {', '.join(CONTRACT_OPERATIONS)})"
             )
         declared = [
-            Variant(op, DEFAULT_VARIANT, str(call), "") for op, call in calls.items() if op != "crash"
+            Variant(op, DEFAULT_VARIANT, str(call), "")
+            for op, call in calls.items()
+            if op != "crash" and op not in unsupported
         ]
     by_operation: dict[str, list[Variant]] = {}
     for variant in declared:
