@@ -72,6 +72,7 @@ from pymc_resume.bridge.judging.evidence import (
     holds_reason,
     not_exercised_reason,
     variants_exercising,
+    variants_in,
     variants_phrase,
 )
 from pymc_resume.bridge.judging.session import AdapterFailure, Session, Violation
@@ -297,7 +298,7 @@ class ProfileRun:
 
     def profile(self, finished: bool) -> Profile:
         battery, fuzzed, info = self.battery, self.fuzzed, self.target.info
-        clauses = {cid: self._verdict(cid, finished) for cid in CLAUSE_IDS}
+        clauses = {cid: self._with_variants_seen(cid, self._verdict(cid, finished)) for cid in CLAUSE_IDS}
         error = (battery.error if battery is not None else None) or (
             fuzzed.error if fuzzed is not None else None
         )
@@ -309,7 +310,8 @@ class ProfileRun:
         if clauses[EFFECT_EXACTLY_ONCE].verdict != NOT_APPLICABLE:
             clauses[EFFECT_EXACTLY_ONCE] = attrs.evolve(
                 clauses[EFFECT_EXACTLY_ONCE],
-                notes=effect_notes(info.effect_key, effects, self._sessions_text()),
+                notes=clauses[EFFECT_EXACTLY_ONCE].notes
+                + effect_notes(info.effect_key, effects, self._sessions_text()),
             )
         return Profile(
             self.family,
@@ -327,6 +329,18 @@ class ProfileRun:
             variant_table(info),
             effects_json(info.effect_key, effects),
         )
+
+    def _with_variants_seen(self, clause_id: str, result: ClauseResult) -> ClauseResult:
+        """A violated cell noting every variant its battery violations were seen with (the repro
+        shows one of them), so that a cell decided under several calls says so."""
+        if result.verdict not in (VIOLATED, UNCONFIRMED) or self.battery is None:
+            return result
+        seen = self.battery.recorder.violations
+        variants = sorted({name for v in seen if clause_id in v.clauses for name in variants_in(v.steps)})
+        if not variants:
+            return result
+        note = f"seen violated in the targeted scenarios with: {', '.join(variants)}"
+        return attrs.evolve(result, notes=(*result.notes, note), variants=tuple(variants))
 
     def _effects(self) -> EffectCounts:
         """The sink's counts over the battery's sessions and the fuzzed examples."""
