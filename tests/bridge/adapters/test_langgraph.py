@@ -162,6 +162,31 @@ def test_an_edit_fork_at_a_parked_head_records_its_input_on_the_parents_checkpoi
     assert violated & {"fork-determinism", "fork-intent"}
 
 
+def test_the_gate_serves_a_parents_resume_once_after_an_edit_fork_at_its_parked_head():
+    # The fork's branch is the LangGraph thread's newest checkpoint; the parent is addressed by
+    # its own head's checkpoint_id, where the gate claims and runs (it used to read the newest
+    # checkpoint, not parked, and refused the parent's resume).
+    session = Session(
+        LangGraphAdapter(gate=True),
+        DEFAULT.workflow,
+        DEFAULT.values,
+        step_timeout=60,
+        ignore=frozenset(CLAUSE_IDS),
+    )
+    race = {"action": "resume-together", "thread": 0, "values": [1, 1], "window": "after-load"}
+    try:
+        for step in (START, fork(3, "edit", 2), race):
+            session.apply(step)
+        assert [o["status"] for o in session.steps[-1]["outcome"]] in (["ok", "refused"], ["refused", "ok"])
+        deliveries = [
+            e for e in session.sink.events() if e.kind == "execute" and e.thread == 0 and e.role == "delivery"
+        ]
+        assert [e.stage for e in deliveries if e.stage == 3] == [3]  # served once
+        assert session.observation.threads[0].chain[-1].pc == 4  # and parked at the gated node
+    finally:
+        session.close()
+
+
 def test_one_node_effect_then_interrupt_is_a_configuration_of_its_own():
     [one_node] = [c for c in FAMILIES["langgraph"].configurations if c.name == "sqlite/sync+one-node"]
     assert one_node.options == {"durability": "sync", "effect_then_interrupt": "one-node"}
