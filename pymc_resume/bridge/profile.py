@@ -98,13 +98,10 @@ def operation_table(info: AdapterInfo) -> dict[str, str]:
     contract order. Raises ValueError for a malformed declaration."""
     unsupported = unsupported_operations(info)
     declared = framework_calls(info)
-    crash = (getattr(info, "framework_calls", None) or {}).get("crash")
     table = {}
     for operation in CONTRACT_OPERATIONS:
         if operation in unsupported:
             table[operation] = NOT_APPLICABLE_CALL + unsupported[operation]
-        elif operation == "crash":
-            table[operation] = crash or NOT_DECLARED
         else:
             table[operation] = declared.get(operation, NOT_DECLARED)
     return table

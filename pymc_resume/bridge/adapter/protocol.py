@@ -199,12 +199,16 @@ def unsupported_operations(adapter) -> dict[str, str]:
 
 def framework_calls(adapter) -> dict[str, str]:
     """Contract operation -> the framework's public call(s) the adapter performs it with, in
-    contract order (several variants' calls joined by " | "); operations declared `unsupported`
-    are left out."""
-    return {
+    contract order (several variants' calls joined by " | "; a crash as the optional
+    `framework_calls` names it); operations declared `unsupported` are left out."""
+    calls = {
         op: " | ".join(variant.call for variant in variants)
         for op, variants in declared_variants(adapter).items()
     }
+    crash = (getattr(adapter, "framework_calls", None) or {}).get("crash")
+    if crash is not None:
+        calls["crash"] = str(crash)
+    return {op: calls[op] for op in CONTRACT_OPERATIONS if op in calls}
 
 
 def declared_variants(adapter) -> dict[str, tuple[Variant, ...]]:
