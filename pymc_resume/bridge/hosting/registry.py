@@ -32,6 +32,8 @@ BUILT_IN = {
     "crewai": "pymc_resume.bridge.adapters.crewai:CrewAIAdapter",
     "agent-framework": "pymc_resume.bridge.adapters.agent_framework:AgentFrameworkAdapter",
     "llama-index": "pymc_resume.bridge.adapters.llama_index:LlamaIndexAdapter",
+    "google-adk": "pymc_resume.bridge.adapters.google_adk:GoogleAdkAdapter",
+    "google-adk-postgres": "pymc_resume.bridge.adapters.google_adk:GoogleAdkPostgres",
 }
 
 # Module paths the built-in adapters had before they moved to `bridge/adapters/`: repro files
@@ -133,6 +135,17 @@ FAMILIES: dict[str, Family] = {
         (Configuration("context-json", "llama-index"),),
         requires="workflows",
         install="pip install 'pymc-resume[llama-index]'",
+    ),
+    "google-adk": Family(
+        "google-adk",
+        (
+            # A resumable App, its sessions in DatabaseSessionService on SQLite (aiosqlite).
+            Configuration("database/sqlite", "google-adk", {"store": "sqlite"}),
+            # The same on the PostgreSQL server (psycopg's async driver).
+            Configuration("database/postgres", "google-adk", {"store": "postgres"}),
+        ),
+        requires="google.adk",
+        install="pip install 'pymc-resume[google-adk]'",
     ),
 }
 
