@@ -35,6 +35,7 @@ pytestmark = [
     pytest.mark.pydantic_graph,
     pytest.mark.agent_framework,
     pytest.mark.llama_index,
+    pytest.mark.google_adk,
 ]
 
 CONFIGURATIONS = [(name, c.name) for name, family in FAMILIES.items() for c in family.configurations]
