@@ -53,7 +53,6 @@ from collections.abc import AsyncGenerator
 
 from pymc_resume.bridge.adapter import OK, REFUSED, Observation, Outcome, ThreadView
 from pymc_resume.bridge.kit import ChildProcessAdapter, Refusal
-from pymc_resume.bridge.race import postgres_url
 from pymc_resume.model.state import INITIAL, UPDATE, Checkpoint
 
 try:
@@ -75,6 +74,7 @@ APP_NAME = "fuzz"
 START_MESSAGE = "run"
 CONFIRMATION = "adk_request_confirmation"  # the function call ADK asks a confirmation with
 STORES = ("sqlite", "postgres")
+POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 NOTE = "note"
 
 FORK_UNSUPPORTED = (
@@ -122,6 +122,10 @@ def _quiet() -> None:
     no token usage (the scripted model reports none): neither is news here."""
     warnings.filterwarnings("ignore", message=r"\[EXPERIMENTAL\]")
     logging.getLogger("google_adk").setLevel(logging.ERROR)
+
+
+def postgres_url() -> str:
+    return os.environ.get("PYMC_RESUME_POSTGRES_URL", POSTGRES_URL)
 
 
 class AdkRefusal(Exception):

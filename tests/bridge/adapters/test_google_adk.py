@@ -19,7 +19,7 @@ pytest.importorskip(
 from live_steps import START, apply_steps, crash, resume
 
 from pymc_resume.bridge.adapters.google_adk import GoogleAdkAdapter
-from pymc_resume.bridge.session import Session, Violation
+from pymc_resume.bridge.judging.session import Session, Violation
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.state import INITIAL
 
