@@ -51,7 +51,16 @@ import uuid
 import warnings
 from collections.abc import AsyncGenerator
 
-from pymc_resume.bridge.adapter import OK, REFUSED, Observation, Outcome, ThreadView
+from pymc_resume.bridge.adapter import (
+    FRAMEWORK,
+    NOT_EXPRESSIBLE,
+    OK,
+    REFUSED,
+    Observation,
+    Outcome,
+    ThreadView,
+    Variant,
+)
 from pymc_resume.bridge.kit import ChildProcessAdapter, Refusal
 from pymc_resume.model.state import INITIAL, UPDATE, Checkpoint
 
@@ -117,6 +126,15 @@ FRAMEWORK_DOCS = {
 }
 
 
+VARIANT_NAMES = {
+    "start": "run-async",
+    "resume": "confirm-with-invocation-id",
+    "resume-together": "confirm-with-invocation-id",
+    "recover": "run-async-with-invocation-id",
+    "update": "append-state-delta",
+}
+
+
 def _quiet() -> None:
     """ADK warns that ResumabilityConfig is experimental and logs every model call that reports
     no token usage (the scripted model reports none): neither is news here."""
@@ -173,6 +191,10 @@ class GoogleAdkAdapter(ChildProcessAdapter):
     refusals = (AdkRefusal,)
     unsupported = {"fork": FORK_UNSUPPORTED}
     framework_calls = FRAMEWORK_CALLS
+    # One documented call per operation (docs/google-adk.md says which others are not variants).
+    variants = tuple(
+        Variant(op, name, FRAMEWORK_CALLS[op], FRAMEWORK_DOCS[op]) for op, name in VARIANT_NAMES.items()
+    )
     effect_key = {
         "key": "tool_context.function_call_id",
         "why": "the id of the model's function call, stored in the session before the tool runs; a resumed "
@@ -320,7 +342,7 @@ class GoogleAdkAdapter(ChildProcessAdapter):
 
     def fork(self, thread: int, checkpoint: int, intent: str, value: int | None) -> Outcome:
         """Not expressible (`unsupported`); refused in case a bridge still asks."""
-        return Outcome(REFUSED, FORK_UNSUPPORTED)
+        return Outcome(REFUSED, FORK_UNSUPPORTED, by=NOT_EXPRESSIBLE)
 
     def update(self, thread: int, note: int) -> Outcome:
         async def update(service):
@@ -339,7 +361,7 @@ class GoogleAdkAdapter(ChildProcessAdapter):
             return self._own(update)
         except Exception as error:
             if _from_adk(error):
-                return Outcome(REFUSED, f"{type(error).__name__}: {error}")
+                return Outcome(REFUSED, f"{type(error).__name__}: {error}", by=FRAMEWORK)
             raise
 
     # -- reading the sessions (read-only, through the service's get_session) -----------------
