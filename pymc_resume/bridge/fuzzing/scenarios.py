@@ -13,13 +13,17 @@ process crashed, resume each interrupt it parks at; a crash point rides on every
 until one is killed by it.
 
 Every documented way of performing an operation is driven (`bridge/adapter/protocol.py`,
-variants): a scenario runs once with the first variant of each operation it uses, then once
-more for each other variant of each such operation, so that every variant meets every scenario
-that uses its operation. Forks are made at every position the contract allows: at the head of a
-parent parked at each of its interrupts, at the head of a completed parent, and at older
-checkpoints right before and right after each interrupt, with each intent and each fork variant
-that performs it; an adapter refuses a position its framework cannot express (`NOT_EXPRESSIBLE`)
-and the battery goes on with the others.
+variants): a scenario runs once with the first variant of each operation it is about (its
+`subject`: a resume scenario's resume, a crash scenario's recovery, a run-through's every
+client operation), then once more for each other variant of each such operation, so that every
+variant meets every position its operation is judged at. The other operations a scenario uses to
+carry a thread along take their first variant.
+
+Forks are made at every position the contract allows: at the head of a parent parked at each of
+its interrupts, at the head of a completed parent, and at older checkpoints right before and
+right after each interrupt, with each intent and each fork variant that performs it; an adapter
+refuses a position its framework cannot express (`NOT_EXPRESSIBLE`) and the battery goes on
+with the others.
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ from pymc_resume.model.workflow import APPROVE, INVALID, Workflow
 ADVANCE_LIMIT_PER_STAGE = 2
 
 
-# Operations every scenario may use to carry a thread along (`advance`), besides its own.
+# The operations that carry a thread along (`advance`): a run-through is about all of them.
 CARRY = ("start", "resume", "recover")
 
 
@@ -61,10 +65,12 @@ class Scenario:
     crash: CrashPoint | None = None  # the crash it plants, for the evidence notes
     # operation -> the variant its steps use (`Session(variants=...)`); set by `scenarios`
     variants: dict[str, str] = attrs.field(factory=dict)
+    # the operations whose variants it is run under (default: those it needs)
+    subject: tuple[str, ...] | None = None
 
     def uses(self) -> tuple[str, ...]:
         """The operations whose variants this scenario is run under."""
-        return tuple(dict.fromkeys((*CARRY, *self.needs)))
+        return self.needs if self.subject is None else self.subject
 
 
 def advance(
@@ -300,7 +306,15 @@ def _base_battery(
     workflow: Workflow, processes: int, fork_variants: dict[str, tuple[str, ...]]
 ) -> list[Scenario]:
     """The scenarios, forks once per fork variant that performs their intent."""
-    battery = [Scenario("run-through", (PREFIX_CONTINUATION, EFFECT_EXACTLY_ONCE, LIVENESS), (), run_through)]
+    battery = [
+        Scenario(
+            "run-through",
+            (PREFIX_CONTINUATION, EFFECT_EXACTLY_ONCE, LIVENESS),
+            (),
+            run_through,
+            subject=CARRY,
+        )
+    ]
     if workflow.consuming:
         battery.append(
             Scenario("resume-after-completion", (CONSUME_ONCE_VALUE,), ("resume",), resume_after_completion)
@@ -312,6 +326,7 @@ def _base_battery(
                     (CONSUME_ONCE_VALUE,),
                     ("resume",),
                     second_resume_after_crash(when),
+                    subject=("resume", "recover"),
                 )
             )
         battery.append(Scenario("invalid-resume", (CHECKPOINT_VALIDITY,), ("resume",), invalid_resume))
@@ -336,6 +351,7 @@ def _base_battery(
                     ("resume",) if any(s < stage for s in workflow.consuming) else (),
                     crash_and_recover(crash),
                     crash,
+                    subject=("recover",),
                 )
             )
     positions = [("completed-head", "replay", forks_at_completed_head)]
