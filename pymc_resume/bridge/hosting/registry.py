@@ -34,6 +34,7 @@ BUILT_IN = {
     "llama-index": "pymc_resume.bridge.adapters.llama_index:LlamaIndexAdapter",
     "google-adk": "pymc_resume.bridge.adapters.google_adk:GoogleAdkAdapter",
     "google-adk-postgres": "pymc_resume.bridge.adapters.google_adk:GoogleAdkPostgres",
+    "dbos": "pymc_resume.bridge.adapters.dbos_workflows:DBOSAdapter",
 }
 
 # Module paths the built-in adapters had before they moved to `bridge/adapters/`: repro files
@@ -146,6 +147,17 @@ FAMILIES: dict[str, Family] = {
         ),
         requires="google.adk",
         install="pip install 'pymc-resume[google-adk]'",
+    ),
+    "dbos": Family(
+        "dbos",
+        (
+            Configuration("sqlite", "dbos"),  # a SQLite system database, DBOS's defaults
+            Configuration("postgres", "dbos", {"store": "postgres"}),  # a schema of its own per example
+            # Every send keyed per interrupt (idempotency_key): DBOS records one delivery per interrupt.
+            Configuration("sqlite+idempotency-key", "dbos", {"idempotency_key": True}),
+        ),
+        requires="dbos",
+        install="pip install 'pymc-resume[dbos]'",
     ),
 }
 
