@@ -36,6 +36,7 @@ pytestmark = [
     pytest.mark.agent_framework,
     pytest.mark.llama_index,
     pytest.mark.google_adk,
+    pytest.mark.dbos,
 ]
 
 CONFIGURATIONS = [(name, c.name) for name, family in FAMILIES.items() for c in family.configurations]

@@ -226,7 +226,7 @@ class DBOSAdapter(ChildProcessAdapter):
             from pymc_resume.bridge.race import postgres_url
 
             self.url = _sqlalchemy_url(postgres_url())
-            self.schema = SCHEMA_PREFIX + re.sub(r"\W", "_", setup.workdir.name.lower())
+            self.schema = schema_of(setup.workdir)
             self._sweep_schemas(setup.workdir.parent)
         # The system database and the root thread's queue, before any operation: what `dbos
         # migrate` and a client's `register_queue` do (an application process then finds its
@@ -243,7 +243,7 @@ class DBOSAdapter(ChildProcessAdapter):
     def _sweep_schemas(self, root: Path) -> None:
         """Drop the schemas of examples whose workdir is gone (a bridge killed by SIGKILL
         closes no adapter; its workdirs are swept by the next run, its schemas here)."""
-        alive = {SCHEMA_PREFIX + re.sub(r"\W", "_", p.name.lower()) for p in root.iterdir() if p.is_dir()}
+        alive = {schema_of(path) for path in root.iterdir() if path.is_dir()}
         with _pg_connect(self.url) as connection:
             names = connection.execute(
                 "SELECT nspname FROM pg_namespace WHERE starts_with(nspname, %s)", (SCHEMA_PREFIX,)
@@ -574,6 +574,11 @@ class DBOSAdapter(ChildProcessAdapter):
                 late = tuple(record["late"])
             views.append(ThreadView(tuple(chain), self._run_state(t, record), inputs, late))
         return Observation(tuple(views))
+
+
+def schema_of(workdir: Path) -> str:
+    """The PostgreSQL schema of the example whose workdir is `workdir`."""
+    return SCHEMA_PREFIX + re.sub(r"\W", "_", workdir.name.lower())
 
 
 def _as_refusal(call) -> None:
