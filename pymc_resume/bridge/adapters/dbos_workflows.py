@@ -69,7 +69,7 @@ from pathlib import Path
 
 from pymc_resume.bridge.adapter import OK, REFUSED, Observation, Outcome, ThreadView
 from pymc_resume.bridge.kit import ChildProcessAdapter, Refusal
-from pymc_resume.bridge.process import die_with_parent
+from pymc_resume.bridge.kit.process import die_with_parent
 from pymc_resume.model.state import INITIAL, Checkpoint
 
 try:
@@ -83,6 +83,7 @@ WORKFLOW = "fuzz-workflow"
 STAGE_STEP = "fuzz-stage"
 RECV = "DBOS.recv"
 STORES = ("sqlite", "postgres")
+POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"  # unless PYMC_RESUME_POSTGRES_URL says
 SCHEMA_PREFIX = "pymc_dbos_"  # a PostgreSQL example's schema: this, then its workdir's name
 # A human may take long: a recv waits a day (DBOS records the deadline, so a recovered wait
 # keeps it). No run here waits that long.
@@ -223,8 +224,6 @@ class DBOSAdapter(ChildProcessAdapter):
         if self.store == "sqlite":
             self.url, self.schema = f"sqlite:///{setup.workdir / 'dbos.sqlite'}", None
         else:
-            from pymc_resume.bridge.race import postgres_url
-
             self.url = _sqlalchemy_url(postgres_url())
             self.schema = schema_of(setup.workdir)
             self._sweep_schemas(setup.workdir.parent)
@@ -574,6 +573,10 @@ class DBOSAdapter(ChildProcessAdapter):
                 late = tuple(record["late"])
             views.append(ThreadView(tuple(chain), self._run_state(t, record), inputs, late))
         return Observation(tuple(views))
+
+
+def postgres_url() -> str:
+    return os.environ.get("PYMC_RESUME_POSTGRES_URL", POSTGRES_URL)
 
 
 def schema_of(workdir: Path) -> str:

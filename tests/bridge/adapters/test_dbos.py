@@ -16,9 +16,8 @@ pytest.importorskip(
 
 from live_steps import START, apply_steps, crash, resume
 
-from pymc_resume.bridge.adapters.dbos_workflows import DBOSAdapter, _pg_connect, schema_of
-from pymc_resume.bridge.race import postgres_url
-from pymc_resume.bridge.session import Session
+from pymc_resume.bridge.adapters.dbos_workflows import DBOSAdapter, _pg_connect, postgres_url, schema_of
+from pymc_resume.bridge.judging.session import Session
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.state import INITIAL
 
