@@ -153,8 +153,6 @@ FAMILIES: dict[str, Family] = {
         (
             Configuration("sqlite", "dbos"),  # a SQLite system database, DBOS's defaults
             Configuration("postgres", "dbos", {"store": "postgres"}),  # a schema of its own per example
-            # Every send keyed per interrupt (idempotency_key): DBOS records one delivery per interrupt.
-            Configuration("sqlite+idempotency-key", "dbos", {"idempotency_key": True}),
         ),
         requires="dbos",
         install="pip install 'pymc-resume[dbos]'",
