@@ -642,7 +642,9 @@ MESSAGES_ORDER = "ORDER BY created_at_epoch_ms, message_uuid"
 def _read_sqlite(path: Path, workflow_id: str):
     if not path.exists():
         return None
-    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    # Read only, on a connection that may write: the first connection after the processes that
+    # wrote the file were killed recovers its write-ahead log, which a `mode=ro` one cannot.
+    connection = sqlite3.connect(path, timeout=30)
     try:
         tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if "workflow_status" not in tables:
