@@ -67,7 +67,16 @@ import sqlite3
 import time
 from pathlib import Path
 
-from pymc_resume.bridge.adapter import OK, REFUSED, Observation, Outcome, ThreadView
+from pymc_resume.bridge.adapter import (
+    CLIENT,
+    FRAMEWORK,
+    OK,
+    REFUSED,
+    Observation,
+    Outcome,
+    ThreadView,
+    Variant,
+)
 from pymc_resume.bridge.kit import ChildProcessAdapter, Refusal
 from pymc_resume.bridge.kit.child_process_adapter import RECOVERY
 from pymc_resume.bridge.kit.process import die_with_parent
@@ -107,74 +116,53 @@ UPDATE_UNSUPPORTED = (
     "published beside it, never read back as its state)"
 )
 
+# How a process is killed (the operation table's crash row); every other call is a variant below.
 FRAMEWORK_CALLS = {
-    "start": "DBOS.enqueue_workflow(queue, fuzz_workflow) under SetWorkflowID(id), in a launched "
-    "application process (DBOS.listen_queues([queue]); DBOS.launch())",
-    "resume": "DBOS.send(id, v, topic) from a fresh application process whose DBOS.launch() "
-    "recovers the parked workflow (variant send); DBOSClient.send(id, v, topic) then a launch "
-    "(variant client-send)",
-    "resume-together": "k application processes, each DBOS.launch() then DBOS.send(id, v, topic)",
     "crash": "SIGKILL of the application process running the workflow (around a step's node code, "
     "or right after the step call returned: its output is recorded)",
-    "recover": "DBOS.launch() in a fresh application process: recovery of PENDING workflows on "
-    "launch (variant launch); DBOSClient.resume_workflow(id, queue_name=queue) then a launch "
-    "(variant resume-workflow)",
-    "fork": "DBOSClient.fork_workflow(id, start_step, queue_name=queue) under SetWorkflowID(new id); "
-    "an edit fork's value with DBOSClient.send(new id, v, topic)",
 }
 
-# The documented calls for each operation, in the shape of the adapter protocol's variants
-# (operation, name, call, docs). TODO(Variants): declare them as `variants` (bridge.adapter.Variant)
-# once the "Variants:" commits land on main; until then the bridge drives the first of each.
+# Every documented call for each operation (a verdict holds only if it holds under all).
 DOCS = "https://docs.dbos.dev/python"
+RECOVERY_DOCS = "https://docs.dbos.dev/production/workflow-recovery (Recovery On A Single Server)"
+SEND_DOCS = f"{DOCS}/tutorials/workflow-communication#send"
+CLIENT_SEND_DOCS = f"{DOCS}/reference/client#send"
 VARIANTS = (
-    (
+    Variant(
         "start",
         "enqueue",
         "DBOS.enqueue_workflow(queue, fuzz_workflow) under SetWorkflowID(id)",
-        f"{DOCS}/reference/queues (enqueue_workflow); {DOCS}/reference/contexts#setworkflowid",
+        f"{DOCS}/tutorials/queue-tutorial; {DOCS}/reference/contexts#setworkflowid",
     ),
-    (
+    Variant(
         "resume",
         "send",
         "DBOS.send(id, v, topic) in an application process whose DBOS.launch() recovers the workflow",
-        f"{DOCS}/tutorials/workflow-communication#send; "
-        "https://docs.dbos.dev/production/workflow-recovery (recovery on a single server)",
+        f"{SEND_DOCS}; {RECOVERY_DOCS}",
     ),
-    (
-        "resume",
-        "client-send",
-        "DBOSClient.send(id, v, topic), then DBOS.launch()",
-        f"{DOCS}/reference/client#send",
-    ),
-    (
+    Variant("resume", "client-send", "DBOSClient.send(id, v, topic), then DBOS.launch()", CLIENT_SEND_DOCS),
+    Variant("resume-together", "send", "k processes, each DBOS.launch(); DBOS.send(id, v, topic)", SEND_DOCS),
+    Variant(
         "resume-together",
-        "send",
-        "k processes: DBOS.launch(); DBOS.send(id, v, topic)",
-        f"{DOCS}/tutorials/workflow-communication#send",
+        "client-send",
+        "k processes, each DBOSClient.send(id, v, topic); DBOS.launch()",
+        CLIENT_SEND_DOCS,
     ),
-    (
-        "recover",
-        "launch",
-        "DBOS.launch() (recovers the executor's PENDING workflows)",
-        "https://docs.dbos.dev/production/workflow-recovery",
-    ),
-    (
+    Variant("recover", "launch", "DBOS.launch() (recovers the executor's PENDING workflows)", RECOVERY_DOCS),
+    Variant(
         "recover",
         "resume-workflow",
         "DBOSClient.resume_workflow(id, queue_name=queue), then DBOS.launch()",
         f"{DOCS}/reference/client#resume_workflow; {DOCS}/reference/contexts#resume_workflow",
     ),
-    (
+    Variant(
         "fork",
         "fork-workflow",
-        "DBOSClient.fork_workflow(id, start_step, queue_name=queue) under "
-        "SetWorkflowID(new id); edit: DBOSClient.send(new id, v, topic)",
+        "DBOSClient.fork_workflow(id, start_step, queue_name=queue) under SetWorkflowID(new id); "
+        "an edit: then DBOSClient.send(new id, v, topic)",
         f"{DOCS}/tutorials/workflow-management#forking-workflows; {DOCS}/reference/client#fork_workflow",
     ),
 )
-RESUME_VARIANTS = ("send", "client-send")
-RECOVER_VARIANTS = ("launch", "resume-workflow")
 
 
 class DBOSRefusal(Exception):
@@ -196,7 +184,8 @@ class DBOSAdapter(ChildProcessAdapter):
     capabilities = frozenset({"recorded-inputs", "late-inputs", "leases", "executions"})
     refusals = (DBOSRefusal,)
     unsupported = {"update": UPDATE_UNSUPPORTED}
-    framework_calls = FRAMEWORK_CALLS
+    variants = VARIANTS
+    framework_calls = FRAMEWORK_CALLS  # the operation table's crash row
     effect_key = {
         "key": "f'{DBOS.workflow_id}:{DBOS.step_id}' in the step",
         "why": "DBOS documents DBOS.step_id as the unique identifier of the current step within its "
@@ -478,10 +467,10 @@ class DBOSAdapter(ChildProcessAdapter):
     def fork(self, thread: int, checkpoint: int, intent: str, value: int | None) -> Outcome:
         record = self._read(self._id(thread))
         if record is None:
-            return Outcome(REFUSED, "the thread has no workflow to fork (not started)")
+            return Outcome(REFUSED, "the thread has no workflow to fork (not started)", by=CLIENT)
         chain = self._chain(record)
         if not 0 <= checkpoint < len(chain):
-            return Outcome(REFUSED, f"no checkpoint {checkpoint} to fork from")
+            return Outcome(REFUSED, f"no checkpoint {checkpoint} to fork from", by=CLIENT)
         position = chain[checkpoint].pc
         consuming = position < self.workflow.end and self.workflow.consumes[position]
         start_step = self._start_step(record, position, replay=intent == "replay" or not consuming)
@@ -495,7 +484,7 @@ class DBOSAdapter(ChildProcessAdapter):
                 client.send(self._id(new), value, _topic(position))
         except dbos.error.DBOSException as error:
             self.threads.pop()
-            return Outcome(REFUSED, f"{type(error).__name__}: {error}")
+            return Outcome(REFUSED, f"{type(error).__name__}: {error}", by=FRAMEWORK)
         finally:
             client.destroy()
         return Outcome(OK, f"forked as {self._id(new)} from step {start_step}", thread=new)

@@ -16,6 +16,7 @@ pytest.importorskip(
 
 from live_steps import START, apply_steps, crash, resume
 
+from pymc_resume.bridge.adapter import declared_variants
 from pymc_resume.bridge.adapters.dbos_workflows import DBOSAdapter, _pg_connect, postgres_url, schema_of
 from pymc_resume.bridge.judging.session import Session
 from pymc_resume.model.bounds import load_bounds
@@ -23,21 +24,6 @@ from pymc_resume.model.state import INITIAL
 
 SMALL = load_bounds("small")  # step, effect-then-interrupt, gated: stages 0..3
 RECOVER = {"action": "recover", "thread": 0, "crash": None}
-
-
-class ClientSend(DBOSAdapter):
-    """The `client-send` variant of resume as this adapter's only one (until the bridge
-    drives variants itself)."""
-
-    def client_resume(self, thread, value, variant="client-send"):
-        return super().client_resume(thread, value, variant)
-
-
-class ResumeWorkflow(DBOSAdapter):
-    """The `resume-workflow` variant of recover as this adapter's only one."""
-
-    def client_recover(self, thread, variant="resume-workflow"):
-        return super().client_recover(thread, variant)
 
 
 def session_of(adapter=None):
@@ -61,7 +47,14 @@ def test_declares_its_calls_and_update_as_unsupported():
     assert adapter.version.startswith("dbos 3.")
     assert adapter.capabilities == {"recorded-inputs", "late-inputs", "leases", "executions"}
     assert set(adapter.unsupported) == {"update"}
-    assert set(adapter.framework_calls) == {"start", "resume", "resume-together", "crash", "recover", "fork"}
+    variants = {op: [v.name for v in vs] for op, vs in declared_variants(adapter).items()}
+    assert variants == {
+        "start": ["enqueue"],
+        "resume": ["send", "client-send"],
+        "resume-together": ["send", "client-send"],
+        "recover": ["launch", "resume-workflow"],
+        "fork": ["fork-workflow"],
+    }
     with pytest.raises(ValueError, match="store must be one of"):
         DBOSAdapter(store="mysql")
 
@@ -130,10 +123,16 @@ def test_a_message_delivered_before_a_crash_is_consumed_by_the_recovery():
 
 
 def test_the_client_send_and_resume_workflow_variants_continue_the_thread():
-    violated, session = run([START, resume(1), resume(1)], adapter=ClientSend())
+    steps = [START, {**resume(1), "variant": "client-send"}, {**resume(1), "variant": "client-send"}]
+    violated, session = run(steps)
     assert violated == set() and details(session)[-1] == "completed"
-    steps = [START, resume(1), resume(1, crash=crash(3, "after-execute")), RECOVER]
-    violated, session = run(steps, adapter=ResumeWorkflow())
+    steps = [
+        START,
+        resume(1),
+        resume(1, crash=crash(3, "after-execute")),
+        {**RECOVER, "variant": "resume-workflow"},
+    ]
+    violated, session = run(steps)
     assert violated == set() and details(session)[-1] == "completed"
 
 
