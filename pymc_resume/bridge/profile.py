@@ -523,7 +523,8 @@ def evidence_notes(evidence: list[tuple[Scenario, list[SinkEvent]]]) -> list[str
 
     After a SIGKILL right after a stage's checkpoint was written (`after-commit`), a correct
     layer never runs that stage again; the note says whether this configuration did, with the
-    scenarios as evidence (the sink's execution log of the crashed thread).
+    scenarios as evidence (the sink's execution log of the crashed thread). A scenario run once
+    per variant is evidence once per stage: each stage is named once.
     """
     reran, kept = [], []
     for scenario, events in evidence:
@@ -536,6 +537,7 @@ def evidence_notes(evidence: list[tuple[Scenario, list[SinkEvent]]]) -> list[str
             reran.append(f"stage {crash.stage} ran {len(runs)} times ({roles})")
         elif len(runs) == 1:
             kept.append(crash.stage)
+    reran, kept = list(dict.fromkeys(reran)), list(dict.fromkeys(kept))
     notes = []
     if reran:
         notes.append(

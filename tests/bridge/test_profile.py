@@ -7,10 +7,11 @@ import sys
 import pytest
 from bridge_test_adapters import NoInterruptNoForkAdapter
 
-from pymc_resume.bridge.adapter import expressible_workflow, unsupported_operations
-from pymc_resume.bridge.fuzzing.scenarios import scenarios
+from pymc_resume.bridge.adapter import CrashPoint, expressible_workflow, unsupported_operations
+from pymc_resume.bridge.adapter.sink import SinkEvent
+from pymc_resume.bridge.fuzzing.scenarios import Scenario, scenarios
 from pymc_resume.bridge.hosting.registry import Configuration
-from pymc_resume.bridge.profile import run_profile
+from pymc_resume.bridge.profile import evidence_notes, run_profile
 from pymc_resume.bridge.repro.replay import load_repro, replay_repro
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.contract import CLAUSE_IDS
@@ -135,3 +136,23 @@ def test_profile_writes_a_violations_repro_and_json_before_it_ends(tmp_path):
     assert any(v["consume-once-value"] == "unconfirmed" for v in early)  # as soon as it was seen
     assert any(v["consume-once-value"] == "violated" for v in early)  # confirmed, before the end
     assert seen[-1][0] and seen[-1][1]["consume-once-value"] == "violated"
+
+
+def test_evidence_notes_name_each_stage_once_when_a_scenario_ran_under_several_variants():
+    # The battery runs a crash scenario once per variant: the same stage is evidence once.
+    def killed_after_commit(stage, runs):
+        crash = CrashPoint(stage, "after-commit")
+        scenario = Scenario(f"crash-stage-{stage}-after-commit", (), (), lambda session: None, crash)
+        events = [
+            SinkEvent(i, "execute", 0, stage, 0, "s0", role, None, True, None, 1)
+            for i, role in enumerate(runs)
+        ]
+        return scenario, events
+
+    evidence = [killed_after_commit(0, ["run"]), killed_after_commit(1, ["run", "recovery"])] * 2
+    observed, not_observed = evidence_notes(evidence)
+    assert observed.startswith(
+        "re-execution of durably recorded work after a SIGKILL: observed: stage 1 ran 2 "
+    )
+    assert "(run, recovery) (scenarios" in observed
+    assert "not observed for stage(s) 0: killed" in not_observed

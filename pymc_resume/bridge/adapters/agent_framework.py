@@ -29,9 +29,16 @@ the framework's own "latest checkpoint" (or, for a fork not yet run, its fork po
 How the contract's operations map (docs/agent-framework.md says more):
 
 - start: `workflow.run(FuzzState(...))` on a fresh workflow in a fresh process;
-- resume(v): `workflow.run(checkpoint_id=head, responses={request_id: v})` on a fresh workflow
-  in a fresh process, with the id of the request the thread's head is parked on (or, when the
+- resume(v), two variants (`VARIANTS`), each `workflow.run(checkpoint_id=c, responses={request_id:
+  v})` on a fresh workflow in a fresh process: `respond-at-latest` addresses the thread's head,
+  `storage.get_latest(workflow_name=...)`, with the request the head is parked on (or, when the
   head has none pending, the last request the thread asked: the framework decides);
+  `respond-at-pause` addresses the checkpoint and request the client holds from the park, the
+  id `workflow.resolve_pause_checkpoint_id(request_ids)` returned when the run parked (the
+  client keeps it in a file of its own, `held/<thread>.json` in the example's workdir). Where
+  the framework stored nothing to address (`get_latest` found no checkpoint, or the park's
+  `resolve_pause_checkpoint_id` returned None) the client has no documented call to make and
+  refuses itself (`Refusal`: no evidence for a verdict);
 - recover: `workflow.run(checkpoint_id=head)` on a fresh workflow in a fresh process (or the
   initial message again when no checkpoint was stored);
 - fork: a new workflow instance (a new name) restores an earlier checkpoint,
@@ -40,7 +47,9 @@ How the contract's operations map (docs/agent-framework.md says more):
   response); an edit fork records its new input at fork time with
   `run(checkpoint_id=c, responses={request_id: v}, stream=True)`, read up to the first
   `superstep_started` event (the response-entry checkpoint is stored, no executor has run), and
-  its start restores that checkpoint;
+  its start restores that checkpoint. Every position the model allows is expressible (a parked
+  head, a completed head, an older checkpoint) but a stage committed inside a checkpoint that
+  records several (refused as `NOT_EXPRESSIBLE`: the framework has no checkpoint there);
 - update: not expressible (see `unsupported`).
 
 Crash points are real SIGKILLs of the child process: before or after a stage's node code (in
@@ -59,9 +68,21 @@ record.
 
 import asyncio
 import dataclasses
+import json
 import logging
+import os
+from pathlib import Path
 
-from pymc_resume.bridge.adapter import OK, REFUSED, Observation, Outcome, ThreadView
+from pymc_resume.bridge.adapter import (
+    FRAMEWORK,
+    NOT_EXPRESSIBLE,
+    OK,
+    REFUSED,
+    Observation,
+    Outcome,
+    ThreadView,
+    Variant,
+)
 from pymc_resume.bridge.kit import ChildProcessAdapter, Refusal
 from pymc_resume.model.state import INITIAL, Checkpoint
 from pymc_resume.model.workflow import UNSET, NodeKind, StageKind, Workflow
@@ -75,20 +96,72 @@ UPDATE_UNSUPPORTED = (
     "inside executors (ctx.set_state), and checkpoints are written only by a running workflow"
 )
 
+# Where Agent Framework documents the calls (the Python pivot of its checkpoints page, the
+# human-in-the-loop checkpoint sample, and the docstrings of the public methods).
+CHECKPOINTS_DOCS = (
+    "https://learn.microsoft.com/agent-framework/workflows/checkpoints?pivots=programming-language-python"
+)
+HITL_SAMPLE = (
+    "https://github.com/microsoft/agent-framework/blob/main/python/samples/03-workflows/checkpoint/"
+    "checkpoint_with_human_in_the_loop.py"
+)
+RUN_DOCS = (
+    "agent_framework.Workflow.run docstring (responses 'can be combined with checkpoint_id to restore a "
+    "checkpoint and send responses in a single call')"
+)
+LATEST_DOCS = "agent_framework.CheckpointStorage.get_latest docstring"
+RESTORE_DOCS = f"{CHECKPOINTS_DOCS}; {HITL_SAMPLE}"
+PAUSE_DOCS = (
+    "agent_framework.Workflow.resolve_pause_checkpoint_id docstring ('a checkpoint id suitable for "
+    "durable resume')"
+)
+
+RESPOND_AT_LATEST = "respond-at-latest"
+RESPOND_AT_PAUSE = "respond-at-pause"
+LATEST_CALL = (
+    "workflow.run(checkpoint_id=(await storage.get_latest(workflow_name=name)).checkpoint_id, "
+    "responses={request_id: v}) on a fresh workflow in a fresh process"
+)
+PAUSE_CALL = (
+    "workflow.run(checkpoint_id=held, responses={request_id: v}) on a fresh workflow in a fresh process, "
+    "held = await workflow.resolve_pause_checkpoint_id(request_ids) when the run parked"
+)
+START_CALL = (
+    "WorkflowBuilder(start_executor=..., checkpoint_storage=FileCheckpointStorage(dir))"
+    ".add_chain(...).build().run(FuzzState(...))"
+)
+RECOVER_CALL = (
+    "workflow.run(checkpoint_id=(await storage.get_latest(workflow_name=name)).checkpoint_id) on a fresh "
+    "workflow in a fresh process (workflow.run(FuzzState(...)) again when get_latest finds none)"
+)
+REPLAY_FORK_CALL = (
+    "a new workflow instance (its own workflow name) restores the checkpoint when started: "
+    "workflow.run(checkpoint_id=c) (at an interrupt, the parent's response-entry checkpoint)"
+)
+EDIT_FORK_CALL = (
+    "a new workflow instance records its input with run(checkpoint_id=c, responses={request_id: v}, "
+    "stream=True), read up to the first superstep_started; its start restores the response-entry "
+    "checkpoint that stored: workflow.run(checkpoint_id=...)"
+)
+
+# The crash, which is no call of the framework's (every other operation's calls are its variants).
 FRAMEWORK_CALLS = {
-    "start": "WorkflowBuilder(start_executor=..., checkpoint_storage=FileCheckpointStorage(dir))"
-    ".add_chain(...).build().run(FuzzState(...))",
-    "resume": "workflow.run(checkpoint_id=head, responses={request_id: v}) on a fresh workflow in a "
-    "fresh process",
-    "resume-together": "k processes, each workflow.run(checkpoint_id=head, responses={request_id: v})",
     "crash": "SIGKILL of the child process running workflow.run (around an executor's node code, or "
     "right after FileCheckpointStorage.save returned)",
-    "recover": "workflow.run(checkpoint_id=head) on a fresh workflow in a fresh process",
-    "fork": "a new workflow instance (its own workflow name) restores an earlier checkpoint when started: "
-    "workflow.run(checkpoint_id=c); an edit fork first records its input with "
-    "run(checkpoint_id=c, responses={request_id: v}, stream=True), read up to the first "
-    "superstep_started",
 }
+
+# Every documented way of performing each operation (`bridge/adapter/protocol.py`): a response
+# addressed to the latest checkpoint, and one addressed to the checkpoint that parked.
+VARIANTS = (
+    Variant("start", "run-message", START_CALL, CHECKPOINTS_DOCS),
+    Variant("resume", RESPOND_AT_LATEST, LATEST_CALL, f"{CHECKPOINTS_DOCS}; {RUN_DOCS}; {LATEST_DOCS}"),
+    Variant("resume", RESPOND_AT_PAUSE, PAUSE_CALL, f"{HITL_SAMPLE}; {RUN_DOCS}; {PAUSE_DOCS}"),
+    Variant("resume-together", RESPOND_AT_LATEST, f"k processes, each {LATEST_CALL}", RUN_DOCS),
+    Variant("resume-together", RESPOND_AT_PAUSE, f"k processes, each {PAUSE_CALL}", PAUSE_DOCS),
+    Variant("recover", "restore-latest", RECOVER_CALL, f"{CHECKPOINTS_DOCS}; {LATEST_DOCS}"),
+    Variant("fork", "restore-checkpoint", REPLAY_FORK_CALL, RESTORE_DOCS, ("replay",)),
+    Variant("fork", "respond-at-checkpoint", EDIT_FORK_CALL, f"{HITL_SAMPLE}; {RUN_DOCS}", ("edit",)),
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,6 +190,7 @@ class AgentFrameworkAdapter(ChildProcessAdapter):
     refusals = (AgentFrameworkRefusal,)
     unsupported = {"update": UPDATE_UNSUPPORTED}
     framework_calls = FRAMEWORK_CALLS
+    variants = VARIANTS
     effect_key = {
         "key": "ctx.request_id in a @response_handler (gated, interrupt stages); none in a plain @handler",
         "why": "the id of the request_info the response answers, stored with the pending request in the "
@@ -143,6 +217,7 @@ class AgentFrameworkAdapter(ChildProcessAdapter):
     def open(self, setup) -> None:
         super().open(setup)
         self.store = setup.workdir / "checkpoints"
+        self.held = setup.workdir / "held"  # the client's own record of each thread's pause address
         self.threads[0].update(name="t0", fork_point=None)
 
     # -- the workflow (built in each child process) ------------------------------------------
@@ -186,24 +261,63 @@ class AgentFrameworkAdapter(ChildProcessAdapter):
             return self._run(thread, checkpoint_id=head.checkpoint_id)
         return self._run(thread, message=FuzzState(self.workflow.initial_state()))
 
-    def client_resume(self, thread: int, value: int) -> str:
-        head = self._head(thread)
-        if head is None:
-            raise Refusal("the thread has no stored checkpoint to restore and respond to")
-        request_id = self._request_id(thread, head)
-        if request_id is None:
-            raise Refusal("the thread never asked for input (no request_info on its chain)")
+    def client_resume(self, thread: int, value: int, variant: str = RESPOND_AT_LATEST) -> str:
+        """The response, addressed as `variant` says: to the latest checkpoint, or to the
+        checkpoint the client holds from the park."""
+        if variant == RESPOND_AT_PAUSE:
+            checkpoint_id, request_id = self._held_pause(thread)
+        else:
+            checkpoint_id, request_id = self._latest_address(thread)
         self.loaded()
-        return self._run(thread, checkpoint_id=head.checkpoint_id, responses={request_id: value})
+        return self._run(thread, checkpoint_id=checkpoint_id, responses={request_id: value})
 
     def client_recover(self, thread: int) -> str:
         return self.client_start(thread)
 
+    def _latest_address(self, thread: int) -> tuple[str, str]:
+        """`respond-at-latest`: the head `storage.get_latest` names, and the request it is parked
+        on (or the last one the thread asked)."""
+        head = self._head(thread)
+        if head is None:
+            raise Refusal(
+                "storage.get_latest found no checkpoint of this workflow: the framework stored none, so "
+                "there is nothing to restore and respond to"
+            )
+        request_id = self._request_id(thread, head)
+        if request_id is None:
+            raise Refusal("the thread never asked for input (no request_info on its chain)")
+        return head.checkpoint_id, request_id
+
+    def _held_pause(self, thread: int) -> tuple[str, str]:
+        """`respond-at-pause`: the checkpoint and request the client holds from the thread's last
+        park (what `resolve_pause_checkpoint_id` returned then)."""
+        try:
+            held = json.loads(self._held_path(thread).read_text())
+        except FileNotFoundError:
+            raise Refusal("the client holds no pause address: no run of this thread parked") from None
+        if held["checkpoint_id"] is None:
+            raise Refusal(
+                f"the client holds no pause checkpoint for request {held['request_id']}: when the run "
+                "parked, workflow.resolve_pause_checkpoint_id returned None (the framework saved none)"
+            )
+        return held["checkpoint_id"], held["request_id"]
+
+    def _held_path(self, thread: int) -> Path:
+        return self.held / f"{self.threads[thread]['name']}.json"
+
     def _run(self, thread: int, **arguments) -> str:
-        """One `workflow.run` on a fresh workflow; an error Agent Framework raised is a refusal."""
+        """One `workflow.run` on a fresh workflow; an error Agent Framework raised is a refusal.
+        A run that parks hands its client the pause address, which the client keeps."""
 
         async def run():
-            return await self._workflow(thread).run(**arguments)
+            workflow = self._workflow(thread)
+            result = await workflow.run(**arguments)
+            request_ids = [event.request_id for event in result.get_request_info_events()]
+            if request_ids:
+                pause = await workflow.resolve_pause_checkpoint_id(request_ids)
+                held = {"checkpoint_id": pause, "request_id": request_ids[0]}
+                _write_atomically(self._held_path(thread), held)
+            return result
 
         try:
             result = asyncio.run(run())
@@ -219,10 +333,15 @@ class AgentFrameworkAdapter(ChildProcessAdapter):
         lineage = self._lineage(self._checkpoints(), self._head_id(thread))
         chain, sources = self._view(lineage)
         if not 0 <= checkpoint < len(chain):
-            return Outcome(REFUSED, f"no checkpoint {checkpoint} to fork from")
+            return Outcome(REFUSED, f"no checkpoint {checkpoint} to fork from", by=NOT_EXPRESSIBLE)
         source = sources[checkpoint]
         if source is None:
-            return Outcome(REFUSED, f"checkpoint {checkpoint} has no Agent Framework checkpoint of its own")
+            return Outcome(
+                REFUSED,
+                f"checkpoint {checkpoint} is a stage committed inside an Agent Framework checkpoint that "
+                "records several: the framework has no checkpoint there to restore",
+                by=NOT_EXPRESSIBLE,
+            )
         pc, point = chain[checkpoint].pc, lineage[source]
         consuming = pc < self.workflow.end and self.workflow.consumes[pc]
         if consuming and intent == "replay":
@@ -232,13 +351,16 @@ class AgentFrameworkAdapter(ChildProcessAdapter):
         new = self.add_thread(name=f"t{len(self.threads)}", fork_point=point.checkpoint_id)
         if intent == "edit" and consuming:
             if not point.pending_request_info_events:
-                return Outcome(REFUSED, f"checkpoint {checkpoint} has no pending request to answer")
+                self.threads.pop()
+                return Outcome(
+                    REFUSED, f"checkpoint {checkpoint} has no pending request to answer", by=NOT_EXPRESSIBLE
+                )
             try:
                 request_id = next(iter(point.pending_request_info_events))
                 self._deliver_edit(new, point.checkpoint_id, request_id, value)
             except AgentFrameworkRefusal as refusal:
                 self.threads.pop()
-                return Outcome(REFUSED, str(refusal))
+                return Outcome(REFUSED, str(refusal), by=FRAMEWORK)
         return Outcome(OK, f"forked as thread {new} from checkpoint {point.checkpoint_id}", thread=new)
 
     def _deliver_edit(self, thread: int, checkpoint_id: str, request_id: str, value: int) -> None:
@@ -265,7 +387,7 @@ class AgentFrameworkAdapter(ChildProcessAdapter):
 
     def update(self, thread: int, note: int) -> Outcome:
         """Not expressible (`unsupported`); refused in case a bridge still asks."""
-        return Outcome(REFUSED, UPDATE_UNSUPPORTED)
+        return Outcome(REFUSED, UPDATE_UNSUPPORTED, by=NOT_EXPRESSIBLE)
 
     # -- reading the store (read-only) -------------------------------------------------------------
 
@@ -418,6 +540,15 @@ def _executor(adapter: AgentFrameworkAdapter, node: int):
                 await forward(values, ctx)
 
     return NodeExecutor(id=f"n{node}")
+
+
+def _write_atomically(path: Path, data: dict) -> None:
+    """The client's own record, written whole: a temporary file of this process's own, renamed
+    over the thread's file (k concurrent deliveries each write one)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(data))
+    os.replace(temporary, path)
 
 
 def _before_later(workflow: Workflow, app: tuple[int, ...], stage: int) -> tuple[int, ...]:

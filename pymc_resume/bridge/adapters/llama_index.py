@@ -54,7 +54,17 @@ from typing import Annotated
 
 from pydantic import Field, create_model
 
-from pymc_resume.bridge.adapter import OK, REFUSED, Observation, Outcome, ThreadView
+from pymc_resume.bridge.adapter import (
+    CLIENT,
+    FRAMEWORK,
+    NOT_EXPRESSIBLE,
+    OK,
+    REFUSED,
+    Observation,
+    Outcome,
+    ThreadView,
+    Variant,
+)
 from pymc_resume.bridge.kit import ChildProcessAdapter, Refusal
 from pymc_resume.model.state import INITIAL, UPDATE, Checkpoint
 from pymc_resume.model.workflow import UNSET, NodeKind, StageKind, Workflow
@@ -101,6 +111,28 @@ FRAMEWORK_CALLS = {
     "restored.to_dict(serializer=JsonSerializer()) to the thread's file",
 }
 
+# Where LlamaIndex Workflows documents the calls.
+DOCS = "https://developers.llamaindex.ai/python/llamaagents/workflows"
+HUMAN_IN_THE_LOOP = (
+    f"{DOCS}/human_in_the_loop (Stopping/Resuming Between Human Responses; Using wait_for_event)"
+)
+DURABLE = f"{DOCS}/durable_workflows (Storing data in the context object)"
+STATE = f"{DOCS}/managing_state (Maintaining Context Across Runs)"
+
+# One documented client call per operation: the framework documents one way to pause and resume
+# a run across processes (serialize the Context, restore it, run it, send the event); a targeted
+# `send_event(ev, step=...)` is refused for a step that waits (`wait_for_event`) rather than
+# takes the event, so it is no second way to deliver a response here.
+VARIANTS = (
+    Variant("start", "run-streamed", FRAMEWORK_CALLS["start"], HUMAN_IN_THE_LOOP),
+    Variant("resume", "send-event-to-restored", FRAMEWORK_CALLS["resume"], HUMAN_IN_THE_LOOP),
+    Variant(
+        "resume-together", "send-event-to-restored", FRAMEWORK_CALLS["resume-together"], HUMAN_IN_THE_LOOP
+    ),
+    Variant("recover", "run-restored", FRAMEWORK_CALLS["recover"], DURABLE),
+    Variant("update", "store-set-on-restored", FRAMEWORK_CALLS["update"], f"{STATE}; {DURABLE}"),
+)
+
 
 class NodeResponse(HumanResponseEvent):
     """A human's response to a waiting node: an int the schema allows (>= 0)."""
@@ -138,6 +170,7 @@ class LlamaIndexAdapter(ChildProcessAdapter):
     refusals = (LlamaIndexRefusal,)
     unsupported = {"fork": FORK_UNSUPPORTED}
     framework_calls = FRAMEWORK_CALLS
+    variants = VARIANTS
     effect_key = {
         "key": "none",
         "why": "LlamaIndex Workflows hands a step no identity that survives a restore",
@@ -272,12 +305,12 @@ class LlamaIndexAdapter(ChildProcessAdapter):
 
     def fork(self, thread: int, checkpoint: int, intent: str, value: int | None) -> Outcome:
         """Not expressible (`unsupported`); refused in case a bridge still asks."""
-        return Outcome(REFUSED, FORK_UNSUPPORTED)
+        return Outcome(REFUSED, FORK_UNSUPPORTED, by=NOT_EXPRESSIBLE)
 
     def update(self, thread: int, note: int) -> Outcome:
         saved = self._saved(thread)
         if saved is None:
-            return Outcome(REFUSED, "the thread has no saved context to update")
+            return Outcome(REFUSED, "the thread has no saved context to update", by=CLIENT)
 
         async def update():
             flow = self._workflow()
@@ -291,7 +324,7 @@ class LlamaIndexAdapter(ChildProcessAdapter):
             data = asyncio.run(update())
         except Exception as error:
             if _from_llama_index(error):
-                return Outcome(REFUSED, f"{type(error).__name__}: {error}")
+                return Outcome(REFUSED, f"{type(error).__name__}: {error}", by=FRAMEWORK)
             raise
         _write_atomically(self._path(thread), data)
         return Outcome(OK, "updated")

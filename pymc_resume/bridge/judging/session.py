@@ -487,10 +487,9 @@ class Session:
             elif now.inputs is not None and now.inputs.get(stage) == value != (was.inputs or {}).get(stage):
                 did = "recorded it in place of the consumed value"
             elif now.chain != was.chain:
-                did = (
-                    "accepted it without an error and ran the thread again (its head went from "
-                    f"stage {was.chain[-1].pc} to stage {now.chain[-1].pc})"
-                )
+                recorded = self._where_recorded(was, now, value)
+                did = f"accepted it without an error{recorded} and ran the thread again (its head went "
+                did += f"from stage {was.chain[-1].pc} to stage {now.chain[-1].pc})"
             else:
                 did = "accepted it without an error and ignored it: nothing recorded, the thread unchanged"
             self.history.late_seen.setdefault(
@@ -499,6 +498,15 @@ class Session:
                 f"already consumed a value, was not refused: the framework {did}",
             )
             self._noter(step)(LATE_RESUME, f"stage {stage}: not refused, the framework {did.split(':')[0]}")
+
+    @staticmethod
+    def _where_recorded(was, now, value: int) -> str:
+        """What the framework did with a late value it accepted, where the adapter observes
+        recorded inputs: ", recorded it at stage S," or ", recorded it nowhere,"; else ""."""
+        if now.inputs is None:
+            return ""
+        stages = sorted(s for s, v in now.inputs.items() if v == value != (was.inputs or {}).get(s))
+        return f", recorded it at stage {stages[0]}," if stages else ", recorded it nowhere,"
 
     def _remember_fork(self, step: dict, outcome, before: Observation) -> None:
         t, c = step["thread"], step["checkpoint"]

@@ -17,7 +17,12 @@ pytest.importorskip(
 
 from live_steps import START, apply_steps, crash, resume
 
-from pymc_resume.bridge.adapters.agent_framework import AgentFrameworkAdapter
+from pymc_resume.bridge.adapter import declared_variants
+from pymc_resume.bridge.adapters.agent_framework import (
+    RESPOND_AT_LATEST,
+    RESPOND_AT_PAUSE,
+    AgentFrameworkAdapter,
+)
 from pymc_resume.bridge.judging.session import Session
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.state import INITIAL
@@ -37,12 +42,21 @@ def statuses(session, thread=0):
     return [o["status"] for step in session.steps if step["thread"] == thread for o in step["outcome"]]
 
 
-def test_declares_its_calls_and_update_as_unsupported():
+def at_pause(step):
+    return {**step, "variant": RESPOND_AT_PAUSE}
+
+
+def test_declares_both_ways_to_address_a_response_and_update_as_unsupported():
     adapter = AgentFrameworkAdapter()
     assert adapter.version.startswith("agent-framework-core 1.")
     assert adapter.capabilities == {"recorded-inputs", "executions"}  # no lease: liveness is skipped
     assert set(adapter.unsupported) == {"update"}
-    assert set(adapter.framework_calls) == {"start", "resume", "resume-together", "crash", "recover", "fork"}
+    variants = declared_variants(adapter)
+    assert list(variants) == ["start", "resume", "resume-together", "recover", "fork"]
+    for operation in ("resume", "resume-together"):
+        assert [v.name for v in variants[operation]] == [RESPOND_AT_LATEST, RESPOND_AT_PAUSE]
+    assert [v.intents for v in variants["fork"]] == [("replay",), ("edit",)]
+    assert all(v.docs for each in variants.values() for v in each)
 
 
 def test_a_start_checkpoints_every_superstep_and_parks_at_the_request():
@@ -58,12 +72,25 @@ def test_a_start_checkpoints_every_superstep_and_parks_at_the_request():
         session.close()
 
 
-def test_crash_free_run_holds_and_a_second_response_is_refused_by_the_framework():
+def test_crash_free_run_holds_and_a_second_response_at_the_latest_is_refused_by_the_framework():
     violated, session = run([START, resume(1), resume(2), resume(1)])
     assert violated == set()
     assert statuses(session) == ["ok", "ok", "ok", "refused"]
     assert session.observation.threads[0].inputs == {2: 1, 3: 2}
-    assert "RuntimeError: No pending requests" in session.steps[-1]["outcome"][0]["detail"]
+    refusal = session.steps[-1]["outcome"][0]
+    assert refusal["by"] == "framework" and "RuntimeError: No pending requests" in refusal["detail"]
+
+
+def test_a_second_response_at_the_checkpoint_that_parked_is_served_again():
+    # The id resolve_pause_checkpoint_id gave the client at the park still has the request
+    # pending: the framework runs the response handler again (a second consumption of the
+    # interrupt, counted where it is seen) and its branch becomes the latest.
+    violated, session = run([START, resume(1), resume(1), at_pause(resume(2))], drain=False)
+    assert violated == {"consume-once-value", "consume-once-consumption"}
+    assert statuses(session) == ["ok", "ok", "ok", "ok"]
+    assert session.observation.threads[0].inputs == {2: 1, 3: 2}
+    [did] = session.history.late_seen.values()
+    assert did.endswith("the framework recorded it in place of the consumed value")
 
 
 def test_a_kill_after_a_checkpoint_was_saved_does_not_run_the_stage_again():
@@ -91,10 +118,18 @@ def test_a_kill_between_the_effect_and_its_checkpoint_fires_it_again_unkeyed():
 
 def test_the_storage_as_it_comes_stores_no_checkpoint_of_the_state_type():
     # FileCheckpointStorage refuses to save FuzzState (not in allowed_checkpoint_types); the
-    # framework logs it and runs on, so a recovery starts over and fires the effect again.
-    violated, session = run([START, {"action": "recover", "thread": 0, "crash": None}], allowed_types=False)
-    assert not any(session.workdir.joinpath("checkpoints").glob("*.json"))
+    # framework logs it and runs on, so a recovery starts over and fires the effect again. Its
+    # lookups name no checkpoint to respond at, so the client refuses both resumes itself: no
+    # evidence for a verdict.
+    steps = [START, resume(1), at_pause(resume(1)), {"action": "recover", "thread": 0, "crash": None}]
+    violated, session = run(steps, allowed_types=False)
+    assert [c.stage for c in session.observation.threads[0].chain] == [INITIAL]  # nothing stored
     assert violated == {"effect-exactly-once"}
+    latest, pause = (session.steps[i]["outcome"][0] for i in (1, 2))
+    assert latest["by"] == pause["by"] == "client"
+    assert "storage.get_latest found no checkpoint" in latest["detail"]
+    assert "resolve_pause_checkpoint_id returned None" in pause["detail"]
+    assert "resume" not in session.exercised
 
 
 def test_an_edit_fork_records_its_new_input_and_runs_from_the_parked_checkpoint():

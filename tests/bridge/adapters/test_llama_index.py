@@ -20,6 +20,7 @@ pytest.importorskip(
 
 from live_steps import START, apply_steps, crash, resume
 
+from pymc_resume.bridge.adapter import declared_variants
 from pymc_resume.bridge.adapters.llama_index import LlamaIndexAdapter
 from pymc_resume.bridge.judging.session import Session, Violation
 from pymc_resume.model.bounds import load_bounds
@@ -48,6 +49,10 @@ def test_declares_its_calls_and_fork_as_unsupported():
     assert set(adapter.unsupported) == {"fork"} and "no checkpoint history" in adapter.unsupported["fork"]
     performed = {"start", "resume", "resume-together", "crash", "recover", "update"}
     assert set(adapter.framework_calls) == performed
+    # One documented call per operation, each with where the framework documents it.
+    variants = declared_variants(adapter)
+    assert set(variants) == performed - {"crash"}
+    assert all(len(each) == 1 and each[0].docs for each in variants.values())
 
 
 def test_a_start_saves_the_idle_context_parked_at_the_wait():
@@ -112,7 +117,16 @@ def test_an_update_shows_as_its_own_checkpoint_so_recovery_replays_it():
     assert any(c.stage == UPDATE and c.app[-1] == 2 for c in session.observation.threads[0].chain)
 
 
-def test_a_resume_to_a_completed_run_starts_it_again():
+def test_a_value_sent_to_a_completed_run_is_ignored_and_the_run_starts_again():
+    # run(ctx=restored) on a stopped context starts a new run from the StartEvent with the old
+    # state store; the response finds no waiting step (an UnhandledEvent) and is recorded nowhere.
     violated, session = apply_steps(session_of(REFIRE), [START, resume(1), resume(1), resume(2)], drain=False)
-    assert statuses(session) == ["ok", "ok", "ok", "ok"]  # not refused: the stopped context runs again
-    assert {"prefix-continuation", "consume-once-value"} & violated
+    assert statuses(session) == ["ok", "ok", "ok", "ok"]  # not refused
+    assert violated == {"prefix-continuation", "consume-once-value"}
+    view = session.observation.threads[0]
+    assert view.chain[-1].pc == 2 and view.inputs == {2: 1, 3: 1}  # parked at the first wait again
+    [did] = session.history.late_seen.values()
+    assert did.endswith(
+        "the framework accepted it without an error, recorded it nowhere, and ran the thread "
+        "again (its head went from stage 4 to stage 2)"
+    )
