@@ -218,6 +218,12 @@ class ClauseResult:
     # "operation: variant": the variants that decided the cell (its repro's, or those that
     # exercised it), for operations the adapter declares variants of
     variants: tuple[str, ...] = ()
+    # The repro's story, for readers of the JSON alone (the HTML report): each step's outcomes,
+    # the step after which the clause was seen failing (or "drain"), and what the store and the
+    # sink showed (`Session.observed`: step by step, and at the end).
+    outcomes: list | None = None
+    violated_at: int | str | None = None
+    observed: dict | None = None
 
     def as_json(self) -> dict:
         data = {
@@ -238,6 +244,9 @@ class ClauseResult:
             )
             reproduced, of = self.replays or (0, 0)
             data["replays"] = {"reproduced": reproduced, "of": of}
+            data["outcomes"] = self.outcomes
+            data["violated_at"] = self.violated_at
+            data["observed"] = self.observed
         return data
 
 
@@ -680,6 +689,9 @@ def clause_repro(
         steps=document["steps"],
         replays=(reproduced, of),
         variants=variants,
+        outcomes=document["outcomes"],
+        violated_at=document["violated_at"],
+        observed=document["observed"],
     )
 
 
