@@ -27,8 +27,10 @@ randomized search, not a proof: the explorer gives proofs for the model).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -339,6 +341,16 @@ def run_fuzz(
     return run.finish(all_clauses)
 
 
+def database_name(adapter: str, options: dict) -> str:
+    """The folder name of an adapter configuration's example database: readable, then a digest
+    of the spec and options (a spec may be a long path; names may collide)."""
+    identity = json.dumps([adapter, options], sort_keys=True, default=str)
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:12]
+    readable = [adapter.rsplit(":", 1)[-1].rsplit("/", 1)[-1]]
+    readable += [str(v) if v is not True else k for k, v in sorted(options.items()) if v not in (None, False)]
+    return "-".join(re.sub(r"[^0-9A-Za-z._-]+", "_", part)[:40] for part in readable) + "-" + digest
+
+
 class Findings:
     """A run's findings, written the moment they are known: each violated clause's failing
     steps as a repro when first seen (rewritten when a shorter failing example shows up), then
@@ -497,10 +509,16 @@ class FuzzRun:
         return make_session
 
     def _database(self):
-        """One example database per adapter configuration: the machine's code is shared."""
-        fault = self.target.info.options.get("fault") or "nofault"
-        name = f"{self.target.adapter.replace(':', '.')}-{fault}"
-        return DirectoryBasedExampleDatabase(str(self.target.repro_dir / "hypothesis-db" / name))
+        """One example database per adapter configuration, keyed by the adapter's spec and every
+        option it was built with (two adapters, or one with two option sets, never share saved
+        failures); the name starts with the adapter's own name and options, to be told apart."""
+        return DirectoryBasedExampleDatabase(
+            str(
+                self.target.repro_dir
+                / "hypothesis-db"
+                / database_name(self.target.adapter, self.target.info.options)
+            )
+        )
 
     def _publish(self) -> None:
         if self.publish is not None:
