@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from pymc_resume.model.contract import CLAUSE_IDS
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -37,6 +39,7 @@ def profile(spec: str, *args: str, cwd: Path) -> tuple[subprocess.CompletedProce
     return run, data
 
 
+@pytest.mark.slow
 def test_the_adapter_for_built_in_node_kinds_holds_every_id_in_at_most_150_lines(tmp_path):
     lines = len(ADAPTER.read_text().splitlines())
     assert lines <= MOST_LINES, f"{ADAPTER.name} has {lines} lines"
@@ -48,6 +51,7 @@ def test_the_adapter_for_built_in_node_kinds_holds_every_id_in_at_most_150_lines
     assert data["effects"]["keyed_fires"] == data["effects"]["fires"] > data["effects"]["applications"]
 
 
+@pytest.mark.slow
 def test_reading_a_node_kinds_output_wrong_is_caught(tmp_path):
     # A `Sum` read as stored, not as the model's step output: the state after a recovery no
     # longer matches the crash-free run of the same inputs.
