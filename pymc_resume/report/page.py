@@ -308,7 +308,10 @@ def _evidence(row: Row, cid: str, cell: dict) -> str:
         facts.append(f"repro of {cell['repro_steps']} steps")
     first = cell.get("first_failure")
     if first:
-        facts.append(f"first seen after {first['examples']} fuzzed examples, {first['seconds']}s")
+        when = (
+            f"after {first['examples']} fuzzed examples" if first["examples"] else "in the targeted scenarios"
+        )
+        facts.append(f"first seen {when}, {first['seconds']}s into the run")
     effects = data.get("effects")
     if cid == "effect-exactly-once" and effects:
         facts.append(
