@@ -4,8 +4,9 @@ Installed with pymc-resume (the `pytest11` entry point `pymc_resume`), it gives 
 
 - the fixture `resume_contract`: `resume_contract(adapter, **options)` fuzzes the adapter
   against the contract (`pymc-resume fuzz`'s engine) and fails the test, one paragraph per
-  violated id with its reason, its minimal steps and the repro file that `pymc-resume replay`
-  reproduces; it returns the run's `FuzzReport` when every id holds;
+  violated id with its reason, its minimal steps, the repro file and the command that replays it,
+  ready to paste (`pymc-resume replay FILE --allow-adapter SPEC`); it returns the run's
+  `FuzzReport` when every id holds;
 - the marker `@pytest.mark.resume_contract("module:Class", **options)`, or
   `resume_contract(adapter=Class, ...)` (a class as the marker's only positional argument would
   be taken by pytest as the thing the marker decorates): the same check, run as the marked
@@ -17,19 +18,37 @@ Installed with pymc-resume (the `pytest11` entry point `pymc_resume`), it gives 
   `--resume-max-seconds SECONDS` (each check; default no limit), `--resume-no-shrink`.
   A check's keywords (`examples=`, `seed=`, `bounds=`, ...) override them for that check.
 
+The terminal summary says what every check in the run did (section "resume contract"): the
+adapter, the examples and steps, and each id's verdict with its reason (which examples exercised
+it, or why it was skipped).
+
 `adapter` is what `pymc-resume fuzz` takes (a built-in name, `module:Class`,
 `path/to/file.py:Class`, an installed adapter's name) or an adapter class; `options` are its
 constructor's keyword arguments, checked against it. Shrinking and repros need the adapter by
-name, so a class is named by its module and qualified name (a class defined in a test module
-works: pytest imported it). `adapter` may also be any zero-argument factory (`lambda:
-MyAdapter(store=url)`): it is fuzzed as `contract_test_case` does, and a violation fails the
-test with Hypothesis's minimal steps but no repro file (a replay rebuilds an adapter by name).
+name, and a replay typed in a shell must find it: so a class, or a `module:Class` that is neither
+built in nor installed, is named by its file (`/abs/path/test_mine.py:MyAdapter`; a class defined
+in a test module works), and the printed replay command allows it. `adapter` may also be any
+zero-argument factory (`lambda: MyAdapter(store=url)`): it is fuzzed as `contract_test_case`
+does, and a violation fails the test with Hypothesis's minimal steps but no repro file (a replay
+rebuilds an adapter by name).
+
+Hypothesis keeps its files under the repro directory, never in the test's working directory:
+the example database (failures saved by one run are tried first by the next) in
+`DIR/hypothesis-db/<adapter>-<options>-<digest>`, one per adapter and option set, and its other
+files in `DIR/.hypothesis`.
 
 Nothing here is imported until a check runs, so the plugin costs a suite that does not use it
 nothing.
 """
 
 from __future__ import annotations
+
+import importlib
+import shlex
+import shutil
+import sys
+from contextlib import contextmanager
+from pathlib import Path
 
 import attrs
 import pytest
@@ -46,6 +65,7 @@ DEFAULTS = {
     "shrink": True,
 }
 CHECK_KEYWORDS = frozenset(DEFAULTS)
+SUMMARY = "resume_contract"  # the user property a check notes what it did under
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -153,26 +173,86 @@ def _seed(text: str | None) -> int | None | str:
 
 
 def adapter_spec(adapter) -> str:
-    """The spec `pymc-resume fuzz` takes for `adapter`: a spec already, or a class by its module
-    and qualified name."""
-    if isinstance(adapter, str):
-        return adapter
+    """The spec `pymc-resume fuzz` takes for `adapter`, in a form a shell can replay: a built-in
+    or installed adapter as it is named; a class, or a `module:Class` that is neither, by its
+    file (pytest's import path for a test module is not the shell's)."""
     if isinstance(adapter, type):
         if "<locals>" in adapter.__qualname__:
             raise pytest.UsageError(
                 f"resume_contract: {adapter.__qualname__} is defined inside a function; "
                 "define the adapter class at module level so replays can import it"
             )
-        return f"{adapter.__module__}:{adapter.__qualname__}"
-    raise pytest.UsageError(
-        f"resume_contract: expected an adapter class, spec or factory, not {type(adapter).__name__}"
+        spec = f"{adapter.__module__}:{adapter.__qualname__}"
+    elif isinstance(adapter, str):
+        spec = adapter
+    else:
+        raise pytest.UsageError(
+            f"resume_contract: expected an adapter class, spec or factory, not {type(adapter).__name__}"
+        )
+    return spec if is_known(spec) else by_file(spec)
+
+
+def is_known(spec: str) -> bool:
+    """Whether `spec` names a built-in or installed adapter (a replay needs no --allow-adapter)."""
+    from pymc_resume.bridge.hosting.registry import BUILT_IN, installed_adapters
+
+    installed = installed_adapters()
+    return spec in {*BUILT_IN, *BUILT_IN.values(), *installed, *installed.values()}
+
+
+def by_file(spec: str) -> str:
+    """`module:Class` as `/absolute/path/module.py:Class` (the module imported here, as pytest
+    imported it); a file spec made absolute; a spec whose module is not found as it was given."""
+    module_name, colon, name = spec.rpartition(":")
+    if not colon or not module_name:
+        return spec
+    if module_name.endswith(".py") or "/" in module_name:
+        return f"{Path(module_name).resolve()}:{name}"
+    module = sys.modules.get(module_name)
+    if module is None:
+        try:
+            module = importlib.import_module(module_name)
+        except Exception:
+            return spec  # fuzzing it says what is wrong, in one line
+    file = getattr(module, "__file__", None)
+    return f"{Path(file).resolve()}:{name}" if file else spec
+
+
+def replay_command(repro: str, spec: str) -> str:
+    """The command that replays `repro`, as a shell takes it from anywhere: absolute paths, the
+    adapter allowed when it is neither built in nor installed, and `pymc-resume` as this
+    environment runs it (the script beside this Python, else this Python with -m)."""
+    script = shutil.which("pymc-resume")
+    here = Path(sys.executable).parent
+    runner = (
+        ["pymc-resume"] if script and Path(script).parent == here else [sys.executable, "-m", "pymc_resume"]
     )
+    command = [*runner, "replay", str(Path(repro).resolve())]
+    if not is_known(spec):
+        command += ["--allow-adapter", spec]
+    return shlex.join(command)
 
 
-def check(config: pytest.Config, adapter, **keywords):
-    """Fuzz `adapter` against the contract; fail the test on a violation or a broken adapter."""
+@contextmanager
+def hypothesis_files_in(directory: Path):
+    """Hypothesis's own files (its constants cache; the default database, unused here) under
+    `directory` while a check runs, then back where they were."""
+    from hypothesis.configuration import set_hypothesis_home_dir, storage_directory
+
+    before = storage_directory(intent_to_write=False).home_directory
+    set_hypothesis_home_dir(directory)
+    try:
+        yield
+    finally:
+        set_hypothesis_home_dir(before)
+
+
+def check(node: pytest.Item, adapter, **keywords):
+    """Fuzz `adapter` against the contract; fail the test on a violation or a broken adapter.
+    What the check did is noted on the test (`user_properties`) for the terminal summary."""
+    config = node.config
     if callable(adapter) and not isinstance(adapter, (str, type)):
-        return check_factory(config, adapter, **keywords)
+        return check_factory(node, adapter, **keywords)
     from pymc_resume.bridge.fuzzing.budget import Budget
     from pymc_resume.bridge.fuzzing.fuzz import run_fuzz
     from pymc_resume.errors import PymcResumeError
@@ -184,20 +264,23 @@ def check(config: pytest.Config, adapter, **keywords):
     seed = None if settings.seed == "random" else settings.seed
     try:
         bounds = load_bounds(settings.bounds)
-        report = run_fuzz(
-            spec,
-            keywords,
-            bounds,
-            examples=settings.examples,
-            steps=settings.steps,
-            seed=seed,
-            repro_dir=settings.repro_dir,
-            step_timeout=settings.step_timeout,
-            shrink=settings.shrink,
-            budget=Budget(settings.max_seconds, None),
-        )
+        with hypothesis_files_in(Path(settings.repro_dir) / ".hypothesis"):
+            report = run_fuzz(
+                spec,
+                keywords,
+                bounds,
+                examples=settings.examples,
+                steps=settings.steps,
+                seed=seed,
+                repro_dir=settings.repro_dir,
+                use_database=True,
+                step_timeout=settings.step_timeout,
+                shrink=settings.shrink,
+                budget=Budget(settings.max_seconds, None),
+            )
     except (BoundsError, PymcResumeError) as error:
         pytest.fail(f"resume contract: {error}", pytrace=False)
+    node.user_properties.append((SUMMARY, checked_text(report)))
     if report.error is not None:
         pytest.fail(f"resume contract: adapter {spec!r}: {report.error}", pytrace=False)
     if report.violated:
@@ -205,10 +288,11 @@ def check(config: pytest.Config, adapter, **keywords):
     return report
 
 
-def check_factory(config: pytest.Config, factory, **keywords) -> None:
+def check_factory(node: pytest.Item, factory, **keywords) -> None:
     """Fuzz the adapters a zero-argument `factory` builds (`contract_test_case`): a violation
     fails the test with the clause and Hypothesis's minimal steps. No repro file: a replay
     rebuilds its adapter by name, which a factory does not have."""
+    config = node.config
     from pymc_resume.bridge.fuzzing.machine import contract_test_case
     from pymc_resume.bridge.judging.session import AdapterFailure, Violation
 
@@ -228,8 +312,17 @@ def check_factory(config: pytest.Config, factory, **keywords) -> None:
         seed=seed,
         step_timeout=settings.step_timeout,
     )
+    node.user_properties.append(
+        (
+            SUMMARY,
+            f"a factory's adapters, {settings.examples} examples of Hypothesis's stateful test, seed "
+            f"{seed}, bounds {settings.bounds!r}: every id judged on every step; no per-id evidence "
+            "(pass the adapter class for it)",
+        )
+    )
     try:
-        case("runTest").runTest()
+        with hypothesis_files_in(Path(settings.repro_dir) / ".hypothesis"):
+            case("runTest").runTest()
     except Violation as violation:
         pytest.fail(
             f"resume contract: {violation}\n(no repro file for a factory: pass the adapter class and "
@@ -253,16 +346,47 @@ def violation_text(report) -> str:
         lines += ["", f"{clause_id}: {result.reason}"]
         lines += [f"  {i}. {describe_step(step)}" for i, step in enumerate(result.steps or [])]
         lines += [
-            f"  repro: {result.repro}  (pymc-resume replay {result.repro})",
+            f"  repro: {result.repro}",
+            f"  replay: {replay_command(result.repro, report.adapter)}",
             f"  pytest: {result.pytest}",
         ]
     return "\n".join(lines)
 
 
+def checked_text(report) -> str:
+    """What one check did: the adapter, the budget, and each id's verdict with its reason (which
+    examples exercised it, or why it was not judged)."""
+    options = ", ".join(f"{k}={v}" for k, v in sorted(report.options.items()) if v is not None)
+    lines = [
+        f"adapter {report.adapter!r} ({report.version}){f' [{options}]' if options else ''}: "
+        f"{report.examples} examples, {report.steps} steps, seed {report.seed}, bounds {report.bounds.name!r}"
+    ]
+    lines += [f"  {result.verdict} {cid}: {result.reason}" for cid, result in report.clauses.items()]
+    return "\n".join(lines)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    """The section "resume contract": every check of the run, passed or failed, and what it did
+    (read from the tests' reports, so that it works under pytest-xdist too)."""
+    checks = [
+        (report.nodeid, report.outcome, text)
+        for reports in terminalreporter.stats.values()
+        for report in reports
+        if getattr(report, "when", None) == "call"
+        for name, text in getattr(report, "user_properties", ())
+        if name == SUMMARY
+    ]
+    if not checks:
+        return
+    terminalreporter.section("resume contract")
+    for nodeid, outcome, text in sorted(checks):
+        terminalreporter.write_line(f"{nodeid} ({outcome}): {text}")
+
+
 @pytest.fixture
 def resume_contract(request: pytest.FixtureRequest):
     """`resume_contract(adapter, **options)`: fuzz the adapter against the resume contract."""
-    return lambda adapter, **keywords: check(request.config, adapter, **keywords)
+    return lambda adapter, **keywords: check(request.node, adapter, **keywords)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -277,4 +401,4 @@ def pytest_runtest_call(item: pytest.Item) -> None:
                 f"{item.nodeid}: @pytest.mark.{MARKER} takes one adapter (a spec, or "
                 "adapter=Class) and keywords"
             )
-        check(item.config, adapters[0], **keywords)
+        check(item, adapters[0], **keywords)

@@ -4,6 +4,8 @@ and it also sees `importlib.import_module("literal")`.)
 
 - `model` (the reference semantics) never imports the bridge, the checking engines or the CLI;
 - `checking` (check, explore_check, matrix) never imports the bridge or the CLI;
+- `report` (profile JSON read back: the HTML report, comparisons) imports only the model and
+  the foundations: it reads JSON, it runs nothing;
 - `explore` (the generic explorer) imports nothing of the project but its own modules and the
   two foundations every layer shares, `errors` and `files`;
 - framework libraries are imported only by the framework adapters (`bridge/adapters/`)
@@ -54,6 +56,15 @@ FORBIDDEN = {  # folder -> project modules it must not import
     ),
     # The checking engines compute; the CLI renders (text lives in cli/).
     "checking/": ("pymc_resume.bridge", "pymc_resume.cli", "pymc_resume.gate"),
+    # The report reads profile JSON: it runs nothing, so it needs none of what makes profiles.
+    "report/": (
+        "pymc_resume.bridge",
+        "pymc_resume.cli",
+        "pymc_resume.checking",
+        "pymc_resume.explore",
+        "pymc_resume.gate",
+        "pymc_resume.runtime",
+    ),
 }
 
 
@@ -201,6 +212,8 @@ def test_the_check_sees_a_framework_imported_out_of_place():
     assert layer_violations("model/semantics.py", "from pymc_resume.bridge import session\n")
     assert layer_violations("explore/search.py", "from pymc_resume.model import semantics\n")
     assert layer_violations("checking/matrix.py", "from pymc_resume.cli.tables import table\n")
+    assert layer_violations("report/page.py", "from pymc_resume.bridge.profile import Profile\n")
+    assert not layer_violations("report/page.py", "from pymc_resume.model.contract import CLAUSE_IDS\n")
     assert layer_violations("explore/search.py", "import ray\n")
     assert not layer_violations("explore/ray_engine.py", "import ray\n")
     assert not layer_violations("bridge/adapters/langgraph.py", "from langgraph.graph import StateGraph\n")

@@ -1,11 +1,18 @@
 """The pytest plugin (`pymc_resume.pytest_plugin`, entry point `pytest11`) in a framework
 author's suite, run by pytester in a fresh process: the fixture and the marker pass on a
-correct adapter, fail on a faulty one with the id, the steps and a repro in the repro directory
-the command line names, and the budget and seed options reach the check."""
+correct adapter and the summary says what was checked, fail on a faulty one with the id, the
+steps, a repro in the repro directory the command line names and a replay command that
+reproduces when pasted into a shell, and the budget and seed options reach the check."""
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+
+from pymc_resume.model.contract import CLAUSE_IDS
 
 pytest_plugins = ["pytester"]
 
@@ -17,26 +24,57 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest_subprocess(*QUICK, *args)
 
 
-def test_the_fixture_passes_on_a_correct_adapter_and_returns_the_report(pytester):
+def test_the_fixture_passes_on_a_correct_adapter_returns_the_report_and_says_what_it_checked(pytester):
     pytester.makepyfile("""
         def test_reference(resume_contract):
             report = resume_contract("reference")
             assert report.violated == [] and report.examples >= 1
             assert report.seed == 0 and report.bounds.name == "small"
     """)
-    run(pytester).assert_outcomes(passed=1)
+    result = run(pytester)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*= resume contract =*",
+            "*test_reference (passed): adapter 'reference' (*): 3 examples, * steps, seed 0, bounds 'small'",
+            "  holds prefix-continuation: held in * of 3 examples that *",
+        ]
+    )
+    checked = result.stdout.str().split("resume contract =", 1)[1]
+    assert all(f" {cid}: " in checked for cid in CLAUSE_IDS)  # every id, exercised or why not
 
 
-def test_a_violation_fails_with_the_id_its_steps_and_a_repro_in_the_repro_dir(pytester):
-    pytester.makepyfile("""
-        def test_no_claim(resume_contract):
-            resume_contract("reference", fault="no-claim", examples=40, seed=1)
-    """)
+def test_a_violation_prints_a_replay_command_that_reproduces_when_pasted_as_is(pytester, tmp_path):
+    # A framework author's suite outside the project: the faulty adapter is defined in the test file.
+    pytester.makepyfile(
+        test_layer="""
+        from pymc_resume.bridge.adapters.reference import ReferenceAdapter
+
+        class FaultyLayer(ReferenceAdapter):
+            name = "faulty-layer"
+
+        def test_layer(resume_contract):
+            resume_contract(FaultyLayer, fault="no-claim", examples=40, seed=1)
+    """
+    )
     result = run(pytester, "--resume-repro-dir", "found")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*violates consume-once-consumption*", "*1. *", "*repro: found/*.json*"])
     [repro] = (pytester.path / "found").glob("*consume_once_consumption.json")
     assert json.loads(repro.read_text())["clause"] == "consume-once-consumption"
+    [command] = [
+        line.split("replay: ", 1)[1] for line in result.stdout.lines if line.startswith("  replay: ")
+    ]
+    assert f"--allow-adapter {pytester.path / 'test_layer.py'}:FaultyLayer" in command
+    # Pasted into a shell somewhere else, with this environment's scripts on the PATH.
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    pasted = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert pasted.returncode == 1, pasted.stdout + pasted.stderr
+    assert pasted.stdout.startswith("reproduces") and "consume-once-consumption" in pasted.stdout
+    # Hypothesis's files under the repro directory, keyed by the adapter and its options.
+    assert not (pytester.path / ".hypothesis").exists()
+    [database] = (pytester.path / "found" / "hypothesis-db").iterdir()
+    assert database.name.startswith("FaultyLayer-no-claim-")
 
 
 def test_the_marker_checks_a_class_from_the_test_module_before_the_body(pytester):

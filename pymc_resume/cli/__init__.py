@@ -83,12 +83,14 @@ def _register_commands() -> None:
     # Imported here so that each command module can import `main` from this package.
     from pymc_resume.cli import (
         check,  # noqa: F401
+        diff,  # noqa: F401
         explore,  # noqa: F401
         fuzz,  # noqa: F401
         matrix,  # noqa: F401
         profile,  # noqa: F401
         race,  # noqa: F401
         replay,  # noqa: F401
+        report,  # noqa: F401
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import sys
 from collections import defaultdict
+from pathlib import Path
 
 import click
 from click.core import ParameterSource
@@ -104,6 +105,23 @@ CELL = {
     "its adapter declares); alone, without running anything else (exit 0); with --examples, "
     "before the profiles.",
 )
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the HTML conformance report of the run to this path (as `pymc-resume report` "
+    "does; with --baseline, the baseline's rows beside the run's).",
+)
+@click.option(
+    "--baseline",
+    "baseline_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="A profile JSON to compare the run with: exit 1 when a cell is worse than in it (held "
+    "and is now violated or unconfirmed, or is newly skipped), 0 otherwise, however many cells "
+    "are violated in both.",
+)
 @adapter_option_flag
 @click.pass_context
 def profile_command(
@@ -123,6 +141,8 @@ def profile_command(
     json_path,
     markdown_path,
     operations,
+    html_path,
+    baseline_path,
     adapter_option_pairs,
 ):
     """The conformance profile of ADAPTER (a framework such as `langgraph`, a built-in adapter
@@ -172,6 +192,8 @@ def profile_command(
         click.echo("")
     writable_folder(repro_dir, "--repro-dir")
     writable_file(markdown_path, "--markdown")
+    writable_file(html_path, "--html")
+    baseline = read_baseline(baseline_path)
     budget = Budget(max_seconds, shrink_seconds)
     profiles: list = []
 
@@ -224,6 +246,9 @@ def profile_command(
     if markdown_path:
         write_atomically(markdown_path, markdown_table(profiles, skipped) + "\n")
     click.echo(profile_text(profiles, skipped))
+    document = _document(bounds, seed, examples, profiles, skipped)
+    if html_path:
+        write_report(html_path, document, json_path, baseline)
     failed = [p for p in profiles if p.error]
     if failed:
         first = failed[0]
@@ -231,8 +256,52 @@ def profile_command(
             f"adapter {first.configuration.adapter!r} ({first.family} {first.configuration.name}): "
             f"{first.error}"
         )
+    if baseline is not None:
+        sys.exit(compare_with_baseline(baseline, document, json_path, baseline_path))
     if any(p.violated for p in profiles):
         sys.exit(1)
+
+
+def read_baseline(path: str | None):
+    """The baseline profile document, read and checked before anything runs (exit 2 when it is
+    not one)."""
+    if path is None:
+        return None
+    from pymc_resume.report.profiles import read_document
+
+    return read_document(path)
+
+
+def _run_name(json_path: str | None) -> str:
+    return Path(json_path).name if json_path else "this run"
+
+
+def write_report(path: str, document: dict, json_path: str | None, baseline) -> None:
+    """The run's HTML report; with a baseline, its rows of the configurations run beside them."""
+    import attrs
+
+    from pymc_resume.report.page import render
+    from pymc_resume.report.profiles import document_of
+
+    run = document_of(document, _run_name(json_path))
+    documents = [run]
+    if baseline is not None:
+        keys = {row.key for row in run.rows}
+        documents.insert(0, attrs.evolve(baseline, rows=tuple(r for r in baseline.rows if r.key in keys)))
+    write_atomically(path, render(documents))
+
+
+def compare_with_baseline(baseline, document: dict, json_path: str | None, baseline_path: str) -> int:
+    """Print the cells that changed from the baseline, worse first; the exit code: 1 when any
+    is worse, 0 otherwise."""
+    from pymc_resume.cli.diff import comparison_text
+    from pymc_resume.report.changes import compare
+    from pymc_resume.report.profiles import document_of
+
+    comparison = compare(baseline, document_of(document, _run_name(json_path)))
+    click.echo("")
+    click.echo(comparison_text(comparison, baseline_path))
+    return 1 if comparison.worse else 0
 
 
 def operation_tables(runs, every: bool, skipped: list[dict], step_timeout) -> list[dict]:

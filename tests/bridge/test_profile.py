@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from bridge_test_adapters import NoInterruptNoForkAdapter
@@ -156,3 +157,28 @@ def test_evidence_notes_name_each_stage_once_when_a_scenario_ran_under_several_v
     )
     assert "(run, recovery) (scenarios" in observed
     assert "not observed for stage(s) 0: killed" in not_observed
+
+
+@pytest.mark.slow
+def test_profile_against_a_baseline_exits_1_on_a_worse_cell_and_0_against_its_own_json(tmp_path):
+    holding = Path(__file__).parents[1] / "report" / "profiles" / "reference.json"
+    common = (
+        "profile",
+        "reference",
+        "--adapter-option",
+        "fault=no-claim",
+        "--bounds",
+        "small",
+        "--examples",
+        "0",
+    )
+    run = cli(*common, "--json", "p.json", "--html", "p.html", "--baseline", str(holding), cwd=tmp_path)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "worse   reference  sqlite  consume-once-consumption  holds (0.1.0)" in run.stdout
+    assert ": 1 worse, 0 better" in run.stdout
+    html = (tmp_path / "p.html").read_text()  # the baseline's row beside the run's, the change marked
+    assert "<code>reference.json</code>" in html and "<code>p.json</code>" in html
+    assert 'changed changed-worse" data-id="consume-once-consumption"' in html
+    again = cli(*common, "--json", "q.json", "--baseline", "p.json", cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr  # violated in both: not worse
+    assert ": 0 worse" in again.stdout

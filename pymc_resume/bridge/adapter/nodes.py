@@ -67,6 +67,17 @@ class FuzzNodes:
     ) -> tuple[int, ...]:
         return self.run_node(stage_index, state, value, context)
 
+    def record_execution(self, context) -> None:
+        """Log an execution of a stage that the framework ran with a node of its own (a
+        built-in node kind: no node code of ours runs), as `run_node` logs its own."""
+        self.sink.record_execution(context)
+
+    def fire(self, context, state: tuple[int, ...]) -> bool:
+        """An effect the framework's own node sent (through the outlet its adapter plugs into
+        the sink): applied once per `context.idempotency_key`; `state` is the model's state the
+        node saw (a gated node's with its value), from which the effect's identity is read."""
+        return self.sink.fire(context, state)
+
     def run_node(
         self, stage_index: int, state: tuple[int, ...], value: int | None, context
     ) -> tuple[int, ...]:

@@ -27,8 +27,10 @@ randomized search, not a proof: the explorer gives proofs for the model).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -218,6 +220,12 @@ class ClauseResult:
     # "operation: variant": the variants that decided the cell (its repro's, or those that
     # exercised it), for operations the adapter declares variants of
     variants: tuple[str, ...] = ()
+    # The repro's story, for readers of the JSON alone (the HTML report): each step's outcomes,
+    # the step after which the clause was seen failing (or "drain"), and what the store and the
+    # sink showed (`Session.observed`: step by step, and at the end).
+    outcomes: list | None = None
+    violated_at: int | str | None = None
+    observed: dict | None = None
 
     def as_json(self) -> dict:
         data = {
@@ -238,6 +246,9 @@ class ClauseResult:
             )
             reproduced, of = self.replays or (0, 0)
             data["replays"] = {"reproduced": reproduced, "of": of}
+            data["outcomes"] = self.outcomes
+            data["violated_at"] = self.violated_at
+            data["observed"] = self.observed
         return data
 
 
@@ -328,6 +339,16 @@ def run_fuzz(
     run = FuzzRun(target, builder, budget or Budget(), shrink, publish, known)
     run.search(examples, steps, use_database, all_clauses, batch)
     return run.finish(all_clauses)
+
+
+def database_name(adapter: str, options: dict) -> str:
+    """The folder name of an adapter configuration's example database: readable, then a digest
+    of the spec and options (a spec may be a long path; names may collide)."""
+    identity = json.dumps([adapter, options], sort_keys=True, default=str)
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:12]
+    readable = [adapter.rsplit(":", 1)[-1].rsplit("/", 1)[-1]]
+    readable += [str(v) if v is not True else k for k, v in sorted(options.items()) if v not in (None, False)]
+    return "-".join(re.sub(r"[^0-9A-Za-z._-]+", "_", part)[:40] for part in readable) + "-" + digest
 
 
 class Findings:
@@ -488,10 +509,16 @@ class FuzzRun:
         return make_session
 
     def _database(self):
-        """One example database per adapter configuration: the machine's code is shared."""
-        fault = self.target.info.options.get("fault") or "nofault"
-        name = f"{self.target.adapter.replace(':', '.')}-{fault}"
-        return DirectoryBasedExampleDatabase(str(self.target.repro_dir / "hypothesis-db" / name))
+        """One example database per adapter configuration, keyed by the adapter's spec and every
+        option it was built with (two adapters, or one with two option sets, never share saved
+        failures); the name starts with the adapter's own name and options, to be told apart."""
+        return DirectoryBasedExampleDatabase(
+            str(
+                self.target.repro_dir
+                / "hypothesis-db"
+                / database_name(self.target.adapter, self.target.info.options)
+            )
+        )
 
     def _publish(self) -> None:
         if self.publish is not None:
@@ -680,6 +707,9 @@ def clause_repro(
         steps=document["steps"],
         replays=(reproduced, of),
         variants=variants,
+        outcomes=document["outcomes"],
+        violated_at=document["violated_at"],
+        observed=document["observed"],
     )
 
 

@@ -185,6 +185,21 @@ def describe_step(step: dict) -> str:
     return f"{action} t{t}{killed}"
 
 
+def store_summary(observation) -> list[dict]:
+    """Each thread's store in a few fields: its checkpoints, its head (the stage it runs
+    next, the stage the head committed), its run state and recorded inputs."""
+    return [
+        {
+            "checkpoints": len(view.chain),
+            "pc": view.chain[-1].pc if view.chain else None,
+            "stage": view.chain[-1].stage if view.chain else None,
+            "run": view.run,
+            "inputs": None if view.inputs is None else {str(k): v for k, v in sorted(view.inputs.items())},
+        }
+        for view in observation.threads
+    ]
+
+
 def _value(value: int) -> str:
     return "invalid" if value == INVALID else f"v{value}"
 
@@ -238,6 +253,7 @@ class Session:
         self.history = History()
         self._late: list[tuple[int, int, int]] = []  # accepted late resumes of the step being applied
         self.steps: list[dict] = []
+        self.stores: list[list[dict]] = []  # what the store showed after each step (`store_summary`)
         self.drained = False
         self.failed = False  # a step raised (a violation or an adapter failure)
         self.on_close = on_close
@@ -348,6 +364,7 @@ class Session:
         self.steps.append({**step, "outcome": [o.as_json() for o in outcomes]})
         self._remember(step, outcomes, before)
         self.observation = self._call(f"observe after {what}", self.adapter.observe)
+        self.stores.append(store_summary(self.observation))
         self._describe_late(step, outcomes, before)
         if self.on_step is not None:
             self.on_step()
@@ -701,7 +718,10 @@ class Session:
 
     def observed(self, world) -> dict:
         """What the adapter showed, for repros: each thread's chain, inputs and run state, and
-        the sink's applications by effect identity."""
+        the sink's applications by effect identity; and, step by step, what the store showed
+        after it (`stores`) and the sink's events with the operation that caused them
+        (`events`: an event's `op` is `s<step>`, `s<step>.<delivery>` or a drain's), so that a
+        reader (the HTML report's sequence diagram) can tell what each step did."""
         threads = []
         for t, view in enumerate(self.observation.threads):
             threads.append(
@@ -718,7 +738,19 @@ class Session:
             {"identity": [identity[0], identity[1], list(identity[2])], "applications": count}
             for identity, count in world.sink
         ]
-        return {"threads": threads, "sink": sink}
+        events = [
+            {
+                "op": e.op,
+                "kind": e.kind,
+                "thread": e.thread,
+                "stage": e.stage,
+                "role": e.role,
+                "key": e.key,
+                "applied": e.applied,
+            }
+            for e in self.sink.events()
+        ]
+        return {"threads": threads, "sink": sink, "stores": list(self.stores), "events": events}
 
     # -- the end of an example -----------------------------------------------------------
 

@@ -24,6 +24,21 @@ result of those stages (the after-commit crash point), and a delivery calls `loa
 read the thread's head and before it claims the interrupt (the after-load race window).
 docs/adapters.md writes a complete adapter with it, step by step.
 
+A framework that runs node kinds of its own (no node code of ours) reports them from its hooks
+instead: `node_started(stage, key)` when it is about to run the node of a model stage (the
+before-execute crash point; the sink logs the execution), `node_finished(stage)` when the node
+ran (after-execute), and `effect_sent(stage, key, state)` from the outlet its effects go through
+(a transport, an outbox), which the adapter plugs into the sink. docs/adapters.md, "Frameworks
+with built-in node kinds", and examples/kinds_adapter.py.
+
+Warm clients (`warm-clients` in `capabilities`): start, resume, recover and fork given a
+`client` id run in that client's long-lived process (`kit.warm`), forked from the adapter's
+process when first used and kept until the adapter closes or a crash point kills it, so that
+whatever the framework's client keeps in memory between its calls carries over. Each request
+hands the warm process the adapter's `threads` memory and takes back what the operation left
+there (so keep it JSON: ids, not objects); a fork in a warm client runs the adapter's own
+`fork`.
+
 Run-state memory: `self.threads[t]` is a dict per bridge thread, `{"run": ...}` plus whatever
 the adapter keeps there (its framework's id for the thread). After an operation `run` is "dead"
 when the child was killed, else "free" (`bridge.kit.process.settle`). That is the client's memory,
@@ -41,12 +56,14 @@ from pymc_resume.bridge.adapter import (
     NOT_EXPRESSIBLE,
     OK,
     REFUSED,
+    WARM_CLIENTS,
     CrashPoint,
     FuzzSetup,
     Outcome,
 )
 from pymc_resume.bridge.adapter.nodes import NodeContext
-from pymc_resume.bridge.kit.process import Barrier, ClientControl, run_in_children, settle
+from pymc_resume.bridge.kit.process import RETURNED, Barrier, ClientControl, run_in_children, settle
+from pymc_resume.bridge.kit.warm import WarmClient
 
 RUN = "run"
 DELIVERY = "delivery"
@@ -89,6 +106,10 @@ class ChildProcessAdapter:
         super().__init_subclass__(**kwargs)
         if cls.__dict__.get("abstract", False):
             return
+        own_fork = getattr(cls, "fork", None)
+        if WARM_CLIENTS in cls.capabilities and own_fork and not hasattr(own_fork, "serves_warm_clients"):
+            cls.own_fork = own_fork
+            cls.fork = _fork_in_warm_clients(own_fork)
         unsupported = getattr(cls, "unsupported", None) or {}
         hooks = ["client_start", "client_recover"] + ([] if "resume" in unsupported else ["client_resume"])
         missing = [hook for hook in hooks if getattr(cls, hook) is getattr(ChildProcessAdapter, hook)]
@@ -102,6 +123,7 @@ class ChildProcessAdapter:
         self.setup: FuzzSetup | None = None
         self.threads: list[dict] = []
         self.control: ClientControl | None = None  # set in the child process of an operation
+        self.warm: dict[str, WarmClient] = {}  # warm client id -> its live process
 
     def options(self) -> dict:
         """The constructor options this adapter was built with (for repros); none by default."""
@@ -112,6 +134,9 @@ class ChildProcessAdapter:
         self.threads = [{"run": "new"}]
 
     def close(self) -> None:
+        for client in self.warm.values():
+            client.stop()
+        self.warm.clear()
         self.threads = []
 
     @property
@@ -144,13 +169,37 @@ class ChildProcessAdapter:
         handed this execution (None: it hands none). Returns the new state."""
         control = self._control()
         control.at("before-execute", stage)
-        context = NodeContext(
-            control.thread, stage, self.workflow.stages[stage].node, control.op, control.role, key
-        )
-        state = self.setup.run_node(stage, state, value, context)
+        state = self.setup.run_node(stage, state, value, self._context(stage, key))
         control.executed.add(stage)
         control.at("after-execute", stage)
         return state
+
+    def node_started(self, stage: int, key: str | None = None) -> None:
+        """The framework is about to run its own node for model stage `stage` (a built-in node
+        kind: no node code of ours): the before-execute crash point, then the sink logs the
+        execution (thread, stage, operation, role), as the bridge's node code would."""
+        self._control().at("before-execute", stage)
+        self.setup.run_node.record_execution(self._context(stage, key))
+
+    def node_finished(self, stage: int) -> None:
+        """The framework's own node for `stage` ran: the after-execute crash point and race
+        window."""
+        control = self._control()
+        control.executed.add(stage)
+        control.at("after-execute", stage)
+
+    def effect_sent(self, stage: int, key: str | None, state: tuple[int, ...]) -> bool:
+        """The framework's node of `stage` sent its effect through the outlet the adapter plugs
+        into the sink: applied once per `key` (the identity the framework hands the outlet, or
+        None); `state` is the model's state the node saw (a gated node's with its value): the
+        effect's identity is read from it, so translate it as `observe` does."""
+        return self.setup.run_node.fire(self._context(stage, key), state)
+
+    def _context(self, stage: int, key: str | None) -> NodeContext:
+        control = self._control()
+        return NodeContext(
+            control.thread, stage, self.workflow.stages[stage].node, control.op, control.role, key
+        )
 
     def loaded(self) -> None:
         """The after-load race window: call it when a delivery has read the thread's head (and
@@ -169,13 +218,30 @@ class ChildProcessAdapter:
 
     # -- the operations the bridge calls --------------------------------------------------------
 
-    def start(self, thread: int, crash: CrashPoint | None, op: str, **variant) -> Outcome:
+    def start(
+        self, thread: int, crash: CrashPoint | None, op: str, client: str | None = None, **variant
+    ) -> Outcome:
+        if client is not None:
+            return self._in_warm(
+                client, {"call": "start", "thread": thread, "op": op, "variant": variant}, crash
+            )
         return self._one(thread, RUN, crash, op, lambda: self.client_start(thread, **variant))
 
-    def resume(self, thread: int, value: int, crash: CrashPoint | None, op: str, **variant) -> Outcome:
+    def resume(
+        self, thread: int, value: int, crash: CrashPoint | None, op: str, client: str | None = None, **variant
+    ) -> Outcome:
+        if client is not None:
+            request = {"call": "resume", "thread": thread, "value": value, "op": op, "variant": variant}
+            return self._in_warm(client, request, crash)
         return self._one(thread, DELIVERY, crash, op, lambda: self.client_resume(thread, value, **variant))
 
-    def recover(self, thread: int, crash: CrashPoint | None, op: str, **variant) -> Outcome:
+    def recover(
+        self, thread: int, crash: CrashPoint | None, op: str, client: str | None = None, **variant
+    ) -> Outcome:
+        if client is not None:
+            return self._in_warm(
+                client, {"call": "recover", "thread": thread, "op": op, "variant": variant}, crash
+            )
         return self._one(thread, RECOVERY, crash, op, lambda: self.client_recover(thread, **variant))
 
     def resume_together(
@@ -209,6 +275,43 @@ class ChildProcessAdapter:
         [result] = run_in_children([self._task(thread, role, crash, op, None, client)])
         return settle(self.threads[thread], result, self.framework)
 
+    # -- warm clients: long-lived client processes (capability `warm-clients`) ---------------
+
+    def _in_warm(self, client: str, request: dict, crash: CrashPoint | None) -> Outcome:
+        """Serve `request` in warm client `client` (starting its process if it has none), with
+        the adapter's thread memory handed over and taken back."""
+        warm = self.warm.get(client)
+        if warm is None or not warm.alive:
+            warm = self.warm[client] = WarmClient(self._serve_warm)
+        thread = request["thread"]
+        result = warm.call({**request, "threads": self.threads, "crash": crash and crash.as_json()})
+        if result.status == RETURNED:
+            self.threads = result.value.pop("threads")
+        if request["call"] == "fork" and result.status == RETURNED:
+            reply = result.value
+            return Outcome(reply["status"], reply["detail"], thread=reply.get("thread"), by=reply.get("by"))
+        return settle(self.threads[thread], result, self.framework)
+
+    def _serve_warm(self, request: dict, barrier: Barrier) -> dict:
+        """One request, in the warm client's process: the client hook (or `fork`) under the
+        request's crash point, as a fresh child runs it; the thread memory goes back with it."""
+        self.threads = request["threads"]
+        thread, variant, call = request["thread"], request["variant"], request["call"]
+        if call == "fork":
+            outcome = type(self).own_fork(
+                self, thread, request["checkpoint"], request["intent"], request["value"], **variant
+            )
+            return {**outcome.as_json(), "threads": self.threads}
+        crash = CrashPoint(**request["crash"]) if request["crash"] else None
+        role = {"start": RUN, "resume": DELIVERY, "recover": RECOVERY}[call]
+        hooks = {
+            "start": lambda: self.client_start(thread, **variant),
+            "resume": lambda: self.client_resume(thread, request["value"], **variant),
+            "recover": lambda: self.client_recover(thread, **variant),
+        }
+        reply = self._task(thread, role, crash, request["op"], None, hooks[call])(barrier)
+        return {**reply, "threads": self.threads}
+
     def _task(
         self,
         thread: int,
@@ -233,6 +336,28 @@ class ChildProcessAdapter:
             return {"status": OK, "detail": str(detail or "")}
 
         return task
+
+
+def _fork_in_warm_clients(own_fork):
+    """`own_fork`, the adapter's fork, also taking a warm client's id (`client`): then it runs
+    in that client's process (`ChildProcessAdapter._in_warm`)."""
+
+    def fork(self, thread, checkpoint, intent, value, client=None, **variant) -> Outcome:
+        if client is None:
+            return own_fork(self, thread, checkpoint, intent, value, **variant)
+        request = {
+            "call": "fork",
+            "thread": thread,
+            "checkpoint": checkpoint,
+            "intent": intent,
+            "value": value,
+            "variant": variant,
+        }
+        return self._in_warm(client, request, None)
+
+    fork.__doc__ = own_fork.__doc__
+    fork.serves_warm_clients = True  # type: ignore[attr-defined]
+    return fork
 
 
 def _by(refusal: BaseException) -> str:

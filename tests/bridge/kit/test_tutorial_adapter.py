@@ -17,6 +17,7 @@ from pymc_resume.model.contract import CLAUSE_IDS
 ROOT = Path(__file__).resolve().parents[3]
 EXECUTOR = ROOT / "examples" / "tutorial_executor.py"
 ADAPTER = ROOT / "examples" / "tutorial_adapter.py"
+KINDS_ADAPTER = ROOT / "examples" / "kinds_adapter.py"
 DOCS = ROOT / "docs" / "adapters.md"
 SPEC = f"{ADAPTER}:TutorialAdapter"
 
@@ -85,8 +86,9 @@ def _code(line: str) -> str:
 
 
 def test_the_pages_python_is_the_adapters():
-    """Every line of the page's Python blocks is a line of the adapter (comments aside)."""
-    adapter = {_code(line) for line in ADAPTER.read_text().splitlines()}
+    """Every line of the page's Python blocks is a line of an example adapter (the tutorial's,
+    or the one for built-in node kinds), comments aside."""
+    adapter = {_code(line) for path in (ADAPTER, KINDS_ADAPTER) for line in path.read_text().splitlines()}
     blocks = re.findall(r"```python\n(.*?)```", DOCS.read_text(), flags=re.DOTALL)
     assert len(blocks) >= 4
     missing = [
@@ -104,6 +106,10 @@ def test_the_page_covers_what_an_author_must_know():
         "**Steps that differ from the model's.**",
         "**A fork's observed history begins with the parent's.**",
         '### What "dead" means',
+        "### Warm clients",
+        "## Frameworks with built-in node kinds",
+        "### How the observation and the effect keys decide verdicts",
+        "### Schemas with size bounds",
         "**Joining `profile --all`.**",
     ):
         assert heading in page, heading
