@@ -35,6 +35,7 @@ BUILT_IN = {
     "google-adk": "pymc_resume.bridge.adapters.google_adk:GoogleAdkAdapter",
     "google-adk-postgres": "pymc_resume.bridge.adapters.google_adk:GoogleAdkPostgres",
     "dbos": "pymc_resume.bridge.adapters.dbos_workflows:DBOSAdapter",
+    "openai-agents": "pymc_resume.bridge.adapters.openai_agents:OpenAIAgentsAdapter",
 }
 
 # Module paths the built-in adapters had before they moved to `bridge/adapters/`: repro files
@@ -156,6 +157,18 @@ FAMILIES: dict[str, Family] = {
         ),
         requires="dbos",
         install="pip install 'pymc-resume[dbos]'",
+    ),
+    "openai-agents": Family(
+        "openai-agents",
+        (
+            # The RunState saved with to_string() to a file whenever a run returns, as the SDK's
+            # human-in-the-loop example does.
+            Configuration("state-file", "openai-agents", {"store": "state-file"}),
+            # The same, with the conversation in a SQLiteSession (written as each turn ends).
+            Configuration("sqlite-session", "openai-agents", {"store": "sqlite-session"}),
+        ),
+        requires="agents",
+        install="pip install 'pymc-resume[openai-agents]'",
     ),
 }
 
