@@ -37,6 +37,7 @@ pytestmark = [
     pytest.mark.llama_index,
     pytest.mark.google_adk,
     pytest.mark.dbos,
+    pytest.mark.openai_agents,
 ]
 
 CONFIGURATIONS = [(name, c.name) for name, family in FAMILIES.items() for c in family.configurations]
