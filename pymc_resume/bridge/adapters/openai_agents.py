@@ -93,6 +93,11 @@ except ImportError as error:  # the registry reports it in one line, with the ex
         f"openai-agents is not installed ({error}); pip install 'pymc-resume[openai-agents]'"
     ) from None
 
+# The operation variants (besides each operation's default): the streamed run, and a decision on
+# the restored state's own pending interruptions instead of the one the run stopped with.
+STREAMED = "run-streamed"
+PENDING = "pending"
+
 STATE_FILE = "state-file"
 SQLITE_SESSION = "sqlite-session"
 STORES = (STATE_FILE, SQLITE_SESSION)
@@ -326,63 +331,80 @@ class OpenAIAgentsAdapter(ChildProcessAdapter):
 
     # -- the client hooks, in the child process --------------------------------------------
 
-    def client_start(self, thread: int) -> str:
+    def client_start(self, thread: int, variant: str | None = None) -> str:
         if self._saved_text(thread) is not None or self._session_items(thread):
-            return self.client_recover(thread)
+            return self.client_recover(thread, variant)
         initial = {APP: list(self.workflow.initial_state())}
-        return self._run(thread, lambda session: self._runner(INPUT, context=initial, session=session))
+        return self._run(thread, INPUT, context=initial, streamed=variant == STREAMED)
 
-    def client_resume(self, thread: int, value: int) -> str:
+    def client_resume(self, thread: int, value: int, variant: str | None = None) -> str:
         saved = self._saved_text(thread)
         if saved is None:
             raise Refusal("the thread has no saved RunState to resume (it never stopped for approval)")
         if value not in (APPROVE, REJECT):
             raise Refusal(VALUE_NOT_EXPRESSIBLE.format(value=value))
-        interruption = self._interruption(json.loads(saved))
-        if interruption is None:
+        shown = self._interruption(json.loads(saved))
+        if shown is None:
             raise Refusal("the saved RunState records no interruption to decide")
 
-        async def resume(session):
-            state = await RunState.from_string(self.agent, saved)
+        async def decided(state):
+            """The restored state with the human's decision on its interruption(s)."""
+            items = state.get_interruptions() if variant == PENDING else [shown]
+            if not items:
+                # TODO(Variants): raise the kit's NotExpressible once it lands on main.
+                raise Refusal(
+                    "not expressible: the saved RunState stops at no interruption "
+                    "(state.get_interruptions() is empty: the run finished), so there is nothing to decide"
+                )
             self.loaded()
-            if value == APPROVE:
-                state.approve(interruption)
-            else:
-                state.reject(interruption)
-            return await self._runner(state, session=session)
+            for item in items:
+                if value == APPROVE:
+                    state.approve(item)
+                else:
+                    state.reject(item)
+            return state
 
-        return self._run(thread, resume)
+        return self._run(thread, saved, decide=decided, streamed=variant == STREAMED)
 
-    def client_recover(self, thread: int) -> str:
+    def client_recover(self, thread: int, variant: str | None = None) -> str:
         saved = self._saved_text(thread)
+        streamed = variant == STREAMED
         if self.store == STATE_FILE:
             if saved is not None:
                 return "the saved RunState is at a pause (parked or finished): nothing to continue"
-            initial = {APP: list(self.workflow.initial_state())}
-            return self._run(thread, lambda session: self._runner(INPUT, context=initial, session=session))
+            return self._run(
+                thread, INPUT, context={APP: list(self.workflow.initial_state())}, streamed=streamed
+            )
         items = self._session_items(thread)
         if saved is not None and not self._session_ahead(json.loads(saved), items):
             return "the session and the saved RunState agree (parked or finished): nothing to continue"
         context = {APP: list(self._context_from(items, saved))}
-        return self._run(
-            thread, lambda session: self._runner([] if items else INPUT, context=context, session=session)
-        )
+        return self._run(thread, [] if items else INPUT, context=context, streamed=streamed)
 
-    def _runner(self, input, *, session, context=None):
-        """`Runner.run` with this adapter's agent and run configuration."""
-        extra = {"session": session} if session is not None else {}
-        if context is not None:
-            extra["context"] = context
-        return Runner.run(self.agent, input, run_config=self.run_config, max_turns=self.max_turns, **extra)
-
-    def _run(self, thread: int, begin) -> str:
-        """Run the agent (`begin(session)` returns the awaitable run), save its state; an error the
-        SDK raised to its client is a refusal."""
+    def _run(self, thread: int, input, *, context=None, decide=None, streamed: bool = False) -> str:
+        """One run of the agent (`Runner.run`, or `Runner.run_streamed` with its events consumed)
+        from `input`, or from the saved state `input` restored with `RunState.from_string` and
+        `decide`d; then its state saved. An error the SDK raised to its client is a refusal."""
 
         async def run():
             session = self._session(thread) if self.store == SQLITE_SESSION else None
+            extra = {"session": session} if session is not None else {}
+            if context is not None:
+                extra["context"] = context
             try:
-                result = await begin(session)
+                begin = (
+                    input if decide is None else await decide(await RunState.from_string(self.agent, input))
+                )
+                if not streamed:
+                    result = await Runner.run(
+                        self.agent, begin, run_config=self.run_config, max_turns=self.max_turns, **extra
+                    )
+                else:
+                    result = Runner.run_streamed(
+                        self.agent, begin, run_config=self.run_config, max_turns=self.max_turns, **extra
+                    )
+                    async for _event in result.stream_events():
+                        pass
             finally:
                 if session is not None:
                     session.close()
@@ -394,9 +416,8 @@ class OpenAIAgentsAdapter(ChildProcessAdapter):
             raise OpenAIAgentsRefusal(f"UserError: {error}") from None
         self._save(thread, saved)
         if result.interruptions:
-            return (
-                f"stopped for approval of {', '.join(item.tool_name or '?' for item in result.interruptions)}"
-            )
+            names = ", ".join(item.tool_name or "?" for item in result.interruptions)
+            return f"stopped for approval of {names}"
         return f"finished: {result.final_output}"
 
     def _save(self, thread: int, saved: str) -> None:
