@@ -73,12 +73,13 @@ try:
         SQLiteSession,
         ToolApprovalItem,
         function_tool,
-        set_tracing_disabled,
+        set_trace_provider,
     )
     from agents.exceptions import UserError
     from agents.items import ModelResponse
     from agents.models.interface import Model
     from agents.tool_context import ToolContext
+    from agents.tracing.provider import DefaultTraceProvider
     from agents.usage import Usage
     from openai.types.responses import (
         Response,
@@ -258,8 +259,9 @@ class OpenAIAgentsRefusal(Exception):
 class OpenAIAgentsAdapter(ChildProcessAdapter):
     name = "openai-agents"
     framework = "the OpenAI Agents SDK"
-    # No lease (liveness is skipped); recorded inputs are the decisions the tool outputs record.
-    capabilities = frozenset({"recorded-inputs", "executions"})
+    # No lease (liveness is skipped); recorded inputs are the decisions the tool outputs record,
+    # late inputs a later decision the saved state's approvals record for a call already answered.
+    capabilities = frozenset({"recorded-inputs", "executions", "late-inputs"})
     refusals = (OpenAIAgentsRefusal,)
     unsupported = {"fork": FORK_UNSUPPORTED}
     framework_calls = FRAMEWORK_CALLS
@@ -276,10 +278,13 @@ class OpenAIAgentsAdapter(ChildProcessAdapter):
             raise ValueError(f"store must be one of {', '.join(STORES)}, not {store!r}")
         self.store = store
         self.version = f"openai-agents {_openai_agents_version()}"
-        # Tracing off, here in the adapter's process: the SDK would export traces to OpenAI (the
-        # network), and its trace provider, built on first use, costs a fifth of a second that
-        # every client's child process would pay again. Traces record nothing durable.
-        set_tracing_disabled(True)
+        # Tracing off, as the SDK's own tests set it up (tests/conftest.py there): a provider with
+        # no processor, disabled. The default one would export traces to OpenAI (the network),
+        # and building its exporter costs a fifth of a second in every process. Traces record
+        # nothing durable.
+        provider = DefaultTraceProvider()
+        provider.set_disabled(True)
+        set_trace_provider(provider)
 
     def options(self) -> dict:
         return {"store": self.store}
@@ -536,13 +541,38 @@ class OpenAIAgentsAdapter(ChildProcessAdapter):
     @staticmethod
     def _outputs(items) -> list[tuple[int, tuple[int, ...]]]:
         """(stage, state after it) of every tool output among `items`, in order."""
+        return [(stage, app) for stage, app, _ in OpenAIAgentsAdapter._answers(items)]
+
+    @staticmethod
+    def _answers(items) -> list[tuple[int, tuple[int, ...], str]]:
+        """(stage, state after it, call id) of every tool output among `items`, in order."""
         found = []
         for item in items:
             data = _as_dict(item)
             if data.get("type") == "function_call_output":
                 output = json.loads(data["output"])
-                found.append((output["stage"], tuple(output[APP])))
+                found.append((output["stage"], tuple(output[APP]), data["call_id"]))
         return found
+
+    def _late_inputs(self, items, saved: dict | None) -> tuple[tuple[int, int], ...]:
+        """Decisions the saved state's approvals record for a call that was already answered
+        otherwise (`state.approve` or `state.reject` on an interruption consumed before): (stage,
+        the value the recorded decision means). The approvals keep one decision per call, so a
+        second decision like the first leaves nothing to see."""
+        if saved is None:
+            return ()
+        approvals = (saved.get("context") or {}).get("approvals") or {}
+        late = []
+        for stage, app, call in self._answers(items):
+            if not self.workflow.consumes[stage]:
+                continue
+            record = approvals.get(f"s{stage}") or {}
+            decided = {APPROVE: record.get("approved"), REJECT: record.get("rejected")}
+            consumed = app[self.workflow.stages[stage].node]
+            for value, calls in decided.items():
+                if value != consumed and isinstance(calls, list) and call in calls:
+                    late.append((stage, value))
+        return tuple(late)
 
     def _chain(self, outputs: list[tuple[int, tuple[int, ...]]], note: int | None) -> list[Checkpoint]:
         """The model's chain: a checkpoint per tool output (committing its stage), and a client
@@ -577,7 +607,8 @@ class OpenAIAgentsAdapter(ChildProcessAdapter):
                 for c in chain
                 if c.stage >= 0 and workflow.consumes[c.stage]
             }
-            views.append(ThreadView(tuple(chain), memory["run"], inputs))
+            late = self._late_inputs(items, saved)
+            views.append(ThreadView(tuple(chain), memory["run"], inputs, late))
         return Observation(tuple(views))
 
 

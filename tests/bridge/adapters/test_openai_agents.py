@@ -61,7 +61,7 @@ def stages(session, thread=0):
 def test_declares_its_calls_and_fork_as_unsupported():
     adapter = OpenAIAgentsAdapter()
     assert adapter.version.startswith("openai-agents 0.")
-    assert adapter.capabilities == {"recorded-inputs", "executions"}  # no lease: liveness is skipped
+    assert adapter.capabilities == {"recorded-inputs", "executions", "late-inputs"}  # no lease: no liveness
     assert set(adapter.unsupported) == {"fork"}
     assert set(adapter.framework_calls) == {
         "start",
@@ -97,6 +97,7 @@ def test_a_second_decision_to_a_finished_run_is_recorded_not_refused():
         assert len(executions(session, 3)) == 1
         approvals = json.loads((session.workdir / "t0.json").read_text())["context"]["approvals"]
         assert approvals["s3"]["rejected"] == [] and len(approvals["s3"]["approved"]) == 1
+        assert session.observation.threads[0].late_inputs == ((3, 1),)  # read off those approvals
 
 
 def test_a_value_approve_and_reject_cannot_carry_is_refused_by_the_client():
