@@ -32,12 +32,16 @@ Where the model's checkpoints are (the store the observation reads, read-only):
   of `SQLiteSession` reports the after-commit crash point right after `add_items`), so the chain
   is read from the session's items.
 
-How the contract's operations map (docs/openai-agents.md says more):
+How the contract's operations map (`variants`; docs/openai-agents.md says more):
 
-- start: `Runner.run(agent, INPUT, context={"app": initial})`, then the state saved;
+- start: `Runner.run(agent, INPUT, context={"app": initial})`, then the state saved; or
+  `Runner.run_streamed(...)` with its events consumed (the `run-streamed` variant, as for resume
+  and recover);
 - resume(v): `RunState.from_string(agent, saved)`, the decision on the interruption the run
   stopped with (restored from the saved state, as the docs' example decides `result.interruptions`
-  on a reloaded state), `Runner.run(agent, state)`, then the state saved;
+  on a reloaded state), `Runner.run(agent, state)`, then the state saved; or the decision on the
+  restored state's own `get_interruptions()` (the `pending` variant), which a finished run does
+  not have (not expressible there);
 - recover: `state-file`: a run that saved no state is run again from the start (nothing else is
   durable); a saved state is at a pause (parked or finished), so there is nothing to continue.
   `sqlite-session`: `Runner.run(agent, [], context=..., session=session)` continues the stored
@@ -59,8 +63,17 @@ import sqlite3
 import uuid
 from pathlib import Path
 
-from pymc_resume.bridge.adapter import OK, REFUSED, Observation, Outcome, ThreadView
-from pymc_resume.bridge.kit import ChildProcessAdapter, Refusal
+from pymc_resume.bridge.adapter import (
+    CLIENT,
+    FRAMEWORK,
+    OK,
+    REFUSED,
+    Observation,
+    Outcome,
+    ThreadView,
+    Variant,
+)
+from pymc_resume.bridge.kit import ChildProcessAdapter, NotExpressible, Refusal
 from pymc_resume.model.state import INITIAL, UPDATE, Checkpoint
 from pymc_resume.model.workflow import APPROVE
 
@@ -94,10 +107,13 @@ except ImportError as error:  # the registry reports it in one line, with the ex
         f"openai-agents is not installed ({error}); pip install 'pymc-resume[openai-agents]'"
     ) from None
 
-# The operation variants (besides each operation's default): the streamed run, and a decision on
-# the restored state's own pending interruptions instead of the one the run stopped with.
+# The variants' names: a run (`Runner.run`) or a streamed one (`Runner.run_streamed`); a decision
+# on the interruption the run stopped with, or on the restored state's `get_interruptions()`.
+RUN = "run"
 STREAMED = "run-streamed"
+INTERRUPTION = "interruption"
 PENDING = "pending"
+CONTEXT_OVERRIDE = "context-override"
 
 STATE_FILE = "state-file"
 SQLITE_SESSION = "sqlite-session"
@@ -117,25 +133,16 @@ FORK_UNSUPPORTED = (
     "says nothing about the framework"
 )
 VALUE_NOT_EXPRESSIBLE = (
-    # TODO(Variants): raise the kit's NotExpressible once it lands on main.
-    "not expressible: approve and reject carry no value (v1 approves, v2 rejects), so the SDK "
-    "cannot be handed value {value}"
+    "approve and reject carry no value (v1 approves, v2 rejects), so the SDK cannot be handed value {value}"
 )
 
 DOCS = "https://openai.github.io/openai-agents-python/"
+HITL_DOCS = f"{DOCS}human_in_the_loop/"
+STREAMING_DOCS = f"{DOCS}streaming/"
+# How a process is killed (`framework_calls`' crash row; the operations are `variants`).
 FRAMEWORK_CALLS = {
-    "start": "Runner.run(agent, input, context={'app': ...}) with a scripted Model; "
-    "result.to_state().to_string() saved to the thread's file",
-    "resume": "RunState.from_string(agent, saved); state.approve(interruption) (v1) or "
-    "state.reject(interruption) (v2); Runner.run(agent, state); to_state().to_string() saved",
-    "resume-together": "k processes, each RunState.from_string + state.approve/reject(interruption) + "
-    "Runner.run(agent, state)",
-    "crash": "SIGKILL of the child process running Runner.run (around a tool's node code, or right after "
-    "the state file was written, or, with a session, right after SQLiteSession.add_items)",
-    "recover": "state-file: Runner.run(agent, input, context=...) again when no state was saved; "
-    "sqlite-session: Runner.run(agent, [], context=..., session=session) when the session is ahead "
-    "of the saved state",
-    "update": "RunState.from_string(agent, saved, context_override={'app': ...}); to_string() saved",
+    "crash": "SIGKILL of the child process running the agent (around a tool's node code, or right after "
+    "the state file was written, or, with a session, right after SQLiteSession.add_items returned)",
 }
 
 
@@ -289,6 +296,75 @@ class OpenAIAgentsAdapter(ChildProcessAdapter):
     def options(self) -> dict:
         return {"store": self.store}
 
+    @property
+    def variants(self) -> tuple[Variant, ...]:
+        """Every documented call, per operation (the session argument where there is one)."""
+        session = ", session=session" if self.store == SQLITE_SESSION else ""
+        saved = "result.to_state().to_string() saved to the thread's file"
+        decide = "state.approve(item) (v1) or state.reject(item) (v2)"
+        interruption = (
+            f"RunState.from_string(agent, saved); {decide} on the interruption the run stopped with"
+        )
+        if self.store == STATE_FILE:
+            recover = f"Runner.run(agent, input, context=...) again when the run saved no state; {saved}"
+            recover_docs = f"{HITL_DOCS} (Long-running approvals: RunState is the durable boundary)"
+        else:
+            recover = (
+                "Runner.run(agent, [], context=..., session=session) when the session holds turns the "
+                f"saved state does not; {saved}"
+            )
+            recover_docs = f"{DOCS}sessions/ (Core session behavior)"
+        return (
+            Variant(
+                "start",
+                RUN,
+                f"Runner.run(agent, input, context={{'app': ...}}{session}); {saved}",
+                f"{HITL_DOCS} (Example: pause, approve, resume)",
+            ),
+            Variant(
+                "start",
+                STREAMED,
+                f"Runner.run_streamed(agent, input, context=...{session}), stream_events() consumed; {saved}",
+                f"{STREAMING_DOCS} (approvals)",
+            ),
+            Variant(
+                "resume",
+                INTERRUPTION,
+                f"{interruption}; Runner.run(agent, state{session}); {saved}",
+                f"{HITL_DOCS} (How the approval flow works; Example)",
+            ),
+            Variant(
+                "resume",
+                PENDING,
+                f"RunState.from_string(agent, saved); {decide} for each item of "
+                f"state.get_interruptions(); Runner.run(agent, state{session}); {saved}",
+                f"{DOCS}ref/run_state/ (RunState.get_interruptions)",
+            ),
+            Variant(
+                "resume",
+                STREAMED,
+                f"{interruption}; Runner.run_streamed(agent, state{session}), "
+                f"stream_events() consumed; {saved}",
+                f"{STREAMING_DOCS} (approvals); {DOCS}results/",
+            ),
+            Variant(
+                "resume-together",
+                INTERRUPTION,
+                f"k processes, each {interruption}; Runner.run(agent, state{session})",
+                f"{HITL_DOCS} (How the approval flow works)",
+            ),
+            Variant("recover", RUN, recover, recover_docs),
+            Variant(
+                "recover", STREAMED, recover.replace("Runner.run(", "Runner.run_streamed(", 1), STREAMING_DOCS
+            ),
+            Variant(
+                "update",
+                CONTEXT_OVERRIDE,
+                "RunState.from_string(agent, saved, context_override={'app': ...}); state.to_string() saved",
+                f"{HITL_DOCS} (Long-running approvals)",
+            ),
+        )
+
     def open(self, setup) -> None:
         super().open(setup)
         stages = self.workflow.stages
@@ -347,7 +423,7 @@ class OpenAIAgentsAdapter(ChildProcessAdapter):
         if saved is None:
             raise Refusal("the thread has no saved RunState to resume (it never stopped for approval)")
         if value not in (APPROVE, REJECT):
-            raise Refusal(VALUE_NOT_EXPRESSIBLE.format(value=value))
+            raise NotExpressible(VALUE_NOT_EXPRESSIBLE.format(value=value))
         shown = self._interruption(json.loads(saved))
         if shown is None:
             raise Refusal("the saved RunState records no interruption to decide")
@@ -356,10 +432,9 @@ class OpenAIAgentsAdapter(ChildProcessAdapter):
             """The restored state with the human's decision on its interruption(s)."""
             items = state.get_interruptions() if variant == PENDING else [shown]
             if not items:
-                # TODO(Variants): raise the kit's NotExpressible once it lands on main.
-                raise Refusal(
-                    "not expressible: the saved RunState stops at no interruption "
-                    "(state.get_interruptions() is empty: the run finished), so there is nothing to decide"
+                raise NotExpressible(
+                    "the saved RunState stops at no interruption (state.get_interruptions() is empty: "
+                    "the run finished), so there is nothing to decide"
                 )
             self.loaded()
             for item in items:
@@ -481,12 +556,12 @@ class OpenAIAgentsAdapter(ChildProcessAdapter):
 
     def fork(self, thread: int, checkpoint: int, intent: str, value: int | None) -> Outcome:
         """Not expressible (`unsupported`); refused in case a bridge still asks."""
-        return Outcome(REFUSED, FORK_UNSUPPORTED)
+        return Outcome(REFUSED, FORK_UNSUPPORTED, by=CLIENT)
 
     def update(self, thread: int, note: int) -> Outcome:
         saved = self._saved_text(thread)
         if saved is None:
-            return Outcome(REFUSED, "the thread has no saved RunState to update")
+            return Outcome(REFUSED, "the thread has no saved RunState to update", by=CLIENT)
         app = list(self._context_app(json.loads(saved)))
         app[self.workflow.note] = note
 
@@ -497,7 +572,7 @@ class OpenAIAgentsAdapter(ChildProcessAdapter):
         try:
             updated = asyncio.run(update())
         except UserError as error:
-            return Outcome(REFUSED, f"UserError: {error}")
+            return Outcome(REFUSED, f"UserError: {error}", by=FRAMEWORK)
         _write_atomically(self._path(thread), updated)
         return Outcome(OK, "updated")
 

@@ -20,6 +20,7 @@ pytest.importorskip(
 
 from live_steps import START, crash, resume
 
+from pymc_resume.bridge.adapter import declared_variants
 from pymc_resume.bridge.adapters.openai_agents import OpenAIAgentsAdapter
 from pymc_resume.bridge.judging.session import Session, Violation
 from pymc_resume.model.bounds import load_bounds
@@ -63,14 +64,14 @@ def test_declares_its_calls_and_fork_as_unsupported():
     assert adapter.version.startswith("openai-agents 0.")
     assert adapter.capabilities == {"recorded-inputs", "executions", "late-inputs"}  # no lease: no liveness
     assert set(adapter.unsupported) == {"fork"}
-    assert set(adapter.framework_calls) == {
-        "start",
-        "resume",
-        "resume-together",
-        "crash",
-        "recover",
-        "update",
+    assert {op: [v.name for v in variants] for op, variants in declared_variants(adapter).items()} == {
+        "start": ["run", "run-streamed"],
+        "resume": ["interruption", "pending", "run-streamed"],
+        "resume-together": ["interruption"],
+        "recover": ["run", "run-streamed"],
+        "update": ["context-override"],
     }
+    assert "session=session" in OpenAIAgentsAdapter("sqlite-session").variants[0].call
     assert adapter.options() == {"store": "state-file"}
     with pytest.raises(ValueError, match="store must be one of"):
         OpenAIAgentsAdapter("postgres")
@@ -104,7 +105,8 @@ def test_a_value_approve_and_reject_cannot_carry_is_refused_by_the_client():
     with applied([START, resume(-1), resume(1)]) as (violated, session):
         assert violated == set()
         assert statuses(session) == ["ok", "refused", "ok"]
-        assert session.steps[1]["outcome"][0]["detail"].startswith("Refusal: not expressible")
+        assert session.steps[1]["outcome"][0]["detail"].startswith("NotExpressible: approve and reject")
+        assert session.steps[1]["outcome"][0]["by"] == "not-expressible"
 
 
 @pytest.mark.parametrize("store", ["state-file", "sqlite-session"])
@@ -164,3 +166,23 @@ def test_concurrent_approvals_each_run_the_tool(store):
         assert "consume-once-consumption" in violated
         assert statuses(session) == ["ok", "ok", "ok"]
         assert len(executions(session, 2)) == 2
+
+
+def test_a_decision_on_the_pending_interruptions_has_nothing_to_decide_once_the_run_finished():
+    late = {**resume(1), "variant": "pending"}
+    with applied([START, resume(1), resume(2), late]) as (violated, session):
+        assert violated == set()
+        assert statuses(session) == ["ok", "ok", "ok", "refused"]
+        assert session.steps[3]["outcome"][0]["by"] == "not-expressible"
+
+
+@pytest.mark.parametrize("store", ["state-file", "sqlite-session"])
+def test_streamed_runs_stop_resume_and_recover_as_the_plain_ones(store):
+    streamed = {"variant": "run-streamed"}
+    killed = {"action": "start", "thread": 0, "crash": crash(1, "after-commit"), **streamed}
+    steps = [killed, {**RECOVER, **streamed}, {**resume(1), **streamed}, {**resume(2), **streamed}]
+    with applied(steps, store) as (violated, session):
+        assert violated == set()
+        assert statuses(session) == ["crashed", "ok", "ok", "ok"]
+        assert stages(session) == [0, 1, 2, 3]
+        assert [len(executions(session, s)) for s in range(4)] == [1, 1, 1, 1]
