@@ -53,9 +53,12 @@ PUBLISHED = {
 }
 # Cells violated under several documented calls of one operation, each named in the cell
 # (issue 24): LangGraph's two edit forks, made at the head of a parent parked at an interrupt,
-# each write a record onto the parent's checkpoint.
+# each write a record onto the parent's checkpoint; the OpenAI Agents SDK records a decision on
+# an answered interruption under both calls that address it.
 VIOLATED_UNDER = {
     ("langgraph", "sqlite/sync"): {"fork-determinism": {"fork: update-state", "fork: command-at-checkpoint"}},
+    # A second decision on the interruption a finished run stopped with, run or streamed.
+    ("openai-agents", "state-file"): {"consume-once-value": {"resume: interruption", "resume: run-streamed"}},
 }
 
 # Cells decided by what the framework itself did, under every variant (docs/agent-framework.md,
