@@ -448,14 +448,14 @@ class FuzzRun:
         remaining = examples
         while remaining > 0 and self.error is None and self.stopped is None:
             self.recorder.start_round()
-            self._round(remaining if batch is None else min(remaining, batch), steps, database)
+            cut_short = self._round(remaining if batch is None else min(remaining, batch), steps, database)
             new = [cid for cid in CLAUSE_IDS if cid in self.recorder.round_clauses - self.found]
             for clause_id in new:
                 self.findings.confirm(clause_id, self.recorder, self.budget, self.shrink)
             if self.stopped is None and self.budget.spent():
                 self.stopped = self.budget.stopped_reason()
-            if self.recorder.round_failure is None and batch is not None:
-                remaining -= self.recorder.examples - self.recorder.round_start
+            if self.recorder.round_failure is None and (batch is not None or cut_short):
+                remaining -= max(self.recorder.examples - self.recorder.round_start, 1)
                 self.batches += 1
                 continue
             if not new or not all_clauses or self.recorder.round_failure is None:
@@ -463,8 +463,10 @@ class FuzzRun:
             self.found |= set(new)
             remaining -= max(self.recorder.round_failure, 1)
 
-    def _round(self, remaining: int, steps: int, database) -> None:
-        """One Hypothesis run, ignoring the clauses found so far; stops at its first failure."""
+    def _round(self, remaining: int, steps: int, database) -> bool:
+        """One Hypothesis run, ignoring the clauses found so far; stops at its first failure.
+        True when Hypothesis ended it early because a race made an example draw differently
+        on its second run (the search then goes on with the next seed)."""
         machine = machine_class(
             self._session_factory(frozenset(self.found)), processes=self.target.bounds.processes
         )
@@ -480,13 +482,19 @@ class FuzzRun:
             run_state_machine_as_test(machine, settings=quiet)
         except Violation:
             pass  # recorded
-        except (Flaky, FlakyStrategyDefinition):
+        except FlakyStrategyDefinition:
+            # A rule's candidates follow what the adapter shows, and a race can change that
+            # between two runs of one example: Hypothesis then gives up on the whole run. The
+            # examples it ran stand; the caller goes on with the rest under the next seed.
+            return True
+        except Flaky:
             pass  # a race made a failure flaky on replay; the recorded failures still stand
         except AdapterFailure as failure:
             self.error = str(failure)
         except BudgetSpent as spent:
             if spent.whole_run:
                 self.stopped = self.budget.stopped_reason()
+        return False
 
     def _session_factory(self, ignore: frozenset[str]):
         recorder, bounds = self.recorder, self.target.bounds

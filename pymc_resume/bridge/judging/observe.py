@@ -53,10 +53,10 @@ class ForkRecord:
     # later change to them is a fork-determinism violation (`parent_changes`).
     parent_chain: tuple[Checkpoint, ...] = ()
     parent_inputs: dict[int, int] | None = None
-    # How many values had been delivered to the parent's parked interrupts when the fork was
-    # made (`History.delivered`): a record appearing at the fork point later is the parent's own
-    # only if one of the values delivered since made it.
-    parent_delivered: int = 0
+    # How many values had been sent to the parent's parked interrupts when the fork was made
+    # (`History.sent`): a record appearing at the fork point later is the parent's own only if
+    # one of the values sent since made it.
+    parent_sent: int = 0
 
 
 @attrs.define
@@ -73,8 +73,10 @@ class History:
     derived: list[tuple[str, str]] = attrs.Factory(list)
     # thread -> (stage, head) where a schema-invalid resume value was refused while it was parked
     refused_invalid: dict[int, tuple[int, object]] = attrs.Factory(dict)
-    # thread -> the values accepted by its parked interrupts, in order (not late resumes)
-    delivered: dict[int, list[int]] = attrs.Factory(dict)
+    # thread -> the values resumes sent to its parked interrupts, in order (not late resumes),
+    # accepted or refused: a framework may record a value and then refuse the resume (the run
+    # failed in a later node), and that record is still the thread's own
+    sent: dict[int, list[int]] = attrs.Factory(dict)
     # (thread, stage, value) of an accepted late resume -> what the framework did with it
     late_seen: dict[tuple[int, int, int], str] = attrs.Factory(dict)
 
@@ -98,7 +100,7 @@ def parent_changes(history: History, observation: Observation) -> dict[int, str]
             continue
         if fork.parent_inputs is None or now.inputs is None or point is None:
             continue
-        own = set(history.delivered.get(fork.parent, ())[fork.parent_delivered :])
+        own = set(history.sent.get(fork.parent, ())[fork.parent_sent :])
         for stage in sorted({*fork.parent_inputs, *now.inputs}):
             was, is_ = fork.parent_inputs.get(stage), now.inputs.get(stage)
             if stage > point or was == is_:
@@ -133,10 +135,10 @@ def as_when_forked(history: History, observation: Observation) -> Observation:
         if inputs is not None and fork.parent_inputs is not None:
             inputs = {**inputs, **fork.parent_inputs}
             point = fork.snapshot[-1].pc if fork.snapshot else -1
-            own = history.delivered.get(fork.parent, ())[fork.parent_delivered :]
-            if point not in fork.parent_inputs and point in inputs:
-                # a record that appeared at the fork point: the parent's own first delivery
-                # since, as it would read had the fork not written there
+            own = history.sent.get(fork.parent, ())[fork.parent_sent :]
+            if point not in fork.parent_inputs and point in inputs and inputs[point] not in own:
+                # a record that appeared at the fork point and that no value the parent was
+                # sent since made: as it would read had the fork not written there
                 if own:
                     inputs[point] = own[0]
                 else:

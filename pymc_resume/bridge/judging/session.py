@@ -431,10 +431,10 @@ class Session:
                     else:
                         history.second_records.setdefault(t, []).append((target, value))
                         self._late.append((t, target, value))
-                elif outcome.status == REFUSED and action == "resume":
-                    self._judge_refused_valid(t, before)
-                elif outcome.status != REFUSED:  # a delivery to a parked interrupt
-                    history.delivered.setdefault(t, []).append(value)
+                else:  # a value sent to a parked interrupt
+                    history.sent.setdefault(t, []).append(value)
+                    if outcome.status == REFUSED and action == "resume":
+                        self._judge_refused_valid(t, before)
         if action == "update" and step["value"] == INVALID and outcomes[0].status != REFUSED:
             history.findings.append((CHECKPOINT_VALIDITY, f"a schema-invalid update of t{t} was accepted"))
         if action == "fork" and outcomes[0].status == OK:
@@ -542,7 +542,7 @@ class Session:
             snapshot=tuple(chain[: c + 1]),
             parent_chain=tuple(chain),
             parent_inputs=None if parent.inputs is None else dict(parent.inputs),
-            parent_delivered=len(self.history.delivered.get(t, ())),
+            parent_sent=len(self.history.sent.get(t, ())),
         )
         if t in self.history.crashed:
             self.history.crashed.add(new)
