@@ -64,7 +64,8 @@ What CrewAI gives and what it does not:
   always pauses). CrewAI writes no row before the first method: a root thread's chain starts
   with the initial state. A fork's chain is its parent's chain up to the snapshot it was
   hydrated from (CrewAI's store keeps no link between them: the adapter remembers the call it
-  made), then the fork's own rows.
+  made), then the fork's own rows. Its recorded inputs are read from its own rows only, never
+  from the parent's: a value the parent consumed is the fork's only if the fork recorded it.
 """
 
 from __future__ import annotations
@@ -645,9 +646,13 @@ class CrewAIAdapter:
         views = []
         for t, memory in enumerate(self.threads):
             chain = self._chain(t)
+            # Recorded inputs come from the thread's own rows only: a fork's chain starts with
+            # its parent's checkpoints (the state it was hydrated from), but a value the parent
+            # consumed is the fork's only if the fork's own run recorded it.
+            own = chain[0 if memory["parent"] is None else memory["base"] + 1 :]
             inputs = {
                 e.stage: e.app[workflow.stages[e.stage].node]
-                for e in chain
+                for e in own
                 if e.stage >= 0 and workflow.consumes[e.stage]
             }
             views.append(ThreadView(chain, memory["run"], inputs))

@@ -383,8 +383,11 @@ def test_a_replay_fork_from_the_head_goes_through_restore_from_state_id_and_reru
     assert committed(session, 0) == [0, 1, 2]  # the parent is left as it was
     violated, _ = run([START, resume(1), fork(3)], drain=False, bounds=SMALL)
     # Re-running the ancestry is fork-determinism's fault; prefix-continuation failing on it is
-    # derived and counted there (docs/contract.md, "Where a derived fault is counted").
-    assert violated == {"effect-exactly-once", "fork-determinism"}
+    # derived and counted there (docs/contract.md, "Where a derived fault is counted"). The
+    # replay fork waits again for feedback its parent consumed: fork-intent, from the fork's own
+    # rows (none records a value at stage 2).
+    assert violated == {"effect-exactly-once", "fork-determinism", "fork-intent"}
+    assert forked.inputs == {} and parent.inputs == {2: 1}
 
 
 @slow
