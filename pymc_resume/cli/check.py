@@ -13,6 +13,7 @@ from pymc_resume.cli import main
 from pymc_resume.cli.check_report import check_text
 from pymc_resume.cli.errors import fail
 from pymc_resume.cli.options import (
+    MAX_WORKERS,
     Seconds,
     engine_flags,
     refuse_for_simulation,
@@ -45,7 +46,7 @@ from pymc_resume.model.mutants import MUTANTS
 )
 @click.option(
     "--workers",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_WORKERS),
     default=None,
     help="Worker processes, each owning a hash partition  [default: number of cores].",
 )
@@ -90,6 +91,7 @@ def check_command(
     """Explore every interleaving of the reference semantics and judge the nine contract ids
     (or, with --simulate, take random walks through it and judge what they visit)."""
     if list_mutants:
+        _bounds(bounds_name, mutant)  # bounds or a mutant that cannot load are an error here too
         for mutant_def in MUTANTS.values():
             click.echo(f"{mutant_def.name:32} breaks {mutant_def.target}: {mutant_def.fault}")
         return

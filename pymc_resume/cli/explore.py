@@ -12,6 +12,7 @@ from pymc_resume.cli import main
 from pymc_resume.cli.errors import fail
 from pymc_resume.cli.explore_report import explore_text
 from pymc_resume.cli.options import (
+    MAX_WORKERS,
     Seconds,
     engine_flags,
     refuse_for_simulation,
@@ -32,7 +33,7 @@ from pymc_resume.files import write_json
 @click.argument("target", required=False)
 @click.option(
     "--workers",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_WORKERS),
     default=None,
     help="Worker processes, each owning a hash partition  [default: 1].",
 )

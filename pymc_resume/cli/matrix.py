@@ -12,6 +12,7 @@ from pymc_resume.checking.matrix import Row, compute_matrix
 from pymc_resume.cli import main
 from pymc_resume.cli.errors import fail
 from pymc_resume.cli.matrix_report import matrix_text
+from pymc_resume.cli.options import MAX_WORKERS
 from pymc_resume.cli.paths import writable_file
 from pymc_resume.files import write_json
 from pymc_resume.model.bounds import BoundsError, load_bounds
@@ -61,7 +62,7 @@ def report_row(row: Row, done: int, total: int) -> None:
 )
 @click.option(
     "--workers",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_WORKERS),
     default=1,
     show_default=True,
     help="Check this many rows at once, each in its own process (same output).",

@@ -7,6 +7,8 @@ import math
 
 import click
 
+from pymc_resume.checking.check import MAX_WORKERS as MAX_WORKERS  # a snapshot's limit too
+
 
 class Seconds(click.ParamType):
     """A finite number of seconds within [low, high]: `nan`, `inf` and negatives are refused
@@ -152,6 +154,13 @@ def budget_flags(function):
     )
 
 
+def _not_empty(ctx, param, value):
+    """A folder option given as "" would mean the current directory: refused."""
+    if value is not None and not str(value).strip():
+        raise click.BadParameter("an empty path is not a folder", ctx=ctx, param=param)
+    return value
+
+
 def snapshot_flags(recovered_from_checkpoint: str):
     """`--max-states`, `--max-memory`, `--checkpoint-dir`, `--checkpoint-every` and `--recover`,
     shared by `check` and `explore`; `recovered_from_checkpoint` names what a recovery takes
@@ -174,6 +183,7 @@ def snapshot_flags(recovered_from_checkpoint: str):
         click.option(
             "--checkpoint-dir",
             type=click.Path(file_okay=False),
+            callback=_not_empty,
             default=None,
             help="Save the explorer's own state here between levels, atomically (the first "
             "snapshot after the first level).",
@@ -183,13 +193,15 @@ def snapshot_flags(recovered_from_checkpoint: str):
             type=Seconds(low=0.0),
             default=None,
             metavar="SECONDS",
-            help="At most this long between snapshots; the wait grows from 1 s up to it  "
+            help="At most this long between snapshots (0: after every level); the wait grows "
+            "from 1 s up to it  "
             "[default: 60, or the recovered run's].",
         ),
         click.option(
             "--recover",
             "recover_dir",
             type=click.Path(file_okay=False),
+            callback=_not_empty,
             default=None,
             help="Continue the run checkpointed in this folder (and keep checkpointing there); "
             f"{recovered_from_checkpoint} come from the checkpoint, and so do --checkpoint-every, "
@@ -235,5 +247,15 @@ def engine_flags(function):
 
 
 def refuse_lone_address(engine: str, address: str | None) -> None:
-    if address is not None and engine != "ray":
+    """`--address` only with Ray, and only `auto` or HOST:PORT with a port Ray can dial."""
+    if address is None:
+        return
+    if engine != "ray":
         raise click.UsageError("--address: only with --engine ray")
+    if address == "auto":
+        return
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise click.UsageError(
+            f"--address: {address[:80]!r} is not 'auto' or HOST:PORT with a port from 1 to 65535"
+        )

@@ -19,13 +19,22 @@ GATE_CHOICES = {"off": [False], "on": [True], "both": [False, True]}
 def _list(text: str | None, what: str, convert=str) -> list | None:
     if text is None:
         return None
-    items = [item.strip() for item in text.split(",") if item.strip()]
-    if not items:
+    items = [item.strip() for item in text.split(",")]
+    if not any(items):
         fail(f"{what}: give at least one value")
+    if not all(items):
+        fail(f"{what}: {text[:80]!r} has an empty entry")
     try:
         return [convert(item) for item in items]
     except ValueError:
         fail(f"{what}: {text!r} is not a comma-separated list of numbers")
+
+
+def _postgres_url(url: str | None) -> str | None:
+    """A libpq URL (postgresql:// or postgres://), else one line, exit 2."""
+    if url is not None and not url.startswith(("postgresql://", "postgres://")):
+        fail(f"--postgres-url: {url[:80]!r} is not a postgresql:// URL")
+    return url
 
 
 @main.command("race")
@@ -82,6 +91,7 @@ def _list(text: str | None, what: str, convert=str) -> list | None:
     "--postgres-url",
     default=None,
     metavar="URL",
+    callback=lambda _ctx, _param, url: _postgres_url(url),
     help="The PostgreSQL server  [default: $PYMC_RESUME_POSTGRES_URL or "
     "postgresql://postgres@127.0.0.1:5432/test].",
 )

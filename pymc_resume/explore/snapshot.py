@@ -30,7 +30,7 @@ import attrs
 from pymc_resume.errors import EnvironmentProblem
 from pymc_resume.explore.persisted import SnapshotError
 from pymc_resume.explore.result import DEADLOCK
-from pymc_resume.files import write_atomically
+from pymc_resume.files import UnreadableFile, read_bounded, write_atomically
 
 _T = TypeVar("_T")
 
@@ -39,6 +39,7 @@ FORMAT = 4  # 3: partition files in the `persisted` format, the manifest holds e
 POINTER = "current"
 MANIFEST = "manifest.json"
 _FOLDER = re.compile(r"level-\d{6}")
+MAX_MANIFEST_BYTES = 16 * 2**20  # a manifest lists a few numbers per partition
 _POINTER_TEMPORARY = f".{POINTER}."  # write_atomically's temporary files beside the pointer
 
 __all__ = [
@@ -133,11 +134,11 @@ def save(directory: str | Path, snapshot: Snapshot) -> None:
 
 
 def _current_name(root: Path) -> str | None:
-    try:
-        name = (root / POINTER).read_bytes().decode("utf-8").strip()
-    except FileNotFoundError:
+    if not os.path.lexists(root / POINTER):
         return None
-    except (OSError, UnicodeDecodeError) as error:
+    try:
+        name = read_bounded(root / POINTER, 4096, "a checkpoint pointer").decode("utf-8").strip()
+    except (UnreadableFile, UnicodeDecodeError) as error:
         raise SnapshotError(f"{root / POINTER}: unreadable: {error}") from None
     if not _FOLDER.fullmatch(name):
         raise SnapshotError(f"{root / POINTER}: names {name[:60]!r}, not a folder like level-000012")
@@ -173,20 +174,22 @@ def load(directory: str | Path) -> Snapshot:
     folder = root / name
     where = folder / MANIFEST
     try:
-        text = where.read_bytes().decode("utf-8")
+        text = read_bounded(where, MAX_MANIFEST_BYTES, "a checkpoint manifest").decode("utf-8")
         manifest = json.loads(text)
     except UnicodeDecodeError as error:
         raise SnapshotError(f"{where}: not UTF-8 text (byte {error.start})") from None
+    except UnreadableFile as error:
+        raise SnapshotError(f"{where}: unreadable: {error.reason}") from None
     except (OSError, ValueError, RecursionError) as error:
         raise SnapshotError(f"{where}: unreadable: {getattr(error, 'strerror', None) or error}") from None
     depth, elapsed, layout = _check_manifest(manifest, str(where))
     files = tuple(str(partition_file(folder, index)) for index in range(len(layout.sizes)))
     partitions = []
     for file in files:
-        try:
-            partitions.append(Path(file).read_bytes())
-        except OSError as error:
-            raise SnapshotError(f"{file}: unreadable: {error.strerror or error}") from None
+        try:  # a regular file, no longer than its manifest entry says (checked again on restore)
+            partitions.append(read_bounded(file, None, "a checkpoint partition"))
+        except UnreadableFile as error:
+            raise SnapshotError(f"{file}: unreadable: {error.reason}") from None
     return Snapshot(manifest["run"], depth, elapsed, partitions, layout, files)
 
 

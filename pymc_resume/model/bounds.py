@@ -23,6 +23,7 @@ from pathlib import Path
 import attrs
 
 from pymc_resume.errors import BadInput
+from pymc_resume.files import UnreadableFile, read_bounded
 from pymc_resume.model.workflow import NodeKind, Workflow
 
 NODE_NAMES = tuple(kind.value for kind in NodeKind)
@@ -37,6 +38,7 @@ NUMERIC_LIMITS = {
     "invalid_updates": (0, 4),
 }
 MAX_NODES = 8
+MAX_FILE_BYTES = 64 * 2**10  # a bound file is a few hundred bytes
 
 
 class BoundsError(BadInput):
@@ -88,18 +90,18 @@ def load_bounds(name_or_path: str) -> Bounds:
         return parse_bounds(source.read_text(encoding="utf-8"), name_or_path, f"{name_or_path}.toml")
     path = Path(name_or_path)
     try:
-        is_file = path.is_file()
+        exists = path.exists()
     except (OSError, ValueError):  # a name too long, or with a NUL byte
-        is_file = False
-    if not is_file:
+        exists = False
+    if not exists:
         known = ", ".join(bundled_names())
         raise BoundsError(f"no bounds named {name_or_path!r} (bundled: {known}) and no such file")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded(path, MAX_FILE_BYTES, "a bounds file").decode("utf-8")
     except UnicodeDecodeError as error:
         raise BoundsError(f"{path}: not a UTF-8 text file (byte {error.start})") from None
-    except OSError as error:
-        raise BoundsError(f"{path}: cannot read: {error.strerror or error}") from None
+    except UnreadableFile as error:
+        raise BoundsError(str(error)) from None
     return parse_bounds(text, path.stem, str(path))
 
 
@@ -109,6 +111,10 @@ def parse_bounds(text: str, name: str, where: str) -> Bounds:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise BoundsError(f"{where}: not valid TOML: {error}") from None
+    except ValueError as error:  # an integer of more digits than Python converts
+        raise BoundsError(f"{where}: not valid bounds: {error}") from None
+    except RecursionError:
+        raise BoundsError(f"{where}: not valid TOML: nested too deeply") from None
     return bounds_from_mapping(data, name, where)
 
 

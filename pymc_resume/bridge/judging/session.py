@@ -45,6 +45,7 @@ from pymc_resume.bridge.adapter import (
     CrashPoint,
     FuzzSetup,
     Observation,
+    ThreadView,
     declared_variants,
     expressible_workflow,
     unsupported_operations,
@@ -820,7 +821,7 @@ class Session:
     # -- adapter calls -------------------------------------------------------------------
 
     def _observe(self) -> Observation:
-        return self._call("observe", self.adapter.observe)
+        return _checked_observation(self._call("observe", self.adapter.observe))
 
     def _call(self, what: str, function):
         """Call into the hosted adapter; a call that does not return normally (it raised, its
@@ -833,3 +834,31 @@ class Session:
                     f"the adapter raised during {what}: {problem.reason[len('raised ') :]}"
                 ) from None
             raise AdapterFailure(f"{what} {problem.reason}") from None
+
+
+RUNS = ("new", "free", "live", "dead", "failed")
+
+
+def _checked_observation(observation: object) -> Observation:
+    """What `observe()` returned, if it has the protocol's shape (an Observation of ThreadViews
+    whose chains are Checkpoints); else the adapter failed, which is said in its terms."""
+
+    def wrong(what: str) -> AdapterFailure:
+        return AdapterFailure(f"the adapter failed: observe() returned {what}")
+
+    if not isinstance(observation, Observation):
+        raise wrong(f"a {type(observation).__name__}, not an Observation")
+    if not isinstance(observation.threads, (tuple, list)):
+        raise wrong(f"threads as a {type(observation.threads).__name__}, not a tuple")
+    for t, view in enumerate(observation.threads):
+        if not isinstance(view, ThreadView):
+            raise wrong(f"thread {t} as a {type(view).__name__}, not a ThreadView")
+        if view.run not in RUNS:
+            raise wrong(f"thread {t} with run {str(view.run)[:40]!r}, not one of {', '.join(RUNS)}")
+        if not isinstance(view.chain, (tuple, list)) or (not view.chain and view.run != "new"):
+            raise wrong(f"thread {t} ({view.run}) with no chain of checkpoints")
+        for entry in view.chain:
+            shaped = isinstance(entry, tuple) and len(entry) == 3
+            if not (shaped and type(entry[0]) is int and type(entry[2]) is int):
+                raise wrong(f"thread {t} with a chain entry that is not a Checkpoint(pc, app, stage)")
+    return observation

@@ -11,12 +11,11 @@ with one line naming the file, the key and what is wrong.
 from __future__ import annotations
 
 import json
-import os
-import stat
 from pathlib import Path
 
 from pymc_resume.bridge.adapter import CRASH_POINTS, RACE_WINDOWS, WARM_CLIENT_IDS
 from pymc_resume.errors import BadInput
+from pymc_resume.files import UnreadableFile, read_bounded
 from pymc_resume.model.bounds import Bounds, BoundsError, bounds_from_mapping
 from pymc_resume.model.contract import CLAUSE_IDS
 from pymc_resume.model.workflow import INVALID
@@ -71,6 +70,8 @@ def read_repro(path: str | Path) -> dict:
         document = json.loads(text)
     except json.JSONDecodeError as error:
         raise ReproError(f"{where} is not JSON: {error}") from None
+    except ValueError as error:  # an integer of more digits than Python converts
+        raise ReproError(f"{where}: {error}") from None
     except RecursionError:
         raise ReproError(f"{where}: JSON nested too deeply") from None
     return validate_repro(document, where)
@@ -80,18 +81,9 @@ def _read_text(path: Path, where: str) -> str:
     """The file's text: a regular file (never a FIFO or device, which could block), of
     bounded size, in UTF-8."""
     try:
-        info = os.stat(path)
-    except (OSError, ValueError) as error:
-        raise ReproError(f"cannot read {where}: {getattr(error, 'strerror', None) or error}") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise ReproError(f"{where} is not a regular file")
-    if info.st_size > MAX_BYTES:
-        raise ReproError(f"{where} has {info.st_size:,} bytes, more than a repro's {MAX_BYTES:,}")
-    try:
-        with open(path, "rb") as stream:
-            data = stream.read(MAX_BYTES + 1)
-    except OSError as error:
-        raise ReproError(f"cannot read {where}: {error.strerror or error}") from None
+        data = read_bounded(path, MAX_BYTES, "a repro")
+    except UnreadableFile as error:
+        raise ReproError(str(error)) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
