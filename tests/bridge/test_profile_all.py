@@ -65,8 +65,10 @@ VIOLATED_UNDER = {
 # docs/llama-index.md): with the storage as it comes Agent Framework stores nothing, so its
 # resumes never reach the framework (our client refuses them) and their cells are not checked,
 # never holds; a response sent with the checkpoint that parked is served again; a value sent to
-# a completed LlamaIndex run is ignored while the run starts over. Clause -> (verdict, words its
-# reason or its variants name).
+# a completed LlamaIndex run is ignored while the run starts over; a second value to a consumed
+# pydantic-graph interrupt is refused by pydantic-graph itself (iter_from_persistence finds no
+# 'created' snapshot and raises; docs/pydantic-graph.md). Clause -> (verdict, words its reason or
+# its variants name).
 DECIDED = {
     ("agent-framework", "file"): {
         "checkpoint-validity": ("skipped", "not checked"),
@@ -76,6 +78,9 @@ DECIDED = {
         "consume-once-value": ("violated", "resume: respond-at-pause"),
     },
     ("llama-index", "context-json"): {"consume-once-value": ("violated", "recorded it nowhere")},
+    ("pydantic-graph", "file"): {
+        "consume-once-value": ("holds", "refused by the framework (GraphRuntimeError: Unable to restore"),
+    },
 }
 
 # Rows profiled first here (docs/<framework>.md gives each as printed and says what every cell

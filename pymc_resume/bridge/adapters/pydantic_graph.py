@@ -20,12 +20,20 @@ How the contract's operations map (docs/pydantic-graph.md says more):
   until the next node is a consuming node without a value (the run parks: its snapshot is
   persisted `created`, the client stops iterating, as in pydantic-graph's human-in-the-loop
   example) or the run ends.
-- resume(v): the documented human-in-the-loop pattern: the client loads the parked snapshot
-  with `load_next` (created -> pending, under the file lock: the claim), builds the consuming
-  node with the answer as a field (`S3(value=v)`) and runs it with `graph.iter(...)` from the
-  snapshot's state; pydantic-graph appends a snapshot of that node (the recorded value) before
-  running it. A resume to a thread whose head is not a parked interrupt is refused by the client
-  before it writes anything.
+- resume(v), two variants (`VARIANTS`), each building the consuming node with the answer as
+  a field (`S3(value=v)`), which pydantic-graph appends as a snapshot (the recorded value)
+  before it runs it:
+  - `load-next` (the default), the documented human-in-the-loop pattern: the client takes the
+    parked snapshot with `persistence.load_next()` (created -> pending, under the file lock: the
+    claim) and runs the answered node with `graph.iter(S3(value=v), state=snapshot.state, ...)`.
+    When `load_next` returns None (nothing is waiting: pydantic-graph raises nothing) the
+    pattern leaves the decision to user code: the client refuses (`CLIENT`).
+  - `iter-from-persistence`: `graph.iter_from_persistence(persistence)` restores the parked
+    node (its own `load_next`: the claim) and the client hands it the answered node with
+    `GraphRun.next(S3(value=v))` ("the node you want to run next"). With nothing waiting,
+    `iter_from_persistence` raises `GraphRuntimeError` itself: pydantic-graph's refusal.
+  Under both, a thread whose next node to run is not a parked interrupt is refused by the client
+  before it calls pydantic-graph (answering it would run the wrong node).
 - recover: `iter_from_persistence` (nothing to do when the head is parked or ended). After a
   SIGKILL in the middle of a node that snapshot stays `running` forever and there is no
   `created` snapshot, so pydantic-graph raises `GraphRuntimeError`: the adapter returns it as a
@@ -33,11 +41,12 @@ How the contract's operations map (docs/pydantic-graph.md says more):
 - fork and update: not expressible (see `unsupported`); the adapter never writes the
   persistence file itself (it reads it to observe).
 
-Refusals say whose they are. One that pydantic-graph raised to its client (`_from_pydantic_graph`:
-the innermost frame of pydantic-graph or pymc_resume on the traceback is pydantic-graph's) is
-pydantic-graph's. The human-in-the-loop pattern leaves to user code the decision whether a run
-is parked at all and what to do when `load_next` finds no snapshot; the adapter's client decides
-that, and its refusal says that the rule is the adapter's (`ADAPTER_RULE`), never pydantic-graph's.
+Refusals say whose they are (`Outcome.by`). One that pydantic-graph raised to its client
+(`_from_pydantic_graph`: the innermost frame of pydantic-graph or pymc_resume on the traceback
+is pydantic-graph's) is pydantic-graph's (`FRAMEWORK`). The human-in-the-loop pattern leaves to
+user code the decision whether a run is parked at all and what to do when `load_next` finds no
+snapshot; the adapter's client decides that, and its refusal says that the rule is the
+adapter's (`ADAPTER_RULE`, `CLIENT`), never pydantic-graph's.
 
 Crash points are real SIGKILLs of the child process that runs the graph: before or after the
 node's code (in the node), or after the persistence appended the snapshot that records the
@@ -56,6 +65,8 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 from pymc_resume.bridge.adapter import (
+    CLIENT,
+    FRAMEWORK,
     OK,
     REFUSED,
     CrashPoint,
@@ -63,6 +74,7 @@ from pymc_resume.bridge.adapter import (
     Observation,
     Outcome,
     ThreadView,
+    Variant,
 )
 from pymc_resume.bridge.adapter.nodes import NodeContext
 from pymc_resume.bridge.kit.process import Barrier, ClientControl, run_in_children, settle
@@ -82,16 +94,67 @@ FORK_UNSUPPORTED = (
 # How a refusal made by the adapter's client code (not raised by pydantic-graph) begins.
 ADAPTER_RULE = "the adapter's rule, not pydantic-graph's"
 
+# Where pydantic-graph documents each call (the graph guide and its API reference, 1.x).
+GRAPH_DOCS = "https://ai.pydantic.dev/graph/"
+ITERATING_DOCS = f"{GRAPH_DOCS}#iterating-over-a-graph"
+HITL_DOCS = f"{GRAPH_DOCS}#example-human-in-the-loop"
+PERSISTENCE_DOCS = f"{GRAPH_DOCS}#state-persistence"
+API_DOCS = "https://ai.pydantic.dev/api/pydantic_graph/graph/"
+ITER_FROM_PERSISTENCE_API = f"{API_DOCS}#pydantic_graph.graph.Graph.iter_from_persistence"
+NEXT_API = (
+    f"{API_DOCS}#pydantic_graph.graph.GraphRun.next ('Manually drive the graph run by passing in the "
+    "node you want to run next. This lets you inspect or mutate the node before continuing execution')"
+)
+LOAD_NEXT_API = (
+    "https://ai.pydantic.dev/api/pydantic_graph/persistence/"
+    "#pydantic_graph.persistence.BaseStatePersistence.load_next"
+)
+
+LOAD_NEXT = "load-next"
+ITER_FROM_PERSISTENCE = "iter-from-persistence"
+START_CALL = (
+    "graph.iter(S0(), state=FuzzState(), persistence=FileStatePersistence(path)), driven with "
+    "GraphRun.next() until the next node waits for a value or the run ends"
+)
+LOAD_NEXT_CALL = (
+    "snapshot = await persistence.load_next() (created -> pending), then graph.iter(S{k}(value=v), "
+    "state=snapshot.state, persistence=...) driven with GraphRun.next() (the human-in-the-loop pattern)"
+)
+ITER_FROM_PERSISTENCE_CALL = (
+    "async with graph.iter_from_persistence(persistence) as run (restores the parked S{k}(), "
+    "created -> pending): await run.next(S{k}(value=v)), then driven with GraphRun.next()"
+)
+RECOVER_CALL = "graph.iter_from_persistence(persistence) in a fresh process, driven with GraphRun.next()"
+
+# The crash, which is no call of pydantic-graph's (every other operation's calls are its variants).
 FRAMEWORK_CALLS = {
-    "start": "graph.iter(S0(), state=FuzzState(), persistence=FileStatePersistence(path)), driven with "
-    "GraphRun.next() until the next node waits for a value or the run ends",
-    "resume": "persistence.load_next() (created -> pending), then graph.iter(S{k}(value=v), "
-    "state=snapshot.state, persistence=...) (the human-in-the-loop pattern)",
-    "resume-together": "k processes, each persistence.load_next() then graph.iter(S{k}(value=v), ...)",
     "crash": "SIGKILL of the client process running the graph (inside a node, or right after "
     "FileStatePersistence.snapshot_node / snapshot_end appended the next snapshot)",
-    "recover": "graph.iter_from_persistence(persistence) in a fresh process, driven with GraphRun.next()",
 }
+
+# Every documented way of performing each operation (`bridge/adapter/protocol.py`): the answer
+# handed to the parked run by the human-in-the-loop pattern (load_next, then iter), or to the
+# run iter_from_persistence restores (GraphRun.next with the answered node). The default first.
+VARIANTS = (
+    Variant("start", "iter", START_CALL, ITERATING_DOCS),
+    Variant("resume", LOAD_NEXT, LOAD_NEXT_CALL, f"{HITL_DOCS}; {LOAD_NEXT_API}"),
+    Variant(
+        "resume",
+        ITER_FROM_PERSISTENCE,
+        ITER_FROM_PERSISTENCE_CALL,
+        f"{PERSISTENCE_DOCS}; {ITER_FROM_PERSISTENCE_API}; {NEXT_API}",
+    ),
+    Variant("resume-together", LOAD_NEXT, f"k processes, each {LOAD_NEXT_CALL}", HITL_DOCS),
+    Variant(
+        "resume-together",
+        ITER_FROM_PERSISTENCE,
+        f"k processes, each {ITER_FROM_PERSISTENCE_CALL}",
+        f"{PERSISTENCE_DOCS}; {NEXT_API}",
+    ),
+    Variant(
+        "recover", ITER_FROM_PERSISTENCE, RECOVER_CALL, f"{PERSISTENCE_DOCS}; {ITER_FROM_PERSISTENCE_API}"
+    ),
+)
 
 
 def _pydantic_graph_version() -> str:
@@ -116,6 +179,7 @@ class PydanticGraphAdapter:
     capabilities = frozenset({"recorded-inputs", "leases", "executions", "late-inputs"})
     unsupported = {"update": UPDATE_UNSUPPORTED, "fork": FORK_UNSUPPORTED}
     framework_calls = FRAMEWORK_CALLS
+    variants = VARIANTS
 
     def __init__(self) -> None:
         try:
@@ -199,38 +263,45 @@ class PydanticGraphAdapter:
     def start(self, thread: int, crash: CrashPoint | None, op: str) -> Outcome:
         return self._run(thread, "start", None, "run", crash, op)
 
-    def resume(self, thread: int, value: int, crash: CrashPoint | None, op: str) -> Outcome:
-        return self._run(thread, "resume", value, "delivery", crash, op)
+    def resume(
+        self, thread: int, value: int, crash: CrashPoint | None, op: str, variant: str = LOAD_NEXT
+    ) -> Outcome:
+        return self._run(thread, "resume", value, "delivery", crash, op, variant)
 
     def recover(self, thread: int, crash: CrashPoint | None, op: str) -> Outcome:
         return self._run(thread, "recover", None, "recovery", crash, op)
 
-    def resume_together(self, thread: int, values: list[int], window: str | None, op: str) -> list[Outcome]:
+    def resume_together(
+        self, thread: int, values: list[int], window: str | None, op: str, variant: str = LOAD_NEXT
+    ) -> list[Outcome]:
         tasks = [
-            self._task(thread, "resume", v, "delivery", None, f"{op}.{i}", window)
+            self._task(thread, "resume", v, "delivery", None, f"{op}.{i}", window, variant)
             for i, v in enumerate(values)
         ]
         results = run_in_children(tasks, synchronized=window is not None)
         return [self._settle(thread, result) for result in results]
 
-    def _run(self, thread: int, action: str, value, role: str, crash, op: str) -> Outcome:
-        [result] = run_in_children([self._task(thread, action, value, role, crash, op, None)])
+    def _run(self, thread: int, action: str, value, role: str, crash, op: str, variant: str = "") -> Outcome:
+        [result] = run_in_children([self._task(thread, action, value, role, crash, op, None, variant)])
         return self._settle(thread, result)
 
-    def _task(self, thread: int, action: str, value, role: str, crash, op: str, window: str | None):
+    def _task(
+        self, thread: int, action: str, value, role: str, crash, op: str, window: str | None, variant: str
+    ):
         path = self._path(thread)
 
         def task(barrier: Barrier) -> dict:
             global _CONTROL
             _CONTROL = ClientControl(thread, op, role, crash, window, barrier)
             client = _Client(*self._build(), path)
+            call = getattr(client, action)
             try:
-                detail = asyncio.run(getattr(client, action)(value))
+                detail = asyncio.run(call(value, variant) if action == "resume" else call(value))
             except _Refusal as refusal:
-                return {"status": REFUSED, "detail": f"{ADAPTER_RULE}: {refusal}"}
+                return {"status": REFUSED, "detail": f"{ADAPTER_RULE}: {refusal}", "by": CLIENT}
             except Exception as error:
                 if _from_pydantic_graph(error):
-                    return {"status": REFUSED, "detail": f"{type(error).__name__}: {error}"}
+                    return {"status": REFUSED, "detail": f"{type(error).__name__}: {error}", "by": FRAMEWORK}
                 raise
             return {"status": OK, "detail": detail}
 
@@ -346,20 +417,46 @@ class _Client:
         async with self.graph.iter_from_persistence(self.persistence) as run:
             return await self._drive(run)
 
-    async def resume(self, value: int) -> str:
-        """The human-in-the-loop pattern: claim the parked snapshot, run its node with the value."""
-        head = await self._head()
-        if head is None or head.kind != "node" or head.status != "created" or not self._parked(head.node):
+    async def resume(self, value: int, variant: str = LOAD_NEXT) -> str:
+        """The answer `value` to the parked interrupt, handed over as `variant` says."""
+        snapshots = await self.persistence.load_all()
+        waiting = next((s for s in snapshots if s.kind == "node" and s.status == "created"), None)
+        if waiting is not None and not self._parked(waiting.node):
+            # pydantic-graph would run that node: answering it would skip it.
+            next_id = waiting.node.get_node_id()
+            raise _Refusal(f"the run is not parked at an interrupt (next to run: {next_id})")
+        _CONTROL.at("after-load", -1)
+        if variant == ITER_FROM_PERSISTENCE:
+            return await self._resume_from_persistence(value, waiting)
+        if variant != LOAD_NEXT:
+            raise ValueError(f"unknown resume variant {variant!r}")
+        snapshot = await self.persistence.load_next()
+        if snapshot is None:
+            head = snapshots[-1] if snapshots else None
             status = (
                 "no snapshot" if head is None else f"{head.kind} snapshot, {getattr(head, 'status', 'ended')}"
             )
-            raise _Refusal(f"the run is not parked at an interrupt (head: {status})")
-        _CONTROL.at("after-load", -1)
-        snapshot = await self.persistence.load_next()
-        if snapshot is None or snapshot.id != head.id:
-            raise _Refusal("the parked snapshot was taken by another delivery (load_next found none)")
+            raise _Refusal(
+                f"the run is not parked at an interrupt: pydantic-graph's load_next returned no snapshot "
+                f"and raised nothing (head: {status})"
+            )
+        if waiting is None or snapshot.id != waiting.id:
+            raise _Refusal("the parked snapshot was taken by another delivery (load_next returned another)")
         node = type(snapshot.node)(value=value)
         async with self.graph.iter(node, state=snapshot.state, persistence=self.persistence) as run:
+            return await self._drive(run)
+
+    async def _resume_from_persistence(self, value: int, waiting) -> str:
+        """iter_from_persistence restores the parked node (or raises when nothing waits); the
+        answered node is the one the client passes to GraphRun.next."""
+        async with self.graph.iter_from_persistence(self.persistence) as run:
+            parked = run.next_node
+            if waiting is None or parked.get_snapshot_id() != waiting.id:
+                raise _Refusal(
+                    f"iter_from_persistence restored {parked.get_node_id()}, not the parked snapshot "
+                    "(another delivery took it)"
+                )
+            await run.next(type(parked)(value=value))
             return await self._drive(run)
 
 

@@ -21,9 +21,11 @@ pytest.importorskip(
 
 from live_steps import DEFAULT, START, apply_steps, crash, reproduces_again, resume
 
-from pymc_resume.bridge.adapter import framework_calls
+from pymc_resume.bridge.adapter import declared_variants, framework_calls
 from pymc_resume.bridge.adapters.pydantic_graph import (
     ADAPTER_RULE,
+    ITER_FROM_PERSISTENCE,
+    LOAD_NEXT,
     PydanticGraphAdapter,
     _from_pydantic_graph,
 )
@@ -60,6 +62,87 @@ def test_every_operation_it_performs_names_its_pydantic_graph_call():
     assert "load_next" in calls["resume"] and "iter_from_persistence" in calls["recover"]
 
 
+def test_it_declares_both_documented_ways_to_answer_a_parked_run_the_pattern_first():
+    variants = declared_variants(PydanticGraphAdapter())
+    for op in ("resume", "resume-together"):
+        assert [v.name for v in variants[op]] == [LOAD_NEXT, ITER_FROM_PERSISTENCE]
+    load_next, from_persistence = variants["resume"]
+    assert "load_next" in load_next.call and "example-human-in-the-loop" in load_next.docs
+    assert "iter_from_persistence" in from_persistence.call
+    assert "run.next(S{k}(value=v))" in from_persistence.call
+    assert "GraphRun.next" in from_persistence.docs
+    assert [v.name for v in variants["recover"]] == [ITER_FROM_PERSISTENCE]
+
+
+def in_variant(step, variant):
+    return {**step, "variant": variant}
+
+
+# The consume-once-value situation: the run consumed v1 at S3 and v2 at S4 and ended; v1 again.
+ANSWERED = [START, resume(1), resume(2)]
+
+
+def test_a_second_value_under_load_next_gets_no_snapshot_and_the_client_refuses():
+    # pydantic-graph's load_next returns None and raises nothing: the pattern leaves it to user code.
+    violated, session = run([*ANSWERED, in_variant(resume(1), LOAD_NEXT)], drain=False)
+    assert violated == set()
+    [late] = session.steps[-1]["outcome"]
+    assert late["status"] == "refused" and late["by"] == "client"
+    assert "load_next returned no snapshot and raised nothing" in late["detail"]
+    assert session.observation.threads[0].inputs == {3: 1, 4: 2}
+    assert session.observation.threads[0].late_inputs == ()
+
+
+def test_a_second_value_under_iter_from_persistence_is_refused_by_pydantic_graph():
+    violated, session = run([*ANSWERED, in_variant(resume(1), ITER_FROM_PERSISTENCE)], drain=False)
+    assert violated == set()
+    [late] = session.steps[-1]["outcome"]
+    assert late["status"] == "refused" and late["by"] == "framework"
+    assert late["detail"] == "GraphRuntimeError: Unable to restore snapshot from state persistence."
+    assert session.observation.threads[0].inputs == {3: 1, 4: 2}
+    assert session.observation.threads[0].late_inputs == ()
+
+
+def test_iter_from_persistence_answers_a_parked_run_as_the_pattern_does():
+    session = Session(PydanticGraphAdapter(), DEFAULT.workflow, DEFAULT.values, step_timeout=60)
+    try:
+        for step in [START] + [in_variant(resume(v), ITER_FROM_PERSISTENCE) for v in (1, 2)]:
+            session.apply(step)
+        assert statuses(session) == ["ok", "ok", "ok"]
+        assert session.observation.threads[0].inputs == {3: 1, 4: 2}
+        snapshots = json.loads((session.workdir / "t0.json").read_text())
+        # the parked S3() restored and claimed (pending), the answered S3(value=1) appended and run
+        assert [(s["node"]["node_id"], s["node"].get("value"), s["status"]) for s in snapshots[3:5]] == [
+            ("S3", None, "pending"),
+            ("S3", 1, "success"),
+        ]
+    finally:
+        session.close()
+
+
+def test_a_second_value_after_a_kill_mid_node_is_refused_by_pydantic_graph_under_iter_from_persistence():
+    # v1 claimed (S3(value=1) left 'running'): nothing is 'created', iter_from_persistence raises.
+    steps = [START, resume(1, crash(3, "before-execute")), in_variant(resume(2), ITER_FROM_PERSISTENCE)]
+    violated, session = run(steps, drain=False)
+    assert violated == set()
+    [late] = session.steps[-1]["outcome"]
+    assert late["status"] == "refused" and late["by"] == "framework"
+    assert "GraphRuntimeError" in late["detail"]
+    assert session.observation.threads[0].inputs == {3: 1}
+
+
+@pytest.mark.parametrize("variant", [LOAD_NEXT, ITER_FROM_PERSISTENCE])
+def test_a_second_value_after_an_invalid_one_was_recorded_is_refused_by_pydantic_graph(variant):
+    # S3(value=-1) stays in the file: pydantic-graph's own load of it raises, under both variants.
+    skip = frozenset({"checkpoint-validity"})  # judged on the -1 (above); go on to the second value
+    session = Session(PydanticGraphAdapter(), DEFAULT.workflow, DEFAULT.values, step_timeout=60, ignore=skip)
+    violated, session = apply_steps(session, [START, resume(-1), in_variant(resume(1), variant)], drain=False)
+    assert violated == set() and len(session.steps) == 3
+    [late] = session.steps[-1]["outcome"]
+    assert late["status"] == "refused" and late["by"] == "framework"
+    assert late["detail"].startswith("ValidationError")
+
+
 def test_fork_determinism_and_fork_intent_are_not_applicable_in_its_profile():
     session = Session(PydanticGraphAdapter(), DEFAULT.workflow, DEFAULT.values, step_timeout=60)
     try:
@@ -76,6 +159,7 @@ def test_a_refusal_made_by_the_client_says_the_rule_is_the_adapters():
     assert violated == set()
     [late] = session.steps[-1]["outcome"]
     assert late["status"] == "refused" and late["detail"].startswith(ADAPTER_RULE)
+    assert late["by"] == "client"
 
 
 def test_a_refusal_counts_as_pydantic_graphs_only_where_pydantic_graph_raised_it():
@@ -166,7 +250,8 @@ def test_concurrent_deliveries_are_served_once_by_load_next(window):
         [START, {"action": "resume-together", "thread": 0, "values": [1, 2], "window": window}]
     )
     assert violated == set()
-    assert sorted(o["status"] for o in session.steps[1]["outcome"]) == ["ok", "refused"]
+    outcomes = session.steps[1]["outcome"]
+    assert sorted(o["status"] for o in outcomes) == ["ok", "refused"], outcomes
 
 
 def test_newest_release_without_persistence_is_refused_with_a_reason(tmp_path, monkeypatch):
