@@ -163,6 +163,15 @@ def _impossible_violation(record):
     record["first_bad"]["liveness"] = (1, 10**9, -1)
 
 
+def _violation_at_a_sound_state(record):
+    """Name the first state of this partition's first level that has one (the reference
+    holds everywhere)."""
+    starts = record["level_starts"]
+    level = next(k for k in range(1, len(starts)) if starts[k] > starts[k - 1])
+    gid = starts[level - 1] * record["partitions"] + record["partition"]
+    record["first_bad"]["prefix-continuation"] = (level, gid, -1)
+
+
 def _unreadable_carry_key(record):
     keys = next(batch[0] for batch in record["carry"] if batch[0])
     keys[0] = 2**200 + 12345
@@ -176,6 +185,10 @@ TAMPERED_PARTITIONS = {
     "carry-key-the-codec-cannot-read": _unreadable_carry_key,
     "wrong-partition": _set("partition", 1),
     "a-table-value-twice": lambda record: record["tables"][0].append(record["tables"][0][0]),
+    # Values a recomputed checksum would pass: a count past any run's, and a violation at a
+    # state of the right level on which the invariant holds (the initial state).
+    "generated-past-any-run": _set("generated", 10**30),
+    "violation-where-it-holds": lambda record: _violation_at_a_sound_state(record),
 }
 
 TAMPERED_MANIFESTS = {
@@ -193,7 +206,10 @@ TAMPERED_MANIFESTS = {
 def test_a_tampered_partition_file_is_refused(tmp_path, checkpoint_folder, name):
     folder, level = copy_of(checkpoint_folder, tmp_path)
     rewrite(level / "partition-0.state", TAMPERED_PARTITIONS[name])
-    assert "partition-0.state" in assert_refused_in_one_line(["check", "--recover", "ck"], tmp_path)
+    message = assert_refused_in_one_line(["check", "--recover", "ck"], tmp_path)
+    assert "partition-0.state" in message
+    if name == "violation-where-it-holds":
+        assert "on which prefix-continuation holds" in message, message
 
 
 @pytest.mark.parametrize("name", list(TAMPERED_MANIFESTS))
@@ -222,7 +238,21 @@ DAMAGE = {
     "non-utf8-manifest": (lambda level: (level / "manifest.json").write_bytes(b"{\xff\xfe}"), "UTF-8"),
     "pointer-outside": (lambda level: (level.parent / "current").write_text("../../etc\n"), "level-"),
     "old-pickle-format": (lambda level: edit_manifest(level, _set("format", 2)), "format"),
+    # Files that would be read forever or block: refused before a byte is read.
+    "manifest-from-a-device": (lambda level: _replace(level / "manifest.json", "/dev/urandom"), "regular"),
+    "partition-from-a-device": (lambda level: _replace(level / "partition-1.state", "/dev/zero"), "regular"),
+    "pointer-is-a-fifo": (lambda level: _fifo(level.parent / "current"), "regular"),
 }
+
+
+def _replace(path, device):
+    path.unlink()
+    path.symlink_to(device)
+
+
+def _fifo(path):
+    path.unlink()
+    os.mkfifo(path)
 
 
 @pytest.mark.parametrize("name", list(DAMAGE))

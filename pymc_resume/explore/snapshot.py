@@ -40,6 +40,7 @@ POINTER = "current"
 MANIFEST = "manifest.json"
 _FOLDER = re.compile(r"level-\d{6}")
 MAX_MANIFEST_BYTES = 16 * 2**20  # a manifest lists a few numbers per partition
+MAX_COUNT = 2**63 - 1  # a counter of generated states: past it, a file is not a run's
 _POINTER_TEMPORARY = f".{POINTER}."  # write_atomically's temporary files beside the pointer
 
 __all__ = [
@@ -426,7 +427,7 @@ def restore_partition(partition, record: object, where: str, layout: Layout) -> 
         else:
             check.gids([gid], f"first_bad[{name!r}]", level - 1)
     generated = record["generated"]
-    if not _is_int(generated) or generated < 0:
+    if not _is_int(generated) or not 0 <= generated <= MAX_COUNT:
         check.fail(f"generated must be a count, not {generated!r}")
 
     sent, translations = record["sent"], record["translations"]
@@ -481,6 +482,7 @@ def restore_partition(partition, record: object, where: str, layout: Layout) -> 
     except TypeError:
         check.fail("forwarded keys must be hashable")
 
+    _check_violations_hold(check, partition, first_bad, keys)  # (decoding needs the tables)
     partition.store.parents = parents
     partition.store.fill(ids)  # (the store's parents first: its ids are positions)
     partition.goal_flags = goal_flags
@@ -493,6 +495,25 @@ def restore_partition(partition, record: object, where: str, layout: Layout) -> 
     partition.sent = sent
     if partition.wire:
         partition.translations = translations
+
+
+def _check_violations_hold(check: _Check, partition, first_bad: dict, keys: list) -> None:
+    """Every recorded violation of an invariant at a state of this partition is one: the
+    state it names fails that invariant. A checksum shows a file is intact, not that its
+    values are possible; without this, a crafted file could name any state of the right level
+    and have its trace reported as a counterexample."""
+    invariants = {invariant.name: invariant for invariant in partition.invariants}
+    for name, (_level, gid, position) in first_bad.items():
+        if position != -1 or name not in invariants:
+            continue  # a successor named by its parent, or a deadlock: checked when rebuilt
+        key = keys[gid // partition.count]
+        try:
+            # as `Partition._store_key` keyed it: the state itself, or its key in our codec
+            state = key if partition.whole or not partition.decode else partition.decode(key)
+        except Exception:  # a key the model's codec cannot read: the file is not this run's
+            check.fail(f"first_bad[{name!r}] names a state the model's codec cannot decode")
+        if invariants[name].holds(state):
+            check.fail(f"first_bad[{name!r}] names a state on which {name} holds")
 
 
 def _restored_carry(check: _Check, partition, saved: object, depth: int) -> list:
