@@ -183,3 +183,24 @@ class OnceFaultyAdapter(ReferenceAdapter):
             return super().update(thread, note)
         finally:
             self.runtime.faults = correct
+
+
+class RaceExitingAdapter(ReferenceAdapter):
+    """Ends its process with status 0 in the race's concurrent resume: a failure, never a
+    success (`race` once exited 0 with no output on it)."""
+
+    def resume_together(self, *args, **keywords):
+        os._exit(0)
+
+
+class RaceAlarmBlockingAdapter(ReferenceAdapter):
+    """Blocks SIGALRM and hangs in the race's concurrent resume, with a child in a session of
+    its own that would outlive the command if the race ran adapter code itself."""
+
+    def resume_together(self, *args, **keywords):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+        if os.fork() == 0:
+            os.setsid()
+            time.sleep(3600)
+            os._exit(0)
+        time.sleep(3600)

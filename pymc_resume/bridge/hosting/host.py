@@ -39,6 +39,7 @@ from multiprocessing.connection import Connection, Pipe
 import attrs
 
 PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
 # How often a wait for a reply looks whether the host is still alive: a dead host's pipe may
 # stay open in the processes the adapter forked, so the end of the pipe alone does not tell.
 ALIVE_CHECK_SECONDS = 0.5
@@ -191,6 +192,18 @@ class HostedAdapter:
         conn, self._conn = self._conn, None
         _LIVE.discard(self)
         conn.close()
+        # Processes the adapter moved out of the host's group (setsid) are still the host's
+        # descendants while the host lives: kill them first, until none is left (a process
+        # that forks in between is found on the next pass), then the group.
+        for _ in range(8):
+            escaped = _descendants(self.pid)
+            if not escaped:
+                break
+            for pid in escaped:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
         try:
             os.killpg(self.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -320,12 +333,42 @@ def _host_main(conn: Connection, build: Callable[[], object], parent: int) -> No
         os._exit(0)
 
 
+def _descendants(root: int) -> list[int]:
+    """The live processes below `root`, read from /proc (empty where there is no /proc).
+    Killed ones (zombies, until their parent reaps them) are not counted."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if fields[0] != b"Z":
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
 def _become_host(parent: int) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGALRM):
         signal.signal(signum, signal.SIG_DFL)  # the bridge's handlers are not the host's
     os.setpgid(0, 0)
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        # Orphans of the adapter's processes (a double fork) become the host's children, not
+        # init's, so that `stop` still finds them among the host's descendants.
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     except (OSError, AttributeError):
         pass  # not Linux: the bridge's own cleanup still stops the host
     if os.getppid() != parent:  # the bridge died before the request above took effect

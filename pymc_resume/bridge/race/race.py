@@ -41,6 +41,7 @@ import attrs
 from pymc_resume.bridge.adapter import CRASHED, OK, REFUSED, FuzzSetup
 from pymc_resume.bridge.adapter.nodes import FuzzNodes
 from pymc_resume.bridge.adapter.sink import Sink
+from pymc_resume.bridge.hosting.host import HostedAdapter, HostProblem, probe
 from pymc_resume.bridge.hosting.registry import resolve
 from pymc_resume.bridge.judging.session import AdapterFailure, default_workroot, step_deadline
 from pymc_resume.bridge.race.hosts import placing
@@ -388,7 +389,7 @@ def run_race(
     adapter_class = resolve(adapter)
     local = [c for c in cells if not c.network]
     unreachable = postgres_unreachable(url) if any(c.store == "postgres" for c in local) else None
-    version = _version(adapter_class, cells)
+    version = _version(adapter_class, cells, timeout)
     results = [CellResult(cell) for cell in cells]
     with contextlib.ExitStack() as stack:
         island = None
@@ -432,7 +433,7 @@ def _run_cell(
     for trial in range(1, trials + 1):
         try:
             with step_deadline(timeout, f"trial {trial} of {_label(cell)}"):
-                outcome = race_once(make_adapter, cell.k, island=island, hosts=hosts)
+                outcome = race_once(make_adapter, cell.k, island=island, hosts=hosts, timeout=timeout)
         except (AdapterFailure, Exception) as error:
             result.error = str(error) if isinstance(error, CellError) else f"{type(error).__name__}: {error}"
             _say(progress, f"{where} trial {trial}: cannot run: {result.error}")
@@ -446,22 +447,48 @@ def _run_cell(
     result.seconds = time.monotonic() - cell_started
 
 
-def _version(adapter_class, cells: list[Cell]) -> str:
+def _version(adapter_class, cells: list[Cell], timeout: float) -> str:
+    """The version the adapter declares, read in a host process (adapter code never runs in
+    the command's own)."""
     for cell in cells:
         try:
-            return str(getattr(adapter_class(**cell.options), "version", "?"))
-        except Exception:
+            return str(probe(lambda options=cell.options: adapter_class(**options), timeout).version)
+        except HostProblem:
             continue
     return "?"
 
 
+class _Placed:
+    """An adapter whose concurrent deliveries are forked onto the island's hosts: built in the
+    host process, which is the one that forks the racers (`hosts.placing` places the children
+    of the process it runs in)."""
+
+    def __init__(self, adapter, hosts: list[str]) -> None:
+        self._adapter, self._hosts = adapter, hosts
+
+    def resume_together(self, *args, **kwargs):
+        with placing(self._hosts):
+            return self._adapter.resume_together(*args, **kwargs)
+
+    def __getattr__(self, name: str):
+        return getattr(self._adapter, name)
+
+
 def race_once(
-    make_adapter: Callable[[], object], k: int, *, island=None, hosts: list[str] | None = None
+    make_adapter: Callable[[], object],
+    k: int,
+    *,
+    island=None,
+    hosts: list[str] | None = None,
+    timeout: float | None = 120.0,
 ) -> Trial:
     """One trial: park the thread at the gated interrupt, then k racers resume it at once.
 
-    On an `island`, this process works from the store's host (it parks the thread and reads
-    the outcome there), and racer i is forked onto `hosts[i % len(hosts)]`."""
+    The adapter runs in a host process, as under `fuzz` and `profile`, with `timeout` on
+    every call: whatever it does (exits, blocks signals, hangs, forks a session of its own),
+    the trial ends and the host's process group is killed. On an `island`, this process works
+    from the store's host (it parks the thread and reads the outcome there), and racer i is
+    forked onto `hosts[i % len(hosts)]`."""
     started = time.monotonic()
     workflow = Workflow.of(RACE_NODES)
     gated = workflow.consuming[-1]
@@ -471,18 +498,23 @@ def race_once(
         stack.callback(shutil.rmtree, workdir, ignore_errors=True)  # last out, on every path
         if on_island:
             stack.enter_context(island.entered(island.store))
-        adapter = make_adapter()
+        build = (lambda: _Placed(make_adapter(), list(hosts))) if on_island else make_adapter
+        try:
+            adapter = HostedAdapter(build, timeout)
+        except HostProblem as problem:
+            raise CellError(f"the adapter could not be built: it {problem.reason}") from None
+        stack.callback(adapter.stop)  # the host's whole process group, on every path
         try:
             sink = Sink.create(workdir / "sink.db")
             adapter.open(FuzzSetup(workflow, 2, workdir, FuzzNodes(workflow, sink)))
             _park(adapter, gated)
             values = [APPROVE] * k
-            with placing(hosts) if on_island else contextlib.nullcontext():
-                outcomes = adapter.resume_together(0, values, WINDOW, "race")
+            outcomes = adapter.resume_together(0, values, WINDOW, "race")
             head = adapter.observe().threads[0].chain[-1]
             events = sink.events()
-        finally:
             adapter.close()
+        except HostProblem as problem:
+            raise CellError(f"the adapter {problem.reason}") from None
     where = [island.host_of(hosts[i % len(hosts)]) if on_island else LOCAL for i in range(k)]
     racers = tuple(
         _racer(i, v, o, events, gated, workflow, where[i]) for i, (v, o) in enumerate(zip(values, outcomes))

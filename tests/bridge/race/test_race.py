@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -393,3 +394,24 @@ def test_the_issue_command_sqlite_k_2_4_8(tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     for cell in json.loads(gated.read_text())["cells"]:
         assert cell["gate"] and cell["saturation_mean"] == 0 and cell["consumptions"] == [1, 1, 1], cell
+
+
+@pytest.mark.parametrize(
+    "adapter, reason",
+    [("RaceExitingAdapter", "exited with status 0"), ("RaceAlarmBlockingAdapter", "did not finish within")],
+)
+def test_a_misbehaving_adapter_runs_in_a_host_and_the_race_says_so(adapter, reason, tmp_path):
+    # Adapter code runs in a host process with the step timeout, as under fuzz and profile: an
+    # exit is a failure (exit 2, never 0), a hang that blocks SIGALRM ends at the timeout.
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    run = subprocess.run(
+        [sys.executable, "-m", "pymc_resume", "race", f"bridge_test_adapters:{adapter}"]
+        + ["--k", "2", "--trials", "1", "--timeout", "3"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+    )
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert reason in run.stderr.splitlines()[-1] and "Traceback" not in run.stderr, run.stderr
