@@ -140,6 +140,8 @@ def test_a_fifo_is_refused_instead_of_read(tmp_path):
         ["fuzz", ".x:Y"],
         ["fuzz", "raises.py:Adapter"],
         ["fuzz", "exits.py:Adapter"],
+        ["fuzz", "sleeps.py:Adapter", "--step-timeout", "3"],  # import has the step's deadline
+        ["fuzz", "exits0.py:Adapter"],  # os._exit(0) at import: a failure, never exit 0
         ["check", "--bounds", "latin1.toml"],
         ["replay", "latin1.json"],
         ["check", "--bounds", "small", "--json", "/proc/out.json"],
@@ -150,6 +152,8 @@ def test_inputs_that_used_to_crash_the_process_give_one_line(tmp_path, args):
     (tmp_path / "repro.json").write_text(json.dumps(repro()))
     (tmp_path / "raises.py").write_text("raise RuntimeError('broken at import')\n")
     (tmp_path / "exits.py").write_text("raise SystemExit(0)\n")
+    (tmp_path / "sleeps.py").write_text("import time\ntime.sleep(3600)\n")
+    (tmp_path / "exits0.py").write_text("import os\nos._exit(0)\n")
     (tmp_path / "latin1.toml").write_bytes("description = 'caf\xe9'\n".encode("latin-1"))
     (tmp_path / "latin1.json").write_bytes(b'{"format": "caf\xe9"}')
     run = cli(*args, cwd=tmp_path)

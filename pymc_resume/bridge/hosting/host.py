@@ -196,7 +196,7 @@ class HostedAdapter:
         # descendants while the host lives: kill them first, until none is left (a process
         # that forks in between is found on the next pass), then the group.
         for _ in range(8):
-            escaped = _descendants(self.pid)
+            escaped = descendants(self.pid)
             if not escaped:
                 break
             for pid in escaped:
@@ -333,7 +333,7 @@ def _host_main(conn: Connection, build: Callable[[], object], parent: int) -> No
         os._exit(0)
 
 
-def _descendants(root: int) -> list[int]:
+def descendants(root: int) -> list[int]:
     """The live processes below `root`, read from /proc (empty where there is no /proc).
     Killed ones (zombies, until their parent reaps them) are not counted."""
     children: dict[int, list[int]] = {}

@@ -12,13 +12,17 @@ import importlib
 import importlib.util
 import inspect
 import math
+import os
+import select
+import signal
 import sys
+import time
 from collections.abc import Collection
 from pathlib import Path
 
 import attrs
 
-from pymc_resume.bridge.hosting.host import RAISED, AdapterInfo, HostProblem, probe
+from pymc_resume.bridge.hosting.host import RAISED, AdapterInfo, HostProblem, descendants, probe
 from pymc_resume.errors import AdapterError, BadInput
 
 BUILT_IN = {
@@ -242,7 +246,7 @@ def installed_adapters() -> dict[str, str]:
     return {point.name: point.value for point in entry_points(group=ENTRY_POINT_GROUP)}
 
 
-def resolve(spec: str, allowed: Collection[str] | None = None):
+def resolve(spec: str, allowed: Collection[str] | None = None, timeout: float | None = 60.0):
     """The adapter class a spec names: a built-in name, an installed adapter's entry-point
     name, `module:Class` or `path/to/file.py:Class`.
 
@@ -250,6 +254,10 @@ def resolve(spec: str, allowed: Collection[str] | None = None):
     file (a repro) is untrusted: then only built-in and installed adapters, and the specs in
     `allowed` (`--allow-adapter`), are resolved; nothing else is imported, so a repro cannot
     make pymc-resume call an arbitrary function such as `os:system`.
+
+    A module that is neither built in nor installed is imported first in a forked child within
+    `timeout` seconds (`_trial_import`): one that hangs or ends its process at import is
+    stopped there, in one line, before this process imports it.
     """
     if not isinstance(spec, str) or not spec.strip():
         raise AdapterSpecError(f"adapter spec {spec!r}: expected a name or module:Class")
@@ -271,12 +279,66 @@ def resolve(spec: str, allowed: Collection[str] | None = None):
         raise AdapterSpecError(
             f"unknown adapter {spec!r} (built-in: {known}; or module:Class or path/to/file.py:Class)"
         )
+    if target == spec and module_name not in sys.modules:  # user code, not yet imported
+        _trial_import(module_name, spec, timeout)
     module = _import(module_name, spec)
     adapter = getattr(module, class_name, None)
     if adapter is None:
         raise AdapterSpecError(f"adapter {spec!r}: {module_name!r} has no {class_name!r}")
     check_adapter_class(adapter, spec)
     return adapter
+
+
+def _trial_import(module_name: str, spec: str, timeout: float | None) -> None:
+    """Import `module_name` in a forked child, in a process group of its own, and wait for it
+    at most `timeout` seconds; on a hang, the child's whole group and every descendant is
+    killed. An import that raises is left for the real import to report."""
+    read, write = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: import, say so, end without running the parent's cleanup
+        os.close(read)
+        os.setpgid(0, 0)
+        try:
+            _import(module_name, spec)
+        except BaseException:
+            pass
+        os.write(write, b"imported")
+        os._exit(0)
+    os.close(write)
+    try:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        said = b""
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([read], [], [], left)
+            if not ready:
+                raise AdapterError(
+                    f"adapter {spec!r}: importing {module_name!r} did not finish within {timeout:g}s"
+                )
+            chunk = os.read(read, 64)
+            if not chunk:
+                break
+            said += chunk
+        if said != b"imported":
+            raise AdapterError(f"adapter {spec!r}: importing {module_name!r} ended the process it ran in")
+    finally:
+        os.close(read)
+        for escaped in descendants(pid):
+            _kill(escaped)
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        os.waitpid(pid, 0)
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _import(module_name: str, spec: str):
@@ -393,7 +455,7 @@ def factory(
     The up-front check builds one adapter in a host process (`bridge/hosting/host.py`) within
     `timeout` seconds, so that a constructor that fails says so now, in one line, and one that
     hangs or exits is stopped; what it declares is kept as the builder's `info`."""
-    adapter_class = resolve(spec, allowed)
+    adapter_class = resolve(spec, allowed, timeout)
     builder = AdapterBuilder(spec, adapter_class, check_options(spec, adapter_class, options or {}))
     try:
         info = probe(builder, timeout)

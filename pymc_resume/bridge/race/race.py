@@ -386,7 +386,7 @@ def run_race(
     """
     started = time.monotonic()
     url = postgres_url(postgres)
-    adapter_class = resolve(adapter)
+    adapter_class = resolve(adapter, timeout=timeout)
     local = [c for c in cells if not c.network]
     unreachable = postgres_unreachable(url) if any(c.store == "postgres" for c in local) else None
     version = _version(adapter_class, cells, timeout)
