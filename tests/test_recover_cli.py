@@ -188,6 +188,7 @@ TAMPERED_PARTITIONS = {
     # Values a recomputed checksum would pass: a count past any run's, and a violation at a
     # state of the right level on which the invariant holds (the initial state).
     "generated-past-any-run": _set("generated", 10**30),
+    "a-100000-digit-count": _set("generated", 10**100_000),
     "violation-where-it-holds": lambda record: _violation_at_a_sound_state(record),
 }
 

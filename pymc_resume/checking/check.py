@@ -12,7 +12,7 @@ from pymc_resume.explore import ExplorationResult, explore
 from pymc_resume.explore.memory import peak_bytes
 from pymc_resume.explore.search import SnapshotSchedule
 from pymc_resume.explore.simulate import SimulationResult, simulate
-from pymc_resume.explore.snapshot import Snapshot, SnapshotError
+from pymc_resume.explore.snapshot import Snapshot, SnapshotError, shown
 from pymc_resume.model.bounds import Bounds, BoundsError, bounds_from_mapping
 from pymc_resume.model.clauses import CHECKS
 from pymc_resume.model.contract import CLAUSE_IDS, HOLDS, SKIPPED, VIOLATED
@@ -178,14 +178,14 @@ def recovered_run(run: dict, where: str) -> RecoveredRun:
         refuse("has a 'symmetry' that is not true or false")
     workers = run["workers"]
     if type(workers) is not int or not 1 <= workers <= MAX_WORKERS:
-        refuse(f"has {workers!r} workers")
+        refuse(f"has {shown(workers)} workers")
     every = run["checkpoint_every"]
     if type(every) not in (int, float) or not math.isfinite(every) or every < 0:
-        refuse(f"has a checkpoint interval of {every!r}")
+        refuse(f"has a checkpoint interval of {shown(every)}")
     for name, low in (("max_states", 1), ("max_memory", 64 * 2**20)):
         value = run[name]
         if value is not None and (type(value) is not int or value < low):
-            refuse(f"has {name} {value!r}")
+            refuse(f"has {name} {shown(value)}")
     return RecoveredRun(
         checked, mutant, run["symmetry"], workers, float(every), run["max_states"], run["max_memory"]
     )

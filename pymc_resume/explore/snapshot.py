@@ -194,6 +194,18 @@ def load(directory: str | Path) -> Snapshot:
     return Snapshot(manifest["run"], depth, elapsed, partitions, layout, files)
 
 
+def shown(value: object) -> str:
+    """A value from a file, for a message: short, and never an int too long to print (Python
+    refuses to write one of more than 4,300 digits)."""
+    if type(value) is int and value.bit_length() > 64:
+        return f"an integer of {value.bit_length():,} bits"
+    try:
+        text = repr(value)
+    except ValueError:
+        return f"a {type(value).__name__} too large to print"
+    return text if len(text) <= 80 else text[:80] + "..."
+
+
 def _fail(where: str, what: str) -> NoReturn:
     raise SnapshotError(f"{where}: {what}")
 
@@ -208,15 +220,15 @@ def _check_manifest(manifest: object, where: str) -> tuple[int, float, Layout]:
     if not isinstance(manifest, dict) or set(manifest) != keys:
         _fail(where, f"not a checkpoint manifest (expected exactly the keys {', '.join(sorted(keys))})")
     if manifest["format"] != FORMAT:
-        _fail(where, f"checkpoint format {manifest['format']!r}, this version reads {FORMAT}")
+        _fail(where, f"checkpoint format {shown(manifest['format'])}, this version reads {FORMAT}")
     if not isinstance(manifest["run"], dict):
         _fail(where, "'run' must be a table")
     depth = manifest["depth"]
     if not _is_int(depth) or depth < 1:
-        _fail(where, f"'depth' must be a positive integer, not {depth!r}")
+        _fail(where, f"'depth' must be a positive integer, not {shown(depth)}")
     elapsed = manifest["elapsed"]
     if type(elapsed) not in (int, float) or not math.isfinite(elapsed) or elapsed < 0:
-        _fail(where, f"'elapsed' must be a number of seconds, not {elapsed!r}")
+        _fail(where, f"'elapsed' must be a number of seconds, not {shown(elapsed)}")
     partitions = manifest["partitions"]
     if not isinstance(partitions, list) or not partitions:
         _fail(where, "'partitions' must be a non-empty list")
@@ -227,7 +239,7 @@ def _check_manifest(manifest: object, where: str) -> tuple[int, float, Layout]:
             _fail(where, f"{what} must hold 'states' and 'level_starts'")
         size, starts = entry["states"], entry["level_starts"]
         if not _is_int(size) or size < 0:
-            _fail(where, f"{what}: 'states' must be a count, not {size!r}")
+            _fail(where, f"{what}: 'states' must be a count, not {shown(size)}")
         if not isinstance(starts, list) or len(starts) != depth or not all(map(_is_int, starts)):
             _fail(where, f"{what}: 'level_starts' must be {depth} integers (one per level)")
         if starts[0] != 0 or any(a > b for a, b in zip(starts, [*starts[1:], size])):
@@ -337,10 +349,10 @@ class _Check:
             return
         for gid in gids:
             if type(gid) is not int or gid < 0:
-                self.fail(f"{name} holds {gid!r}, not a state id")
+                self.fail(f"{name} holds {shown(gid)}, not a state id")
             low, high = ranges[gid % count]
             if not low <= gid // count < high:
-                self.fail(f"{name} holds state id {gid}, not a state of level {level} or before")
+                self.fail(f"{name} holds state id {shown(gid)}, not a state of level {level} or before")
 
 
 def restore_partition(partition, record: object, where: str, layout: Layout) -> None:
@@ -352,7 +364,7 @@ def restore_partition(partition, record: object, where: str, layout: Layout) -> 
     index, count, depth = partition.index, partition.count, check.depth
     if record["partition"] != index or record["partitions"] != count:
         check.fail(
-            f"holds partition {record['partition']!r} of {record['partitions']!r}, "
+            f"holds partition {shown(record['partition'])} of {shown(record['partitions'])}, "
             f"expected {index} of {count}"
         )
     size = layout.sizes[index]
@@ -411,24 +423,24 @@ def restore_partition(partition, record: object, where: str, layout: Layout) -> 
         # (level, gid, -1): a state of this partition; (level, parent gid, position): a
         # successor outside the constraints, named by its parent (-1: an initial state).
         if name not in known:
-            check.fail(f"first_bad names {name!r}, not a property of this model")
+            check.fail(f"first_bad names {shown(name)}, not a property of this model")
         if type(found) is not tuple or len(found) != 3 or not all(map(_is_int, found)):
-            check.fail(f"first_bad[{name!r}] must be (level, state id, position)")
+            check.fail(f"first_bad[{shown(name)}] must be (level, state id, position)")
         level, gid, position = found
         if not 1 <= level <= depth + 1 or position < -1:
-            check.fail(f"first_bad[{name!r}] names no state")
+            check.fail(f"first_bad[{shown(name)}] names no state")
         if position == -1:
             if level > depth or gid < 0 or gid % count != index:
-                check.fail(f"first_bad[{name!r}] is not a state of this partition")
-            check.gids([gid], f"first_bad[{name!r}]", level)
+                check.fail(f"first_bad[{shown(name)}] is not a state of this partition")
+            check.gids([gid], f"first_bad[{shown(name)}]", level)
         elif level == 1:
             if gid != -1:
-                check.fail(f"first_bad[{name!r}]: an initial state has no parent")
+                check.fail(f"first_bad[{shown(name)}]: an initial state has no parent")
         else:
-            check.gids([gid], f"first_bad[{name!r}]", level - 1)
+            check.gids([gid], f"first_bad[{shown(name)}]", level - 1)
     generated = record["generated"]
     if not _is_int(generated) or not 0 <= generated <= MAX_COUNT:
-        check.fail(f"generated must be a count, not {generated!r}")
+        check.fail(f"generated must be a count, not {shown(generated)}")
 
     sent, translations = record["sent"], record["translations"]
     if type(sent) is not list or len(sent) != count:
@@ -511,9 +523,9 @@ def _check_violations_hold(check: _Check, partition, first_bad: dict, keys: list
             # as `Partition._store_key` keyed it: the state itself, or its key in our codec
             state = key if partition.whole or not partition.decode else partition.decode(key)
         except Exception:  # a key the model's codec cannot read: the file is not this run's
-            check.fail(f"first_bad[{name!r}] names a state the model's codec cannot decode")
+            check.fail(f"first_bad[{shown(name)}] names a state the model's codec cannot decode")
         if invariants[name].holds(state):
-            check.fail(f"first_bad[{name!r}] names a state on which {name} holds")
+            check.fail(f"first_bad[{shown(name)}] names a state on which {name} holds")
 
 
 def _restored_carry(check: _Check, partition, saved: object, depth: int) -> list:
