@@ -131,8 +131,10 @@ def run_explore(
     from_snapshot=None,
     engine: str = "multiprocess",
     address: str | None = None,
+    symmetry: bool = True,
 ) -> ExploreReport:
-    """Explore `model` (what `target` names) and judge its properties."""
+    """Explore `model` (what `target` names) and judge its properties; with `symmetry`, states
+    are reduced by the model's `canonical`, if it has one (as `check` reduces processes)."""
     valid = validated(model, check_deadlock)
     snapshots = None
     if checkpoint_dir is not None:
@@ -146,10 +148,12 @@ def run_explore(
             "max_states": max_states,
             "max_seconds": max_seconds,
             "max_memory": max_memory,
+            "symmetry": symmetry,
         }
         snapshots = SnapshotSchedule(checkpoint_dir, checkpoint_every, run)
     result = explore(
         valid,
+        canonical=valid.canonical if symmetry else None,
         workers=workers,
         max_states=max_states,
         max_seconds=max_seconds,

@@ -48,7 +48,12 @@ from pymc_resume.files import write_json
     default=None,
     help="Report states without successors  [default: the model's deadlock_is_error, else yes, as TLC].",
 )
-@snapshot_flags("target, workers and deadlock checking")
+@click.option(
+    "--no-symmetry",
+    is_flag=True,
+    help="Do not reduce states by the model's canonical() (reports the unreduced counts).",
+)
+@snapshot_flags("target, workers, symmetry and deadlock checking")
 @click.option(
     "--json",
     "json_path",
@@ -67,6 +72,7 @@ def explore_command(
     max_memory,
     stop_at_first,
     deadlock,
+    no_symmetry,
     checkpoint_dir,
     checkpoint_every,
     recover_dir,
@@ -90,6 +96,7 @@ def explore_command(
         {"--seed": seed, "--depth": depth, "--walks": walks},
         {
             "--workers": workers,
+            "--no-symmetry": no_symmetry,
             "--max-states": max_states,
             "--max-memory": max_memory,
             "--checkpoint-dir": checkpoint_dir,
@@ -102,9 +109,9 @@ def explore_command(
     writable_folder(checkpoint_dir, "--checkpoint-dir")
     from_snapshot = None
     if recover_dir is not None:
-        if workers or deadlock is not None or stop_at_first or checkpoint_dir:
+        if workers or deadlock is not None or stop_at_first or checkpoint_dir or no_symmetry:
             fail(
-                "--recover: the run's workers, deadlock checking, --stop-at-first and "
+                "--recover: the run's workers, symmetry, deadlock checking, --stop-at-first and "
                 "checkpoint folder come from the checkpoint; do not pass them again"
             )
         writable_folder(recover_dir, "--recover")
@@ -119,6 +126,7 @@ def explore_command(
             fail(f"--recover: the checkpoint is of {run['target']}, not {absolute(target)}")
         target, workers = run["target"], run["workers"]
         deadlock, stop_at_first = run["deadlock"], run["stop_at_first"]
+        no_symmetry = run.get("symmetry") is False  # (runs checkpointed before it was recorded: on)
         checkpoint_dir = recover_dir
         # The run's own interval and limits, unless given again (max_memory is kept in bytes).
         kept = _kept_options(run, recover_dir)
@@ -162,6 +170,7 @@ def explore_command(
                 from_snapshot,
                 engine,
                 address,
+                not no_symmetry,
             )
     except PymcResumeError:
         raise
@@ -196,6 +205,7 @@ def _explore(
     from_snapshot,
     engine,
     address,
+    symmetry,
 ):
     """The exhaustive run, with the command's options."""
     return run_explore(
@@ -213,6 +223,7 @@ def _explore(
         from_snapshot=from_snapshot,
         engine=engine,
         address=address,
+        symmetry=symmetry,
     )
 
 

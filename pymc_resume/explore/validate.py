@@ -12,6 +12,7 @@ checked, no state or action constraint, no codec (the explorer derives one, see 
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any, Literal, overload
 
@@ -44,6 +45,9 @@ class ValidModel:
     codec: Callable[[], Any] | None = None
     partition_key: Callable[[State], Hashable] | None = None
     all_hold: Callable[[State], bool] | None = None
+    # Symmetry: the representative of a state's class (`explore(canonical=...)`); the model's
+    # own, used unless a run turns symmetry off.
+    canonical: Callable[[State], State] | None = None
 
 
 @overload
@@ -146,10 +150,42 @@ def _check_successors(valid: ValidModel, initial: list) -> None:
                 )
 
 
+# Every attribute the explorer reads from a model (required and optional): a public attribute
+# of the model that is not one of them but looks like one is a misspelling, which would
+# otherwise be ignored silently (`invariant = [...]` checks nothing; `constrant` bounds nothing).
+KNOWN_ATTRIBUTES = (
+    "initial_states",
+    "successors",
+    "invariants",
+    "reachability",
+    "deadlock_is_error",
+    "constraint",
+    "action_constraint",
+    "codec",
+    "partition_key",
+    "all_hold",
+    "canonical",
+)
+
+
+def _near_misses(model) -> None:
+    """Refuse a public attribute whose name is a near miss of a known one, naming both."""
+    for name in dir(model):
+        if name.startswith("_") or name in KNOWN_ATTRIBUTES:
+            continue
+        close = difflib.get_close_matches(name, KNOWN_ATTRIBUTES, n=1, cutoff=0.8)
+        if close and getattr(model, close[0], None) is None:
+            raise ModelError(
+                f"model.{name}: not an attribute the explorer reads; did you mean {close[0]!r}? "
+                f"(rename it, or start it with _ if it is the model's own)"
+            )
+
+
 def validated(model, check_deadlock: bool | None = None) -> ValidModel:
     """`model` read, defaulted and checked; `check_deadlock` overrides its `deadlock_is_error`."""
     if isinstance(model, ValidModel):
         return model if check_deadlock is None else attrs.evolve(model, deadlock_is_error=check_deadlock)
+    _near_misses(model)
     deadlock = getattr(model, "deadlock_is_error", True)
     if not isinstance(deadlock, bool):
         raise ModelError(f"model.deadlock_is_error: must be True or False, got {deadlock!r}")
@@ -165,6 +201,7 @@ def validated(model, check_deadlock: bool | None = None) -> ValidModel:
         codec=_callable(model, "codec"),
         partition_key=_callable(model, "partition_key"),
         all_hold=_callable(model, "all_hold"),
+        canonical=_callable(model, "canonical"),
     )
     both = set(map(lambda p: p.name, valid.invariants)) & {p.name for p in valid.reachability}
     if both:

@@ -242,3 +242,37 @@ def test_a_killed_two_worker_run_of_string_states_recovers_under_another_hash_se
     counts = ("distinct_states", "states_generated", "depth")
     assert [recovered[k] for k in counts] == [expected[k] for k in counts]
     assert recovered["distinct_states"] == 38416 and recovered["complete"]
+
+
+# Three interchangeable counters (0..2): 27 states, 10 up to permuting the counters.
+SYMMETRIC_MODEL = """
+class Counters:
+    def initial_states(self):
+        return [(0, 0, 0)]
+
+    def successors(self, s):
+        for i in range(3):
+            if s[i] < 2:
+                yield f"Inc({i})", s[:i] + (s[i] + 1,) + s[i + 1:]
+
+    def canonical(self, s):
+        return tuple(sorted(s))
+"""
+
+
+@pytest.mark.parametrize("args, states", [([], 10), (["--no-symmetry"], 27)])
+def test_explore_reduces_by_the_models_symmetry_unless_told_not_to(tmp_path, args, states):
+    (tmp_path / "counters.py").write_text(SYMMETRIC_MODEL)
+    done = explore_cli(
+        f"{tmp_path / 'counters.py'}:Counters", "--no-deadlock", *args, "--json", "o.json", cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "o.json").read_text())["distinct_states"] == states
+
+
+def test_a_misspelt_optional_attribute_is_an_error_naming_both(tmp_path):
+    # `invariant` (for `invariants`) would otherwise check nothing and exit 0.
+    (tmp_path / "typo.py").write_text(SYMMETRIC_MODEL + "\n    invariant = []\n")
+    done = explore_cli(f"{tmp_path / 'typo.py'}:Counters")
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "model.invariant" in done.stderr and "'invariants'" in done.stderr
