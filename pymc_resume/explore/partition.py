@@ -19,7 +19,7 @@ from pymc_resume.explore.plain import PlainCodec, fits_plain_codec, tuple_mapper
 from pymc_resume.explore.result import DEADLOCK
 from pymc_resume.explore.snapshot import Layout
 from pymc_resume.explore.stable_hash import stable_hash
-from pymc_resume.explore.validate import ValidModel
+from pymc_resume.explore.validate import ModelError, ValidModel
 from pymc_resume.explore.visited import PRESENT, VisitedStore
 
 Candidate = tuple[Hashable, int]  # (state key, parent global id)
@@ -198,6 +198,12 @@ class Partition:
     def initial_candidates(self) -> list[Batch]:
         """The initial states as level-1 batches for the other partitions (this partition
         keeps its own)."""
+        try:
+            return self._initial_candidates()
+        except Exception as error:
+            raise model_raised(error) from error
+
+    def _initial_candidates(self) -> list[Batch]:
         outbound: list[Batch] = [empty_batch() for _ in range(self.count)]
         constraint = self.model.constraint
         for position, state in enumerate(self.model.initial_states()):
@@ -218,9 +224,13 @@ class Partition:
         """Admit the candidates of this level (`inbound` from other partitions, and this
         partition's own), expand the new states, and return the next level's batches for the
         other partitions."""
-        first, fresh = self._admit(inbound, level)
-        self.carry = []
-        return self._keep_own(self._expand(first, fresh, level, tick))
+        try:
+            first, fresh = self._admit(inbound, level)
+            self.carry = []
+            expanded = self._expand(first, fresh, level, tick)
+        except Exception as error:  # in the model's code, or ours on what the model gave
+            raise model_raised(error) from error
+        return self._keep_own(expanded)
 
     def _keep_own(self, outbound: list[Batch]) -> list[Batch]:
         self.carry.append(outbound[self.index])
@@ -436,3 +446,34 @@ class Partition:
         return (model.constraint is None or model.constraint(successor)) and (
             model.action_constraint is None or model.action_constraint(state, action, successor)
         )
+
+
+def model_raised(error: Exception) -> ModelError:
+    """One line for an exception raised while exploring: the function it came from and the
+    state (and the last action) being expanded.
+
+    Nothing in the hot loop records where it is: the state and action are read, after the
+    fact, from the locals of the expanding frame in the exception's traceback."""
+    frames, tb = [], error.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    where = frames[-1].f_code.co_name if frames else "?"
+    parts = [f"the model raised {type(error).__name__}: {' '.join(str(error).split())[:300]} in {where}()"]
+    for frame in reversed(frames):
+        if frame.f_code.co_name in ("_expand", "_initial_candidates", "_admit"):
+            state, action = frame.f_locals.get("state"), frame.f_locals.get("action")
+            if state is not None:
+                parts.append(f"while expanding state {_short(state)}")
+            if action is not None:
+                parts.append(f"(the last action it yielded: {_short(action)})")
+            break
+    return ModelError(" ".join(parts))
+
+
+def _short(value: object) -> str:
+    try:
+        text = repr(value)
+    except Exception:
+        return f"a {type(value).__name__}"
+    return text if len(text) <= 120 else text[:117] + "..."

@@ -27,7 +27,7 @@ from pymc_resume.explore.memory import die_with_parent, run_peak_bytes
 from pymc_resume.explore.partition import Partition, owner_of, state_hasher
 from pymc_resume.explore.reachability import GraphPiece
 from pymc_resume.explore.service import PartitionService
-from pymc_resume.explore.validate import ValidModel
+from pymc_resume.explore.validate import ModelError, ValidModel
 
 PROTOCOL = 5
 
@@ -60,6 +60,8 @@ def _reply(conn, index: int):
         raise WorkerError(f"an explorer worker failed:\n{message[1]}")
     if message[0] == "refused":
         raise snapshot.SnapshotError(message[1])
+    if message[0] == "model":
+        raise ModelError(message[1])
     return message, chunks
 
 
@@ -117,6 +119,8 @@ def _serve(
                 raise
             except snapshot.SnapshotError as error:
                 _send(conn, ("refused", str(error)))
+            except ModelError as error:  # the model's own exception: one line, as in-process
+                _send(conn, ("model", str(error)))
             except Exception:
                 _send(conn, ("error", traceback.format_exc()))
     except (_CoordinatorGone, OSError):

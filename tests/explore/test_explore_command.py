@@ -276,3 +276,26 @@ def test_a_misspelt_optional_attribute_is_an_error_naming_both(tmp_path):
     done = explore_cli(f"{tmp_path / 'typo.py'}:Counters")
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "model.invariant" in done.stderr and "'invariants'" in done.stderr
+
+
+RAISING_MODEL = """
+class Divides:
+    def initial_states(self):
+        return [(0, 0)]
+
+    def successors(self, s):
+        a, b = s
+        if a < 3:
+            yield "IncA", (a + 1, b)
+        if a == 2:
+            yield "Div", (a, 10 // (a - 2))
+"""
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_an_exception_in_the_model_names_the_function_state_and_action_in_one_line(tmp_path, workers):
+    (tmp_path / "divides.py").write_text(RAISING_MODEL)
+    done = explore_cli(f"{tmp_path / 'divides.py'}:Divides", "--workers", workers)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "ZeroDivisionError" in done.stderr and "in successors()" in done.stderr
+    assert "while expanding state (2, 0) (the last action it yielded: 'IncA')" in done.stderr
