@@ -404,7 +404,7 @@ class Session:
             history.crashed_since_fork.add(t)
         if action in ("resume", "resume-together"):
             values = [step["value"]] if action == "resume" else step["values"]
-            target = self._consumed_interrupt(before, t)
+            target = self._consumed_interrupt(self._as_forked(before, t), t)
             for value, outcome in zip(values, outcomes):
                 if value == INVALID:
                     if outcome.status != REFUSED:
@@ -583,6 +583,15 @@ class Session:
                     f"t{thread} refuses valid values too: the invalid value consumed it",
                 )
             )
+
+    def _as_forked(self, observation: Observation, thread: int) -> Observation:
+        """`observation` with fork parents read as they were when forked (`as_when_forked`):
+        a record a fork wrote onto its parent's parked interrupt is the fork's fault
+        (fork-determinism), so the parent's own resume there is a delivery, not a second one."""
+        if not self.history.forks:
+            return observation
+        reading = as_when_forked(self.history, observation)
+        return reading if thread < len(reading.threads) else observation
 
     def _consumed_interrupt(self, observation: Observation, thread: int) -> int | None:
         """The interrupt a resume to `thread` is aimed at, if it has already consumed (or
