@@ -224,7 +224,7 @@ class HostedAdapter:
         parent = os.getpid()
         sys.stdout.flush()  # what the bridge buffered must not be written twice
         sys.stderr.flush()
-        pid = os.fork()
+        pid = fork_holding_signals()
         if pid == 0:
             ours.close()
             for other in list(_LIVE):  # other hosts' pipes: theirs to close, not ours
@@ -333,6 +333,28 @@ def _host_main(conn: Connection, build: Callable[[], object], parent: int) -> No
         os._exit(0)
 
 
+# Signals whose handlers raise in the bridge (Ctrl-C, SIGTERM): held while it forks.
+HELD_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
+def fork_holding_signals() -> int:
+    """`os.fork()` with SIGINT and SIGTERM held until it returns. Python runs its at-fork
+    callbacks (logging's among them) around a fork and ignores any exception they raise, so a
+    Ctrl-C or SIGTERM whose handler ran there was lost: the command went on as if never asked
+    to stop. Held, the signal arrives once the fork is done. The child gets the mask back with
+    its handlers reset (`_become_host`) or before it runs anything else."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS)
+    pid = os.fork()
+    if pid != 0:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+    return pid
+
+
+def release_held_signals() -> None:
+    """In a child of `fork_holding_signals`, once its handlers are its own."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_SIGNALS)
+
+
 def descendants(root: int) -> list[int]:
     """The live processes below `root`, read from /proc (empty where there is no /proc).
     Killed ones (zombies, until their parent reaps them) are not counted."""
@@ -362,6 +384,7 @@ def descendants(root: int) -> list[int]:
 def _become_host(parent: int) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGALRM):
         signal.signal(signum, signal.SIG_DFL)  # the bridge's handlers are not the host's
+    release_held_signals()
     os.setpgid(0, 0)
     try:
         libc = ctypes.CDLL(None, use_errno=True)

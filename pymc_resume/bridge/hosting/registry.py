@@ -22,7 +22,16 @@ from pathlib import Path
 
 import attrs
 
-from pymc_resume.bridge.hosting.host import RAISED, AdapterInfo, HostProblem, descendants, probe
+from pymc_resume.bridge.hosting.host import (
+    HELD_SIGNALS,
+    RAISED,
+    AdapterInfo,
+    HostProblem,
+    descendants,
+    fork_holding_signals,
+    probe,
+    release_held_signals,
+)
 from pymc_resume.errors import AdapterError, BadInput
 
 BUILT_IN = {
@@ -296,8 +305,11 @@ def _trial_import(module_name: str, spec: str, timeout: float | None) -> None:
     read, write = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
-    pid = os.fork()
+    pid = fork_holding_signals()
     if pid == 0:  # the child: import, say so, end without running the parent's cleanup
+        for signum in HELD_SIGNALS:
+            signal.signal(signum, signal.SIG_DFL)
+        release_held_signals()
         os.close(read)
         os.setpgid(0, 0)
         try:
