@@ -81,6 +81,8 @@ import uuid
 from pathlib import Path
 
 from pymc_resume.bridge.adapter import (
+    CLIENT,
+    FRAMEWORK,
     OK,
     REFUSED,
     CrashPoint,
@@ -559,6 +561,7 @@ class CrewAIAdapter:
                 return {
                     "status": REFUSED,
                     "detail": str(refusal),
+                    "by": CLIENT,  # the adapter's validation, not CrewAI's
                     "failed": refusal.node_output,
                     "flow_id": getattr(refusal, "flow_id", None),
                 }
@@ -568,6 +571,7 @@ class CrewAIAdapter:
                 return {
                     "status": REFUSED,
                     "detail": f"refused by CrewAI: {type(error).__name__}: {error}",
+                    "by": FRAMEWORK,
                     "flow_id": getattr(error, "flow_id", None),
                 }
             return {"status": OK, "detail": "", **extra}

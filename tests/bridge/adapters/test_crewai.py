@@ -205,6 +205,7 @@ def test_a_second_resume_to_a_consumed_feedback_step_is_refused_by_crewai():
     assert violated == set()
     assert statuses(session) == ["ok", "ok", "ok", "refused"]
     assert outcomes(session)[-1]["detail"].startswith("refused by CrewAI: ValueError: No pending feedback")
+    assert outcomes(session)[-1]["by"] == "framework"  # CrewAI raised it: evidence for the clause
 
 
 @slow
