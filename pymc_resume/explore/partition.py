@@ -19,7 +19,7 @@ from pymc_resume.explore.plain import PlainCodec, fits_plain_codec, tuple_mapper
 from pymc_resume.explore.result import DEADLOCK
 from pymc_resume.explore.snapshot import Layout
 from pymc_resume.explore.stable_hash import stable_hash
-from pymc_resume.explore.validate import ModelError, ValidModel
+from pymc_resume.explore.validate import ModelError, ValidModel, short
 from pymc_resume.explore.visited import PRESENT, VisitedStore
 
 Candidate = tuple[Hashable, int]  # (state key, parent global id)
@@ -464,16 +464,8 @@ def model_raised(error: Exception) -> ModelError:
         if frame.f_code.co_name in ("_expand", "_initial_candidates", "_admit"):
             state, action = frame.f_locals.get("state"), frame.f_locals.get("action")
             if state is not None:
-                parts.append(f"while expanding state {_short(state)}")
+                parts.append(f"while expanding state {short(state, 120)}")
             if action is not None:
-                parts.append(f"(the last action it yielded: {_short(action)})")
+                parts.append(f"(the last action it yielded: {short(action, 120)})")
             break
     return ModelError(" ".join(parts))
-
-
-def _short(value: object) -> str:
-    try:
-        text = repr(value)
-    except Exception:
-        return f"a {type(value).__name__}"
-    return text if len(text) <= 120 else text[:117] + "..."

@@ -102,13 +102,18 @@ def _hashable(state, where: str) -> None:
         raise ModelError(
             f"{where}: states must be hashable (tuples, frozensets, frozen attrs "
             f"or dataclass instances), got {type(state).__name__}: "
-            f"{_short(state)}"
+            f"{short(state)}"
         ) from None
 
 
-def _short(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+def short(value, limit: int = 80) -> str:
+    """`value` as a message shows it: its repr, cut to `limit` characters (or its type, when
+    the model's repr raises)."""
+    try:
+        text = repr(value)
+    except Exception:
+        return f"a {type(value).__name__}"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _initial(valid: ValidModel) -> list:
@@ -138,12 +143,12 @@ def _check_successors(valid: ValidModel, initial: list) -> None:
             if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)):
                 raise ModelError(
                     f"model.successors(state): must yield (action, next_state) "
-                    f"pairs with a str action, yielded {_short(item)}"
+                    f"pairs with a str action, yielded {short(item)}"
                 )
             _hashable(item[1], "model.successors(state)")
             if type(item[1]) not in kinds:
                 raise ModelError(
-                    f"model.successors(state): yielded ({item[0]!r}, {_short(item[1])}): a "
+                    f"model.successors(state): yielded ({item[0]!r}, {short(item[1])}): a "
                     f"{type(item[1]).__name__} where initial states are "
                     f"{' or '.join(sorted(kind.__name__ for kind in kinds))}; does it yield "
                     f"(action, next_state) pairs?"

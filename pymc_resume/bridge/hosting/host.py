@@ -192,22 +192,7 @@ class HostedAdapter:
         conn, self._conn = self._conn, None
         _LIVE.discard(self)
         conn.close()
-        # Processes the adapter moved out of the host's group (setsid) are still the host's
-        # descendants while the host lives: kill them first, until none is left (a process
-        # that forks in between is found on the next pass), then the group.
-        for _ in range(8):
-            escaped = descendants(self.pid)
-            if not escaped:
-                break
-            for pid in escaped:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-        try:
-            os.killpg(self.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        kill_tree(self.pid)
         try:
             return os.waitpid(self.pid, 0)[1]
         except ChildProcessError:
@@ -353,6 +338,27 @@ def fork_holding_signals() -> int:
 def release_held_signals() -> None:
     """In a child of `fork_holding_signals`, once its handlers are its own."""
     signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_SIGNALS)
+
+
+def kill_tree(root: int) -> None:
+    """SIGKILL every descendant of `root`, then `root`'s process group (not reaped). Processes
+    moved out of the group (setsid) are still descendants while `root` lives (it is their
+    subreaper): they are killed first, until none is left (one that forks in between is
+    found on the next pass)."""
+    for _ in range(8):
+        escaped = descendants(root)
+        if not escaped:
+            break
+        for pid in escaped:
+            _kill(pid, os.kill)
+    _kill(root, os.killpg)
+
+
+def _kill(target: int, how) -> None:
+    try:
+        how(target, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # gone already
 
 
 def descendants(root: int) -> list[int]:

@@ -27,8 +27,8 @@ from pymc_resume.bridge.hosting.host import (
     RAISED,
     AdapterInfo,
     HostProblem,
-    descendants,
     fork_holding_signals,
+    kill_tree,
     probe,
     release_held_signals,
 )
@@ -337,20 +337,8 @@ def _trial_import(module_name: str, spec: str, timeout: float | None) -> None:
             raise AdapterError(f"adapter {spec!r}: importing {module_name!r} ended the process it ran in")
     finally:
         os.close(read)
-        for escaped in descendants(pid):
-            _kill(escaped)
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        kill_tree(pid)
         os.waitpid(pid, 0)
-
-
-def _kill(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _import(module_name: str, spec: str):
