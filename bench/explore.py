@@ -150,6 +150,7 @@ def _cpu_seconds() -> float:
 
 
 RAY_TOOL = "pymc_resume-ray"
+EXACT_TOOL = "pymc_resume-exact"  # the multiprocess engine with --exact (whole keys, no fingerprints)
 
 
 def _start_ray(workers: int) -> int:
@@ -203,12 +204,13 @@ def _prepare_pymc_resume(spec: dict):
         canonical = model.canonical
     progress = ProgressPrinter(sys.stderr, interval=15.0)
     engine = "ray" if spec["tool"] == RAY_TOOL else "multiprocess"
+    exact = spec["tool"] == EXACT_TOOL
     worker_start_rss = _start_ray(spec["workers"]) if engine == "ray" else 0
 
     def run() -> dict:
         started = time.perf_counter()
         result = explore(
-            model, canonical=canonical, workers=spec["workers"], progress=progress, engine=engine
+            model, canonical=canonical, workers=spec["workers"], progress=progress, engine=engine, exact=exact
         )
         seconds = time.perf_counter() - started
         if not result.complete:
@@ -221,6 +223,7 @@ def _prepare_pymc_resume(spec: dict):
             "tool_seconds": result.seconds,
             "violations": sorted(result.violations),
             "worker_peak_rss": list(result.worker_peak_rss),
+            "collision_probability": result.collision_probability,
         }
 
     run.worker_start_rss = worker_start_rss  # type: ignore[attr-defined]
@@ -271,7 +274,8 @@ def run_one(spec: dict) -> dict:
     prepare = _prepare_minicheck if spec["tool"] == "minicheck" else _prepare_pymc_resume
     run = prepare(spec)
     on_ray = spec["tool"] == RAY_TOOL
-    workers = spec["workers"] if on_ray or (spec["tool"] == "pymc_resume" and spec["workers"] > 1) else 0
+    ours = spec["tool"] in ("pymc_resume", EXACT_TOOL)
+    workers = spec["workers"] if on_ray or (ours and spec["workers"] > 1) else 0
     per_worker = run.worker_start_rss if on_ray else (_forked_rss_bytes() if workers else 0)
     baseline = _rss_bytes() + workers * per_worker
     cpu_before = _cpu_seconds()
@@ -312,6 +316,12 @@ def run_one(spec: dict) -> dict:
 def plan(args) -> list[dict]:
     workers_list = [int(w) for w in args.workers_list.split(",")]
     tools = [{"multiprocess": "pymc_resume", "ray": RAY_TOOL}[engine] for engine in args.engines.split(",")]
+    stores = args.stores.split(",")
+    if "exact" in stores:
+        tools.append(EXACT_TOOL)
+    if "fingerprints" not in stores:
+        tools = [tool for tool in tools if tool != "pymc_resume"]
+    ours = [tool for tool in tools if tool != RAY_TOOL]
     runs = []
     if args.only in (None, "twophase"):
         for n in [args.n] if args.n else TWOPHASE_SIZES:
@@ -324,7 +334,8 @@ def plan(args) -> list[dict]:
         for n in [args.n] if args.n else TWOPHASE_SIZES:
             model = f"twophase-plain-{n}"
             runs.extend(
-                {"model": model, "tool": "pymc_resume", "workers": workers, "n": n}
+                {"model": model, "tool": tool, "workers": workers, "n": n}
+                for tool in ours
                 for workers in workers_list
             )
             if not args.skip_minicheck:
@@ -333,7 +344,8 @@ def plan(args) -> list[dict]:
         n, k = args.n or 4, args.k
         model = f"checkpoint-resume-{n}-{k}"
         runs.extend(
-            {"model": model, "tool": "pymc_resume", "workers": workers, "n": n, "k": k}
+            {"model": model, "tool": tool, "workers": workers, "n": n, "k": k}
+            for tool in ours
             for workers in workers_list
         )
         if not args.skip_minicheck:
@@ -342,15 +354,11 @@ def plan(args) -> list[dict]:
         for bounds in ("default", "paper"):
             if bounds == "paper" and args.skip_paper:
                 continue
-            for workers in workers_list:
-                runs.append(
-                    {
-                        "model": f"reference-{bounds}",
-                        "tool": "pymc_resume",
-                        "workers": workers,
-                        "bounds": bounds,
-                    }
-                )
+            for tool in ours:
+                for workers in workers_list:
+                    runs.append(
+                        {"model": f"reference-{bounds}", "tool": tool, "workers": workers, "bounds": bounds}
+                    )
     return runs
 
 
@@ -392,12 +400,20 @@ def ratios(runs: list[dict]) -> dict:
                 entry[f"ray_over_multiprocess_{workers}w"] = (
                     run["states_per_second"] / same["states_per_second"]
                 )
+            if tool == EXACT_TOOL and same:
+                entry[f"fingerprints_over_exact_speed_{workers}w"] = (
+                    same["states_per_second"] / run["states_per_second"]
+                )
+                entry[f"fingerprints_over_exact_bytes_{workers}w"] = (
+                    same["bytes_per_state"] / run["bytes_per_state"]
+                )
             if tool != "pymc_resume":
                 continue
             if one and workers > 1:
                 entry[f"pymc_resume_speedup_1_to_{workers}_workers"] = (
                     run["states_per_second"] / one["states_per_second"]
                 )
+                entry[f"pymc_resume_cpu_{workers}w_over_1w"] = run["cpu_seconds"] / one["cpu_seconds"]
             if mini:
                 entry[f"pymc_resume_{workers}w_over_minicheck"] = (
                     run["states_per_second"] / mini["states_per_second"]
@@ -484,6 +500,12 @@ def main(argv=None) -> int:
         help="pymc_resume engines for the TwoPhase runs: multiprocess, ray, or "
         "both comma-separated (default: multiprocess)",
     )
+    parser.add_argument(
+        "--stores",
+        default="fingerprints",
+        help="pymc_resume visited stores: fingerprints (the default store), exact (--exact), or "
+        "both comma-separated (default: fingerprints)",
+    )
     parser.add_argument("--skip-paper", action="store_true", help="skip reference-paper")
     parser.add_argument("--skip-minicheck", action="store_true", help="pymc_resume runs only")
     parser.add_argument("--run-one", help=argparse.SUPPRESS)  # internal: one run, this process
@@ -491,6 +513,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if not set(args.engines.split(",")) <= {"multiprocess", "ray"}:
         parser.error(f"--engines: multiprocess, ray or both, got {args.engines!r}")
+    if not set(args.stores.split(",")) <= {"fingerprints", "exact"}:
+        parser.error(f"--stores: fingerprints, exact or both, got {args.stores!r}")
 
     if args.run_one:
         measured = run_one(json.loads(args.run_one))

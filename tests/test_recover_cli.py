@@ -156,7 +156,8 @@ def _bad_parent(record):
 
 
 def _duplicate_key(record):
-    record["keys"][-1] = record["keys"][0]
+    values = record["fingerprints"]["values"]  # (the runs here store fingerprints)
+    values[-1] = values[0]
 
 
 def _impossible_violation(record):
@@ -341,7 +342,7 @@ def test_swapped_keys_that_pass_every_check_still_end_in_one_line(tmp_path):
     level = folder / (folder / "current").read_text().strip()
 
     def swap(record):
-        keys = record["keys"]
+        keys = record["fingerprints"]["values"]
         for i in range(1, 60, 2):
             keys[i], keys[i + 1] = keys[i + 1], keys[i]
 

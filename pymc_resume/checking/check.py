@@ -124,6 +124,7 @@ def run_description(
     checkpoint_every: float = 60.0,
     max_states: int | None = None,
     max_memory: int | None = None,
+    exact: bool = False,
 ) -> dict:
     """What a checkpoint records about the run, so that `--recover` can redo exactly it: what is
     checked, and the options it runs with (a recovery keeps them unless given again)."""
@@ -135,6 +136,7 @@ def run_description(
         "checkpoint_every": checkpoint_every,
         "max_states": max_states,
         "max_memory": max_memory,
+        "exact": exact,
     }
 
 
@@ -149,6 +151,7 @@ class RecoveredRun:
     checkpoint_every: float
     max_states: int | None
     max_memory: int | None  # bytes
+    exact: bool = True  # (a checkpoint from before fingerprints records none: its store was exact)
 
 
 RUN_FIELDS = ("bounds", "mutant", "symmetry", "workers", "checkpoint_every", "max_states", "max_memory")
@@ -162,7 +165,7 @@ def recovered_run(run: dict, where: str) -> RecoveredRun:
     def refuse(what: str):
         raise SnapshotError(f"{where}: the run it records {what}")
 
-    if set(run) != set(RUN_FIELDS):
+    if set(run) - {"exact"} != set(RUN_FIELDS):
         refuse("has unexpected fields (written by another version?)")
     bounds = run["bounds"]
     if not isinstance(bounds, dict) or not isinstance(bounds.get("name"), str):
@@ -186,8 +189,11 @@ def recovered_run(run: dict, where: str) -> RecoveredRun:
         value = run[name]
         if value is not None and (type(value) is not int or value < low):
             refuse(f"has {name} {shown(value)}")
+    exact = run.get("exact", True)
+    if type(exact) is not bool:
+        refuse("has an 'exact' that is not true or false")
     return RecoveredRun(
-        checked, mutant, run["symmetry"], workers, float(every), run["max_states"], run["max_memory"]
+        checked, mutant, run["symmetry"], workers, float(every), run["max_states"], run["max_memory"], exact
     )
 
 
@@ -205,6 +211,7 @@ def run_check(
     from_snapshot: Snapshot | None = None,
     engine: str = "multiprocess",
     address: str | None = None,
+    exact: bool = False,
 ) -> CheckReport:
     model = ResumeModel(bounds, mutant)
     snapshots = None
@@ -217,6 +224,7 @@ def run_check(
             checkpoint_every=checkpoint_every,
             max_states=max_states,
             max_memory=max_memory,
+            exact=exact,
         )
         snapshots = SnapshotSchedule(checkpoint_dir, checkpoint_every, run)
     result = explore(
@@ -230,6 +238,7 @@ def run_check(
         from_snapshot=from_snapshot,
         engine=engine,
         address=address,
+        exact=exact,
     )
     return CheckReport(bounds, mutant, symmetry, workers, result, judge(model, result), engine)
 

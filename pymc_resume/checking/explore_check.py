@@ -132,6 +132,7 @@ def run_explore(
     engine: str = "multiprocess",
     address: str | None = None,
     symmetry: bool = True,
+    exact: bool = False,
 ) -> ExploreReport:
     """Explore `model` (what `target` names) and judge its properties; with `symmetry`, states
     are reduced by the model's `canonical`, if it has one (as `check` reduces processes)."""
@@ -149,6 +150,7 @@ def run_explore(
             "max_seconds": max_seconds,
             "max_memory": max_memory,
             "symmetry": symmetry,
+            "exact": exact,
         }
         snapshots = SnapshotSchedule(checkpoint_dir, checkpoint_every, run)
     result = explore(
@@ -164,6 +166,7 @@ def run_explore(
         from_snapshot=from_snapshot,
         engine=engine,
         address=address,
+        exact=exact,
     )
     return ExploreReport(target, workers, result, judge(valid, result), engine)
 

@@ -50,7 +50,12 @@ from pymc_resume.model.mutants import MUTANTS
     default=None,
     help="Worker processes, each owning a hash partition  [default: number of cores].",
 )
-@snapshot_flags("bounds, mutant, symmetry and workers")
+@click.option(
+    "--exact",
+    is_flag=True,
+    help="Store whole states instead of 64-bit fingerprints: more memory, no collision possible.",
+)
+@snapshot_flags("bounds, mutant, symmetry, store and workers")
 @click.option(
     "--json",
     "json_path",
@@ -73,6 +78,7 @@ def check_command(
     list_mutants,
     max_states,
     no_symmetry,
+    exact,
     workers,
     max_memory,
     checkpoint_dir,
@@ -102,6 +108,7 @@ def check_command(
         {
             "--max-states": max_states,
             "--no-symmetry": no_symmetry,
+            "--exact": exact,
             "--workers": workers,
             "--max-memory": max_memory,
             "--checkpoint-dir": checkpoint_dir,
@@ -127,9 +134,9 @@ def check_command(
     max_memory = max_memory * 2**20 if max_memory else None
     from_snapshot = None
     if recover_dir is not None:
-        if bounds_name is not None or mutant or no_symmetry or workers:
+        if bounds_name is not None or mutant or no_symmetry or workers or exact:
             fail(
-                "--recover: the run's bounds, mutant, symmetry and workers come from the "
+                "--recover: the run's bounds, mutant, symmetry, store and workers come from the "
                 "checkpoint; do not pass them again"
             )
         if checkpoint_dir is not None:
@@ -141,6 +148,7 @@ def check_command(
         from_snapshot = snapshot.load(recover_dir)
         run = recovered_run(from_snapshot.run, str(Path(from_snapshot.files[0]).parent / snapshot.MANIFEST))
         bounds, mutant, no_symmetry, workers = run.bounds, run.mutant, not run.symmetry, run.workers
+        exact = run.exact
         if len(from_snapshot.partitions) != workers:
             raise snapshot.SnapshotError(
                 f"{recover_dir}: its run had {workers} workers, but "
@@ -170,6 +178,7 @@ def check_command(
         from_snapshot=from_snapshot,
         engine=engine,
         address=address,
+        exact=exact,
     )
     _finish(report, json_path)
 

@@ -31,6 +31,17 @@ def trace_detail(steps: int, simulated: bool) -> str:
     return f"shortest trace: {steps} steps"
 
 
+def store_line(result) -> str:
+    """How the visited states were stored, and the chance that a fingerprint collision hid a
+    state (as TLC prints it; there, two states with one fingerprint count as one)."""
+    risk = result.collision_probability
+    if risk is None:
+        return "store: whole states (--exact): no collision possible"
+    if risk == 0.0:
+        return "store: 64-bit fingerprints, each the state's own key: no collision possible"
+    return f"store: 64-bit fingerprints; probability that a collision hid a state: at most {risk:.1e}"
+
+
 def simulation_line(result) -> str:
     """A simulation's counts, in one line."""
     return (
@@ -70,6 +81,8 @@ def check_text(report: CheckReport) -> str:
             f"{'' if r.complete else ' (INCOMPLETE: ' + str(r.stopped_because) + ')'}"
         )
     lines = [headline, "", verdict_table(report)]
+    if not simulated:
+        lines.insert(1, store_line(r))
     for clause_id, verdict in report.verdicts.items():
         if verdict.trace is not None:
             lines += ["", trace_text(clause_id, verdict.trace, verdict.reason, simulated)]

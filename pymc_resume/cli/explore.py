@@ -53,7 +53,12 @@ from pymc_resume.files import write_json
     is_flag=True,
     help="Do not reduce states by the model's canonical() (reports the unreduced counts).",
 )
-@snapshot_flags("target, workers, symmetry and deadlock checking")
+@click.option(
+    "--exact",
+    is_flag=True,
+    help="Store whole states instead of 64-bit fingerprints: more memory, no collision possible.",
+)
+@snapshot_flags("target, workers, symmetry, store and deadlock checking")
 @click.option(
     "--json",
     "json_path",
@@ -73,6 +78,7 @@ def explore_command(
     stop_at_first,
     deadlock,
     no_symmetry,
+    exact,
     checkpoint_dir,
     checkpoint_every,
     recover_dir,
@@ -97,6 +103,7 @@ def explore_command(
         {
             "--workers": workers,
             "--no-symmetry": no_symmetry,
+            "--exact": exact,
             "--max-states": max_states,
             "--max-memory": max_memory,
             "--checkpoint-dir": checkpoint_dir,
@@ -109,10 +116,10 @@ def explore_command(
     writable_folder(checkpoint_dir, "--checkpoint-dir")
     from_snapshot = None
     if recover_dir is not None:
-        if workers or deadlock is not None or stop_at_first or checkpoint_dir or no_symmetry:
+        if workers or deadlock is not None or stop_at_first or checkpoint_dir or no_symmetry or exact:
             fail(
-                "--recover: the run's workers, symmetry, deadlock checking, --stop-at-first and "
-                "checkpoint folder come from the checkpoint; do not pass them again"
+                "--recover: the run's workers, symmetry, store, deadlock checking, --stop-at-first "
+                "and checkpoint folder come from the checkpoint; do not pass them again"
             )
         writable_folder(recover_dir, "--recover")
         try:
@@ -127,6 +134,7 @@ def explore_command(
         target, workers = run["target"], run["workers"]
         deadlock, stop_at_first = run["deadlock"], run["stop_at_first"]
         no_symmetry = run.get("symmetry") is False  # (runs checkpointed before it was recorded: on)
+        exact = run.get("exact", True) is True  # (before fingerprints, every store was exact)
         checkpoint_dir = recover_dir
         # The run's own interval and limits, unless given again (max_memory is kept in bytes).
         kept = _kept_options(run, recover_dir)
@@ -171,6 +179,7 @@ def explore_command(
                 engine,
                 address,
                 not no_symmetry,
+                exact,
             )
     except PymcResumeError:
         raise
@@ -206,6 +215,7 @@ def _explore(
     engine,
     address,
     symmetry,
+    exact,
 ):
     """The exhaustive run, with the command's options."""
     return run_explore(
@@ -224,6 +234,7 @@ def _explore(
         engine=engine,
         address=address,
         symmetry=symmetry,
+        exact=exact,
     )
 
 

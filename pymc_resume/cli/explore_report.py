@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pymc_resume.checking.explore_check import ExploreReport, PropertyVerdict
-from pymc_resume.cli.check_report import simulation_line, trace_detail, visited_states
+from pymc_resume.cli.check_report import simulation_line, store_line, trace_detail, visited_states
 from pymc_resume.cli.tables import table
 
 
@@ -46,6 +46,7 @@ def explore_text(report: ExploreReport) -> str:
         )
     lines = [
         headline,
+        *([] if simulated else [store_line(r)]),
         "",
         verdict_table(report) if report.verdicts else "(the model has no property to check)",
     ]

@@ -23,8 +23,9 @@ class InProcess:
         started: float,
         on_tick: Callable[[int, int, int], None] | None = None,
         stop_at_first: bool = False,
+        exact: bool = False,
     ) -> None:
-        self.partition = Partition(model, 0, 1, canonical, stop_at_first)
+        self.partition = Partition(model, 0, 1, canonical, stop_at_first, exact)
         self.limits = limits
         self.started = started
         self.on_tick = on_tick
@@ -50,11 +51,10 @@ class InProcess:
         return self.stopped_because is not None
 
     def step(self, level: int) -> int:
-        """Run one level; return how many new states it admitted."""
-        before = len(self.partition)
+        """Run one level; return how many states it had."""
         self.partition.step([], level, self._tick)
         self.stopped_because = self.stopped_because or self.partition.stop_reason
-        return len(self.partition) - before
+        return self.partition.level_size
 
     def size(self) -> int:
         return len(self.partition)
@@ -73,7 +73,8 @@ class InProcess:
 
     def save_state(self) -> tuple[list[bytes], snapshot.Layout]:
         p = self.partition
-        return [p.snapshot()], snapshot.Layout((tuple(p.level_starts),), (len(p),))
+        size, level_starts = p.stored_levels()
+        return [p.snapshot()], snapshot.Layout((tuple(level_starts),), (size,))
 
     def load_state(self, saved: snapshot.Snapshot) -> None:
         self.partition.restore(saved.partitions[0], saved.files[0], saved.layout)
@@ -88,6 +89,9 @@ class InProcess:
             return peak_bytes()
         assert p.edge_sources is not None  # kept with goals
         return peak_bytes() + results_reserve(len(p.edge_sources), len(p))
+
+    def collision_probability(self) -> float | None:
+        return self.partition.collision_risk()
 
     def worker_peak_rss(self) -> tuple[int, ...]:
         return ()  # no worker processes

@@ -12,9 +12,12 @@ A state's global id is `local_id * count + index`: it names its partition withou
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from itertools import compress
+from typing import cast
 
 from pymc_resume.explore import persisted, snapshot
+from pymc_resume.explore.fingerprints import FingerprintStore, collision_probability, fingerprints_of
 from pymc_resume.explore.plain import PlainCodec, fits_plain_codec, tuple_mapper
 from pymc_resume.explore.result import DEADLOCK
 from pymc_resume.explore.snapshot import Layout
@@ -59,6 +62,9 @@ def owner_of(state: Hashable, count: int, hasher: Callable[[Hashable], int]) -> 
 
 # How many expansions between calls of the `tick` callback (progress, limits).
 TICK_EVERY = 4096
+# Successors of this partition's own gathered before the fingerprint store takes them at once:
+# large enough that numpy's per-call cost is a few ns a successor, small enough to stay in cache.
+FINGERPRINT_CHUNK = 1 << 15
 
 
 class Partition:
@@ -71,8 +77,12 @@ class Partition:
         count: int = 1,
         canonical: Callable[[Hashable], Hashable] | None = None,
         stop_at_first: bool = False,
+        exact: bool = False,
     ) -> None:
         self.model = model
+        # The store: 64-bit fingerprints of the keys (`fingerprints`), or with `exact` the
+        # keys themselves (`visited`), which is what every run used before fingerprints.
+        self.exact = exact
         self.index = index
         self.count = count
         self.canonical = canonical
@@ -82,17 +92,21 @@ class Partition:
         # alone, a partition keeps the states themselves, which costs less CPU than encoding
         # them and twice the memory (TwoPhase N=7: 3.7-4.0 against 4.8-5.4 CPU seconds, 362
         # against 168 bytes a state).
+        # A fingerprint store hashes keys, never states: a plain state's key is a tuple of its
+        # fields' ids, whose hash is the same in every process (a string's is not).
         if model.codec is not None:
             self.codec = model.codec()
+        elif (count > 1 or not exact) and fits_plain_codec(model.model):
+            self.codec = PlainCodec()
         else:
-            self.codec = PlainCodec() if count > 1 and fits_plain_codec(model.model) else None
+            self.codec = None
         # Between several partitions the derived codec only carries states to their owners
         # and gives their owners: the store keeps the states themselves, each an interned
         # copy that shares its parts with equal parts (as small as its key: a tuple of the
         # same length), so a successor is looked up as it comes, and only a first sighting
         # pays for its encoding (TwoPhase N=7 on two: 2.7 million successors, 0.7 million
         # first sightings).
-        self.whole = isinstance(self.codec, PlainCodec) and model.codec is None
+        self.whole = exact and isinstance(self.codec, PlainCodec) and model.codec is None
         # Where a state belongs: the plain codec hashes a key from its tables' cached hashes.
         self.partition_key = model.partition_key
         self.state_hash = hash if self.codec is None and not self.partition_key else state_hasher(model)
@@ -110,7 +124,15 @@ class Partition:
         # holds; where it is False (or absent) each invariant is asked.
         self.all_hold = model.all_hold
         self.goals = [prop.goal for prop in model.reachability]
-        self.store = VisitedStore(indexed=bool(self.goals))  # ids at hand only for edges
+        self.store: VisitedStore | FingerprintStore = (
+            VisitedStore(indexed=bool(self.goals)) if exact else FingerprintStore()
+        )  # (a VisitedStore keeps ids at hand only for edges)
+        # With fingerprints, this partition's own successors are stored as they are found, so
+        # the states of the level being filled are stored already, from `level_starts[-1]` on.
+        # While every fingerprint is its key, the store itself holds those keys; from the first
+        # hashed one, `ahead` lists them (see `_store_own`).
+        self.ahead: list[Hashable] = []
+        self.level_size = 0  # states of the last level stepped
         self.goal_flags = [bytearray() for _ in self.goals]
         # Incoming edges, recorded by the owner of the target: (source gid, target local id).
         self.edge_sources = array("i") if self.goals else None
@@ -189,11 +211,39 @@ class Partition:
 
     def local_id(self, state: Hashable) -> int | None:
         """The local id of a (canonical) state, or None if it was never admitted here."""
-        return self.store.local_id(self._store_key(state))
+        key = self._store_key(state)
+        if isinstance(self.store, FingerprintStore):
+            fingerprint, _exact = fingerprints_of([key])
+            return self.store.local_id(int(fingerprint[0]))
+        return self.store.local_id(key)
+
+    def stored_levels(self) -> tuple[int, list[int]]:
+        """The states a checkpoint stores and where each level starts: with fingerprints, the
+        next level's states already stored are saved as waiting candidates instead (see
+        `ahead_keys`), so that a checkpoint is the same whichever store took it."""
+        if self.exact or not self.level_starts:
+            return len(self.store), self.level_starts
+        return self.level_starts[-1], self.level_starts[:-1]
+
+    def ahead_keys(self) -> Sequence[Hashable]:
+        """With fingerprints, the keys of the states stored for the level being filled."""
+        if self.exact or not self.level_starts:
+            return []
+        if self.store.hashed:  # type: ignore[union-attr]  # a FingerprintStore
+            return self.ahead
+        return StoredKeys(self.store, self.level_starts[-1], len(self.store))  # type: ignore[arg-type]
+
+    def collision_risk(self) -> float | None:
+        """A bound on the chance that two of this partition's states shared a fingerprint
+        (0.0 where every fingerprint was its key); None for an exact store."""
+        if self.exact:
+            return None
+        store = self.store
+        return collision_probability(len(store), store.lookups) if store.hashed else 0.0  # type: ignore[union-attr]
 
     def carried(self) -> int:
         """How many of this partition's own candidates wait for the next level."""
-        return sum(len(batch[0]) for batch in self.carry)
+        return sum(len(batch[0]) for batch in self.carry) + len(self.ahead_keys())
 
     def initial_candidates(self) -> list[Batch]:
         """The initial states as level-1 batches for the other partitions (this partition
@@ -227,7 +277,12 @@ class Partition:
         try:
             first, fresh = self._admit(inbound, level)
             self.carry = []
-            expanded = self._expand(first, fresh, level, tick)
+            self.level_size = len(fresh)
+            if self.exact:
+                expanded = self._expand(first, fresh, level, tick)
+            else:
+                self.level_starts.append(len(self.store))  # the next level's: stored as found
+                expanded = self._expand_fingerprinted(first, fresh, level, tick)
         except Exception as error:  # in the model's code, or ours on what the model gave
             raise model_raised(error) from error
         return self._keep_own(expanded)
@@ -254,8 +309,8 @@ class Partition:
         at a time as they are expanded, so a wide level costs 8 bytes a state, not a state."""
         while len(self.level_starts) < level:
             self.level_starts.append(len(self.store))
-        first = len(self.store)
-        fresh: list[Hashable] = []
+        first = self.level_starts[level - 1] if not self.exact else len(self.store)
+        fresh: list[Hashable] = []  # (with fingerprints, `_admit_batch` stores them instead)
         for candidates, repeats, tables in inbound:
             if tables is not None:  # another partition's keys, and its new table entries
                 source, delta = tables  # (tables come only to a wire partition: translations)
@@ -266,13 +321,30 @@ class Partition:
                 self._admit_batch(candidates, repeats, level, fresh, encoded=self.wire)
         for candidates, repeats, _ in self.carry:
             self._admit_batch(candidates, repeats, level, fresh, encoded=True)
+        if not self.exact:  # every state of this level is stored: ids from `first` on
+            fresh = self.ahead_keys()  # type: ignore[assignment]  # a sequence of keys
+            self.ahead = []
         return first, fresh
 
     def _admit_batch(self, candidates, repeats, level: int, fresh: list, encoded: bool) -> None:
         """Admit one batch; `encoded` batches (this partition's own, or translated) hold keys."""
-        ids = self.store.ids
-        parents = self.store.parents
-        indexed = self.store.indexed
+        if not self.exact:
+            encode = None if encoded else self.encode
+            keys = [encode(state) if encode else state for state, _ in candidates]
+            stored = self._store_own(keys, [parent for _, parent in candidates], edges=False)
+            if self.edge_sources is not None:
+                for (_, parent), target in zip(candidates, stored):
+                    if parent >= 0:
+                        self.edge_sources.append(parent)
+                        self.edge_targets.append(target)  # type: ignore[union-attr]  # with sources
+                for position, parent in repeats:
+                    self.edge_sources.append(parent)
+                    self.edge_targets.append(stored[position])  # type: ignore[union-attr]
+            return
+        store = cast(VisitedStore, self.store)
+        ids = store.ids
+        parents = store.parents
+        indexed = store.indexed
         edge_sources, edge_targets = self.edge_sources, self.edge_targets
         encode = None if encoded else self.encode
         locals_ = []
@@ -334,7 +406,7 @@ class Partition:
         # key -> (owner, position in its batch) with edges, else just the owner.
         seen: dict = {} if keep_edges or count == 1 else self.forwarded
         edge_sources, edge_targets = self.edge_sources, self.edge_targets
-        known = self.store.ids
+        known = cast(VisitedStore, self.store).ids
         # A wire codec's keys travel anywhere, so every successor is encoded at once; another
         # codec's keys mean nothing elsewhere, so only this partition's own are encoded. Where
         # the store keeps states whole, a successor is encoded only when first sighted.
@@ -439,6 +511,114 @@ class Partition:
                 del seen[key]
         return self._with_tables([(batch, extra, None) for batch, extra in zip(outbound, repeats)])
 
+    def _store_own(self, keys: list, parents: list, edges: bool) -> list[int]:
+        """Store a chunk of this partition's keys with their parents' gids, as states of the
+        level being filled; with `edges`, every key is an edge from its parent. Returns each
+        key's id.
+
+        While every fingerprint is its key (ints below 2**64: packed states), the store holds
+        the level's keys itself and nothing else is kept: a wide level costs no memory beyond
+        the store. From the first hashed key on, the new keys are listed in `ahead`."""
+        fingerprints, exact = fingerprints_of(keys)
+        store = cast(FingerprintStore, self.store)
+        if not exact and not store.hashed:  # the first hashed chunk: list the level so far
+            self.ahead = store.stored()[self.level_starts[-1] :].tolist()
+        ids, new = store.add(fingerprints, parents, hashed=not exact)
+        if store.hashed:
+            self.ahead.extend(compress(keys, new.tolist()))
+        listed = ids.tolist()
+        if edges:
+            self.edge_sources.extend(parents)  # type: ignore[union-attr]  # kept with goals
+            self.edge_targets.extend(listed)  # type: ignore[union-attr]
+        return listed
+
+    def _expand_fingerprinted(
+        self, first: int, fresh: list, level: int, tick: Callable[[], bool] | None
+    ) -> list[Batch]:
+        # The hot loop with a fingerprint store. This partition's own successors are gathered
+        # and stored a chunk at a time (`_store_own`: numpy probes the table for the whole
+        # chunk), becoming the next level's states at once; another partition's are deduplicated
+        # for this level in `seen` and sent to their owner, which stores them on arrival.
+        count, own = self.count, self.index
+        outbound: list[list[Candidate]] = [[] for _ in range(count)]
+        repeats: list[list[tuple[int, int]]] = [[] for _ in range(count)]
+        keep_edges = self.edge_sources is not None
+        seen: dict = {}  # another partition's key -> its owner, or (owner, position) with edges
+        keys: list = []  # own successors of the chunk, and their parents' gids
+        parents: list[int] = []
+        # A wire codec's keys travel anywhere, so every successor is encoded at once; another
+        # codec's keys mean nothing elsewhere, so only this partition's own are encoded.
+        encode = self.encode if self.wire or count == 1 else None
+        encode_own = self.encode if self.encode and not self.wire and count > 1 else None
+        plain_map = tuple_mapper(len(fresh[0]) if fresh and type(fresh[0]) is tuple else 0)
+        plain_ids = self.codec.values.ids if isinstance(self.codec, PlainCodec) else None
+        part_hashes = self.codec.value_hashes() if self.key_hash is not None and count > 1 else None
+        key_hash, state_hash = self.key_hash, self.state_hash
+        canonical = self.canonical
+        decode, check = self.decode, self._check
+        successors = self.model.successors
+        constraint, action_constraint = self.model.constraint, self.model.action_constraint
+        constrained = constraint is not None or action_constraint is not None
+        check_deadlock = self.model.deadlock_is_error
+        generated = 0
+        for expanded, key in enumerate(fresh):
+            if self.stopped or (tick is not None and expanded % TICK_EVERY == TICK_EVERY - 1 and tick()):
+                self.stopped = True
+                break
+            gid = (first + expanded) * count + own
+            state = decode(key) if decode else key
+            check(state, gid, level)
+            before = generated
+            for action, successor in successors(state):
+                generated += 1
+                if constrained and not self._inside(state, action, successor):
+                    self._check_outside(successor, level + 1, gid, generated - before - 1)
+                    continue
+                world = canonical(successor) if canonical else successor
+                if plain_ids is not None and type(world) is tuple:
+                    try:
+                        key = plain_map(world, plain_ids)  # as PlainCodec.encode
+                    except (KeyError, ValueError):  # a value never seen, or another length
+                        key = self.encode(world)  # type: ignore[misc]  # the plain codec's
+                elif encode_own:
+                    key = encode_own(world) if self.owner(world) == own else world
+                else:
+                    key = encode(world) if encode else world
+                if count == 1:
+                    owner = 0
+                elif part_hashes is not None and type(world) is tuple:
+                    try:  # inlined PlainCodec.owner_hash of a plain tuple: as owner_of
+                        owner = hash(plain_map(key, part_hashes)) % PRIME % count
+                    except (IndexError, ValueError):  # a value interned since the step began
+                        owner = key_hash(key) % PRIME % count  # type: ignore[misc]  # as part_hashes
+                elif key_hash is not None:
+                    owner = key_hash(key) % PRIME % count
+                else:
+                    owner = state_hash(world) % PRIME % count
+                if owner == own:
+                    keys.append(key)
+                    parents.append(gid)
+                    continue
+                sighted = seen.get(key)
+                if sighted is None:
+                    batch = outbound[owner]
+                    seen[key] = (owner, len(batch)) if keep_edges else owner
+                    batch.append((key, gid))
+                elif keep_edges:
+                    owner, position = sighted
+                    if outbound[owner][position][1] != gid:
+                        repeats[owner].append((position, gid))
+            if check_deadlock and generated == before and DEADLOCK not in self.first_bad:
+                self.first_bad[DEADLOCK] = (level, gid, -1)
+                self._stop_if_first()
+            if len(keys) >= FINGERPRINT_CHUNK:
+                self._store_own(keys, parents, keep_edges)
+                keys, parents = [], []
+        if keys:
+            self._store_own(keys, parents, keep_edges)
+        self.generated += generated
+        return self._with_tables([(batch, extra, None) for batch, extra in zip(outbound, repeats)])
+
     def _inside(self, state: Hashable, action: str, successor: Hashable) -> bool:
         """Whether a successor is inside the state and action constraints (TLC's CONSTRAINT
         and ACTION_CONSTRAINT)."""
@@ -446,6 +626,33 @@ class Partition:
         return (model.constraint is None or model.constraint(successor)) and (
             model.action_constraint is None or model.action_constraint(state, action, successor)
         )
+
+
+class StoredKeys(Sequence):
+    """Keys of the stored states with ids [start, end) of a store whose fingerprints are the
+    keys themselves, as Python ints, a slice at a time (a list of them all would cost 40 bytes
+    a state)."""
+
+    SLICE = 1 << 12
+
+    def __init__(self, store: FingerprintStore, start: int, end: int) -> None:
+        self.store, self.start, self.end = store, start, end
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+    def __getitem__(self, index):  # (the search reads only the first: see `tuple_mapper`)
+        if isinstance(index, slice):
+            return self.store.fingerprints[self.start : self.end][index].tolist()
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return int(self.store.fingerprints[self.start + index])
+
+    def __iter__(self) -> Iterator[int]:
+        # The array is read as the search runs: ids stored meanwhile (the next level) come
+        # after `end`, and a grown array keeps these values at their places.
+        for start in range(self.start, self.end, self.SLICE):
+            yield from self.store.fingerprints[start : min(start + self.SLICE, self.end)].tolist()
 
 
 def model_raised(error: Exception) -> ModelError:
@@ -461,7 +668,7 @@ def model_raised(error: Exception) -> ModelError:
     where = frames[-1].f_code.co_name if frames else "?"
     parts = [f"the model raised {type(error).__name__}: {' '.join(str(error).split())[:300]} in {where}()"]
     for frame in reversed(frames):
-        if frame.f_code.co_name in ("_expand", "_initial_candidates", "_admit"):
+        if frame.f_code.co_name in ("_expand", "_expand_fingerprinted", "_initial_candidates", "_admit"):
             state, action = frame.f_locals.get("state"), frame.f_locals.get("action")
             if state is not None:
                 parts.append(f"while expanding state {short(state, 120)}")

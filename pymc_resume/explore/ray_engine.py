@@ -30,6 +30,7 @@ from typing import Any
 
 from pymc_resume.errors import BadInput, EnvironmentProblem
 from pymc_resume.explore import snapshot
+from pymc_resume.explore.fingerprints import summed_risk
 from pymc_resume.explore.limits import Limits, results_reserve
 from pymc_resume.explore.memory import die_with_parent
 from pymc_resume.explore.partition import Partition, owner_of, state_hasher
@@ -62,6 +63,7 @@ class RayPartition:
         stop_at_first: bool,
         limits: Limits,
         started_at: float,
+        exact: bool = False,
     ) -> None:
         # The actor's parent is its node's raylet: when a killed driver takes the local instance
         # down with it, the partition goes too instead of lingering as an orphan.
@@ -76,7 +78,9 @@ class RayPartition:
         self.started = time.monotonic() - (time.time() - started_at)
         self.elsewhere = 0  # the peak bytes of the run's other processes, as last reported
         self.count = count
-        self.service = PartitionService(model, index, count, canonical, stop_at_first, self._limit_check)
+        self.service = PartitionService(
+            model, index, count, canonical, stop_at_first, self._limit_check, exact
+        )
 
     def _limit_check(self, partition: Partition) -> str | None:
         memory = own_peak_bytes() + self.elsewhere
@@ -177,6 +181,7 @@ class RayEngine:
         *,
         stop_at_first: bool = False,
         address: str | None = None,
+        exact: bool = False,
     ) -> None:
         _require_ray()
         self.count = count
@@ -198,7 +203,7 @@ class RayEngine:
             # SPREAD: partitions on as many nodes as there are, so that memory adds up.
             self.actors: list[Any] = [
                 actor.options(scheduling_strategy="SPREAD").remote(
-                    files, pickled_model, index, count, stop_at_first, limits, started_at
+                    files, pickled_model, index, count, stop_at_first, limits, started_at, exact
                 )
                 for index in range(count)
             ]
@@ -287,7 +292,7 @@ class RayEngine:
 
     def first_bad(self) -> dict[str, tuple[int, int]]:
         merged: dict[str, tuple[int, int]] = {}
-        for first_bad, _piece, _peak in self._results():
+        for first_bad, _piece, _peak, _risk in self._results():
             for name, found in first_bad.items():
                 if name not in merged or found < merged[name]:
                     merged[name] = found
@@ -336,7 +341,10 @@ class RayEngine:
         return memory
 
     def graph_pieces(self) -> list[GraphPiece]:
-        return [piece for _first_bad, piece, _peak in self._results()]
+        return [piece for _first_bad, piece, _peak, _risk in self._results()]
 
     def worker_peak_rss(self) -> tuple[int, ...]:
-        return tuple(peak for _first_bad, _piece, peak in self._results())
+        return tuple(peak for _first_bad, _piece, peak, _risk in self._results())
+
+    def collision_probability(self) -> float | None:
+        return summed_risk(risk for _first_bad, _piece, _peak, risk in self._results())

@@ -42,6 +42,9 @@ class ExplorationResult:
     stopped_because: str | None = None
     # Per worker process (none for one worker): its peak resident bytes, as it reported them.
     worker_peak_rss: tuple[int, ...] = ()
+    # A bound on the chance that a fingerprint collision hid a state (0.0 where every
+    # fingerprint was the state's key itself); None with an exact store (`--exact`).
+    collision_probability: float | None = None
     mode = "exhaustive"  # against a simulation's random walks (`simulate.SimulationResult`)
 
     def holds(self, name: str) -> bool:
@@ -61,4 +64,6 @@ class ExplorationResult:
             "states_generated": self.states_generated,
             "depth": self.depth,
             "seconds": round(self.seconds, 3),
+            "store": "exact" if self.collision_probability is None else "fingerprints",
+            "collision_probability": self.collision_probability,
         }

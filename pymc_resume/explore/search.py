@@ -43,6 +43,7 @@ def explore(
     check_deadlock: bool | None = None,
     engine: str = "multiprocess",
     address: str | None = None,
+    exact: bool = False,
 ) -> ExplorationResult:
     """Enumerate every state reachable in `model` and check its properties.
 
@@ -54,8 +55,9 @@ def explore(
     `stop_at_first` ends the search at the first violation (TLC without `-continue`);
     `check_deadlock` overrides the model's `deadlock_is_error`. `engine` "ray" runs the
     partitions as Ray actors (`ray_engine`; even one), on the cluster at `address` or on a
-    local Ray instance. The model is validated first (`validate.ModelError`, one line, for a
-    model the search cannot run).
+    local Ray instance. `exact` stores whole state keys instead of 64-bit fingerprints
+    (`fingerprints.py`: no collision is then possible). The model is validated first
+    (`validate.ModelError`, one line, for a model the search cannot run).
     """
     _refuse_impossible(workers, max_states, max_seconds, max_memory)
     if engine not in ENGINES:
@@ -77,10 +79,29 @@ def explore(
     try:
         level_holder = [0]  # the level running, for progress lines in the middle of a level
         backend = _backend(
-            model, workers, canonical, limits, started, stop_at_first, engine, address, progress, level_holder
+            model,
+            workers,
+            canonical,
+            limits,
+            started,
+            stop_at_first,
+            engine,
+            address,
+            progress,
+            level_holder,
+            exact,
         )
         return _explore(
-            model, backend, limits, started, canonical, progress, snapshots, from_snapshot, level_holder
+            model,
+            backend,
+            limits,
+            started,
+            canonical,
+            progress,
+            snapshots,
+            from_snapshot,
+            level_holder,
+            exact,
         )
     except PymcResumeError:
         raise
@@ -111,7 +132,7 @@ ENGINES = ("multiprocess", "ray")
 
 
 def _backend(
-    model, workers, canonical, limits, started, stop_at_first, engine, address, progress, level_holder
+    model, workers, canonical, limits, started, stop_at_first, engine, address, progress, level_holder, exact
 ):
     """The engine that runs the partitions: in this process (one worker), worker processes,
     or Ray actors."""
@@ -119,20 +140,35 @@ def _backend(
         from pymc_resume.explore.ray_engine import RayEngine  # the optional extra
 
         return RayEngine(
-            model, workers, canonical, limits, started, stop_at_first=stop_at_first, address=address
+            model,
+            workers,
+            canonical,
+            limits,
+            started,
+            stop_at_first=stop_at_first,
+            address=address,
+            exact=exact,
         )
     if workers > 1:
-        return WorkerPool(model, workers, canonical, limits, started, stop_at_first=stop_at_first)
+        return WorkerPool(
+            model, workers, canonical, limits, started, stop_at_first=stop_at_first, exact=exact
+        )
 
     def on_tick(size: int, generated: int, queue: int) -> None:
         if progress:
             progress(Snapshot(size, generated, queue, level_holder[0], time.monotonic() - started))
 
-    return InProcess(model, canonical, limits, started, on_tick, stop_at_first)
+    return InProcess(model, canonical, limits, started, on_tick, stop_at_first, exact)
 
 
-def _explore(model, backend, limits, started, canonical, progress, snapshots, from_snapshot, level_holder):
+def _explore(
+    model, backend, limits, started, canonical, progress, snapshots, from_snapshot, level_holder, exact
+):
     with backend:
+        if from_snapshot is not None:
+            backend.load_state(from_snapshot)
+            if not exact:
+                _check_recovered_violations(model, backend, canonical, from_snapshot)
         depth, stopped_because = _run_levels(
             backend, limits, started, level_holder, progress, snapshots, from_snapshot
         )
@@ -152,6 +188,7 @@ def _explore(model, backend, limits, started, canonical, progress, snapshots, fr
         }
         size, generated = backend.size(), backend.generated()
         worker_peak_rss = backend.worker_peak_rss()
+        collision = backend.collision_probability()
     seconds = time.monotonic() - started
     if progress:
         progress(Snapshot(size, generated, 0, depth, seconds), final=True)
@@ -164,7 +201,24 @@ def _explore(model, backend, limits, started, canonical, progress, snapshots, fr
         violations=violations,
         stopped_because=stopped_because,
         worker_peak_rss=worker_peak_rss,
+        collision_probability=collision,
     )
+
+
+def _check_recovered_violations(model, backend, canonical, from_snapshot: snapshot.Snapshot) -> None:
+    """Every violation of an invariant a checkpoint records is one: the state it names fails
+    that invariant. A fingerprint names no state, so the state is rebuilt by re-running the
+    model along its trace, as the trace printed at the end will be; without this check, a
+    crafted file could name any state of the right level and have its trace reported."""
+    invariants = {invariant.name: invariant for invariant in model.invariants}
+    count = len(from_snapshot.partitions)
+    for name, (_level, gid, position) in backend.first_bad().items():
+        if position != -1 or name not in invariants:
+            continue  # a successor named by its parent, or a deadlock: checked when rebuilt
+        trace = shortest_trace(model, gid, backend.parent_of, backend.id_of, canonical)
+        if invariants[name].holds(trace[-1].state):
+            where = from_snapshot.files[gid % count] if from_snapshot.files else "the checkpoint"
+            raise snapshot.SnapshotError(f"{where}: first_bad[{name!r}] names a state on which {name} holds")
 
 
 def _run_levels(
@@ -179,8 +233,7 @@ def _run_levels(
         backend.seed()
         depth = 0
     else:
-        backend.load_state(from_snapshot)
-        depth = from_snapshot.depth
+        depth = from_snapshot.depth  # (loaded by `_explore`)
         if snapshots:
             snapshot.remove_stale(snapshots.directory)  # what the killed run left half-written
     taken = 0 if from_snapshot is None else 1  # snapshots so far (the recovered one counts)

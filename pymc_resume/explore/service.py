@@ -55,8 +55,9 @@ class PartitionService:
         canonical,
         stop_at_first: bool,
         limit_check: LimitCheck,
+        exact: bool = False,
     ) -> None:
-        self.partition = Partition(model, index, count, canonical, stop_at_first)
+        self.partition = Partition(model, index, count, canonical, stop_at_first, exact)
         self.index, self.count = index, count
         self.limit_check = limit_check
         self.limit_reason: str | None = None
@@ -78,11 +79,10 @@ class PartitionService:
     def step(self, inbound: list[bytes], level: int) -> tuple[Stepped, list[bytes]]:
         """Run `level` on the batches sent here; what happened, and one batch per partition."""
         p = self.partition
-        before = len(p)
         outbound = p.step([unpack(chunk) for chunk in inbound], level, self._tick)
         stopped = (self.limit_reason or p.stop_reason) if p.stopped else None
         stepped = Stepped(
-            len(p) - before, len(p), p.generated, stopped, self._pending(outbound), own_peak_bytes()
+            p.level_size, len(p), p.generated, stopped, self._pending(outbound), own_peak_bytes()
         )
         return stepped, [pack(batch) for batch in outbound]
 
@@ -94,22 +94,24 @@ class PartitionService:
         local = self.partition.local_id(key)
         return None if local is None else self.partition.gid(local)
 
-    def results(self) -> tuple[dict, GraphPiece | None, int]:
+    def results(self) -> tuple[dict, GraphPiece | None, int, float | None]:
         """The first violation of each property found here, the graph piece reachability
-        needs (None without reachability properties), and this process's peak bytes."""
+        needs (None without reachability properties), this process's peak bytes, and the
+        bound on a fingerprint collision here (None for an exact store)."""
         p = self.partition
         piece = None
         if p.goals:
             assert p.edge_sources is not None and p.edge_targets is not None  # kept with goals
             piece = GraphPiece(len(p), p.level_starts, p.goal_flags, p.edge_sources, p.edge_targets)
-        return p.first_bad, piece, own_peak_bytes()
+        return p.first_bad, piece, own_peak_bytes(), p.collision_risk()
 
     def snapshot(self, inbound: list[bytes]) -> tuple[int, list[int], bytes]:
         """Take the batches routed here for the next level, then this partition's checkpoint
         file: its size, the start of each of its levels, and the file's bytes."""
         p = self.partition
         p.take([unpack(chunk) for chunk in inbound])
-        return len(p), p.level_starts, p.snapshot()
+        size, level_starts = p.stored_levels()
+        return size, level_starts, p.snapshot()
 
     def restore(self, data: bytes, where: str, layout: Layout) -> tuple[int, int]:
         """Take a checkpoint file's state (SnapshotError if it does not fit): states

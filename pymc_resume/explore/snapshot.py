@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import NoReturn, TypeVar, cast
 
 import attrs
+import numpy as np
 
 from pymc_resume.errors import EnvironmentProblem
 from pymc_resume.explore.persisted import SnapshotError
@@ -259,6 +260,7 @@ RECORD_KEYS = frozenset(
         "partitions",
         "tables",
         "keys",
+        "fingerprints",
         "parents",
         "goal_flags",
         "edge_sources",
@@ -278,21 +280,39 @@ def partition_record(partition) -> dict:
     """Everything `partition` knows, except the model, as plain values for `persisted`.
 
     The store's ids are the keys' positions (ids are dense, in admission order), so only the
-    keys are saved; an interning codec saves its tables' values (their ids are positions too).
-    Waiting candidates are saved column by column (keys, parents, repeated edges).
+    keys are saved, or with a fingerprint store the fingerprints; an interning codec saves its
+    tables' values (their ids are positions too). Waiting candidates are saved column by column
+    (keys, parents, repeated edges).
     """
     tables = getattr(partition.codec, "tables", None)
+    size, level_starts = partition.stored_levels()
+    carry = [(candidates, repeats) for candidates, repeats, _tables in partition.carry]
+    edge_sources, edge_targets = partition.edge_sources, partition.edge_targets
+    if partition.exact:
+        keys, fingerprints = list(partition.store.ids), None
+    else:
+        store = partition.store
+        keys = []
+        fingerprints = {
+            "values": array("Q", store.stored()[:size].tobytes()),
+            "hashed": store.hashed,
+            "lookups": store.lookups - (len(store) - size),  # (counted again when re-stored)
+        }
+        if len(store) > size:  # stored already, saved as the first waiting candidates
+            ahead, edge_sources, edge_targets = _ahead_as_candidates(partition, size)
+            carry.insert(0, ahead)
     return {
         "partition": partition.index,
         "partitions": partition.count,
         "tables": None if tables is None else [table.values for table in tables],
-        "keys": list(partition.store.ids),
-        "parents": partition.store.parents,
+        "keys": keys,
+        "fingerprints": fingerprints,
+        "parents": partition.store.parents[:size],
         "goal_flags": partition.goal_flags,
-        "edge_sources": partition.edge_sources,
-        "edge_targets": partition.edge_targets,
+        "edge_sources": edge_sources,
+        "edge_targets": edge_targets,
         "first_bad": partition.first_bad,
-        "level_starts": partition.level_starts,
+        "level_starts": level_starts,
         "generated": partition.generated,
         "carry": [
             (
@@ -301,12 +321,38 @@ def partition_record(partition) -> dict:
                 [position for position, _ in repeats],
                 [parent for _, parent in repeats],
             )
-            for candidates, repeats, _tables in partition.carry
+            for candidates, repeats in carry
         ],
         "sent": partition.sent,
         "translations": partition.translations,
         "forwarded": (list(partition.forwarded), list(partition.forwarded.values())),
     }
+
+
+def _ahead_as_candidates(partition, size: int):
+    """The next level's states a fingerprint store holds already (ids from `size` on), as the
+    batch of candidates an exact store would hold instead: each with its parent, and every
+    other edge into it (kept with reachability properties) as a repeat. Returns that batch and
+    the edges into states below `size`."""
+    parents = partition.store.parents
+    candidates = [(key, parents[size + offset]) for offset, key in enumerate(partition.ahead_keys())]
+    sources, targets = partition.edge_sources, partition.edge_targets
+    if sources is None:
+        return (candidates, []), None, None
+    source_ids = np.frombuffer(sources, dtype=np.int32)
+    target_ids = np.frombuffer(targets, dtype=np.int32)
+    into_ahead = target_ids >= size
+    repeats = [
+        (target - size, source)
+        for source, target in zip(source_ids[into_ahead].tolist(), target_ids[into_ahead].tolist())
+        if source != parents[target]
+    ]
+    kept = ~into_ahead
+    return (
+        (candidates, repeats),
+        array("i", source_ids[kept].tobytes()),
+        array("i", target_ids[kept].tobytes()),
+    )
 
 
 class _Check:
@@ -372,14 +418,19 @@ def restore_partition(partition, record: object, where: str, layout: Layout) -> 
         check.fail("its levels do not match the manifest's")
 
     keys = check.typed(record["keys"], list, "keys")
-    if len(keys) != size:
-        check.fail(f"holds {len(keys):,} states, the manifest says {size:,}")
-    try:
-        ids = dict(zip(keys, range(size)))
-    except TypeError:
-        check.fail("keys must be hashable")
-    if len(ids) != size:
-        check.fail("the same state is stored twice")
+    if partition.exact:
+        if record["fingerprints"] is not None:
+            check.fail("holds fingerprints: the run it saves was not --exact, this one is")
+        if len(keys) != size:
+            check.fail(f"holds {len(keys):,} states, the manifest says {size:,}")
+        try:
+            ids = dict(zip(keys, range(size)))
+        except TypeError:
+            check.fail("keys must be hashable")
+        if len(ids) != size:
+            check.fail("the same state is stored twice")
+    else:
+        fingerprints, hashed, lookups = _checked_fingerprints(check, record["fingerprints"], keys, size)
     parents = check.array(record["parents"], "q", "parents")
     if len(parents) != size:
         check.fail(f"holds {len(parents):,} parents for {size:,} states")
@@ -494,19 +545,45 @@ def restore_partition(partition, record: object, where: str, layout: Layout) -> 
     except TypeError:
         check.fail("forwarded keys must be hashable")
 
-    _check_violations_hold(check, partition, first_bad, keys)  # (decoding needs the tables)
-    partition.store.parents = parents
-    partition.store.fill(ids)  # (the store's parents first: its ids are positions)
+    if partition.exact:
+        _check_violations_hold(check, partition, first_bad, keys)  # (decoding needs the tables)
+        partition.store.parents = parents
+        partition.store.fill(ids)  # (the store's parents first: its ids are positions)
+    else:  # (a fingerprint names no state: the search checks each trace it rebuilds instead)
+        partition.store.fill(fingerprints, parents)
+        partition.store.hashed, partition.store.lookups = hashed, lookups
+        partition.ahead = []
     partition.goal_flags = goal_flags
     partition.edge_sources, partition.edge_targets = (sources, targets) if partition.goals else (None, None)
     partition.first_bad = first_bad
     partition.level_starts = list(layout.level_starts[index])
+    if not partition.exact:  # the level being filled starts after the stored ones
+        partition.level_starts.append(len(partition.store))
     partition.generated = generated
     partition.carry = carry
     partition.forwarded = forwarded
     partition.sent = sent
     if partition.wire:
         partition.translations = translations
+
+
+def _checked_fingerprints(check: _Check, saved: object, keys: list, size: int):
+    """A fingerprint store's saved values: `size` distinct 64-bit fingerprints, whether any
+    was a hash, and how many were looked up (for the collision estimate)."""
+    if saved is None or keys:
+        check.fail("holds whole keys: the run it saves was --exact, this one is not")
+    if not isinstance(saved, dict) or set(saved) != {"values", "hashed", "lookups"}:
+        check.fail("fingerprints must hold 'values', 'hashed' and 'lookups'")
+    values = check.array(saved["values"], "Q", "fingerprints")
+    if len(values) != size:
+        check.fail(f"holds {len(values):,} fingerprints, the manifest says {size:,}")
+    fingerprints = np.frombuffer(values, dtype=np.uint64).copy()
+    if len(np.unique(fingerprints)) != size:
+        check.fail("the same state is stored twice")
+    hashed, lookups = saved["hashed"], saved["lookups"]
+    if type(hashed) is not bool or not _is_int(lookups) or not size <= lookups <= MAX_COUNT:
+        check.fail("fingerprints: 'hashed' must be true or false, 'lookups' a count of at least the states")
+    return fingerprints, hashed, lookups
 
 
 def _check_violations_hold(check: _Check, partition, first_bad: dict, keys: list) -> None:

@@ -22,6 +22,7 @@ import multiprocess
 
 from pymc_resume.errors import EnvironmentProblem
 from pymc_resume.explore import snapshot
+from pymc_resume.explore.fingerprints import summed_risk
 from pymc_resume.explore.limits import Limits, results_reserve
 from pymc_resume.explore.memory import die_with_parent, run_peak_bytes
 from pymc_resume.explore.partition import Partition, owner_of, state_hasher
@@ -79,6 +80,7 @@ def _serve(
     limits: Limits,
     started: float,
     stop_at_first: bool = False,
+    exact: bool = False,
 ):
     """A worker's loop: answer the coordinator's requests until told to stop.
 
@@ -102,7 +104,7 @@ def _serve(
             memory += results_reserve(len(partition.edge_sources) * count, len(partition) * count)
         return limits.exceeded(0, started, memory)
 
-    service = PartitionService(model, index, count, canonical, stop_at_first, limit_check)
+    service = PartitionService(model, index, count, canonical, stop_at_first, limit_check, exact)
     try:
         while True:
             try:
@@ -175,6 +177,7 @@ class WorkerPool:
         started: float,
         on_tick: Callable | None = None,
         stop_at_first: bool = False,
+        exact: bool = False,
     ) -> None:
         self.count = count
         self.state_hash = state_hasher(model)
@@ -198,6 +201,7 @@ class WorkerPool:
                     limits,
                     started,
                     stop_at_first,
+                    exact,
                 ),
                 daemon=True,
             )
@@ -287,7 +291,7 @@ class WorkerPool:
 
     def first_bad(self) -> dict[str, tuple[int, int, int]]:
         merged: dict[str, tuple[int, int, int]] = {}
-        for first_bad, _piece, _peak in self._results():
+        for first_bad, _piece, _peak, _risk in self._results():
             for name, found in first_bad.items():
                 if name not in merged or found < merged[name]:
                     merged[name] = found
@@ -325,7 +329,10 @@ class WorkerPool:
         return memory
 
     def graph_pieces(self) -> list[GraphPiece]:
-        return [piece for _first_bad, piece, _peak in self._results()]
+        return [piece for _first_bad, piece, _peak, _risk in self._results()]
 
     def worker_peak_rss(self) -> tuple[int, ...]:
-        return tuple(peak for _first_bad, _piece, peak in self._results())
+        return tuple(peak for _first_bad, _piece, peak, _risk in self._results())
+
+    def collision_probability(self) -> float | None:
+        return summed_risk(risk for _first_bad, _piece, _peak, risk in self._results())

@@ -48,14 +48,17 @@ class Recorded:
 
 
 def check(model, recorded: Recorded, workers: int = 1) -> None:
-    result = explore(model, workers=workers)
-    assert result.complete
-    assert result.violations == {}, {name: v.trace for name, v in result.violations.items()}
-    assert result.distinct_states == recorded.distinct
-    if recorded.total is not None:
-        assert result.states_generated == recorded.total
-    if recorded.depth is not None:
-        assert result.depth == recorded.depth
+    """TLC's counts, with the fingerprint store (the default) and with whole keys (--exact)."""
+    for exact in (False, True):
+        result = explore(model, workers=workers, exact=exact)
+        assert result.complete
+        assert result.violations == {}, {name: v.trace for name, v in result.violations.items()}
+        assert result.distinct_states == recorded.distinct
+        if recorded.total is not None:
+            assert result.states_generated == recorded.total
+        if recorded.depth is not None:
+            assert result.depth == recorded.depth
+        assert (result.collision_probability is None) == exact
 
 
 def test_two_phase_three_rms():
@@ -140,13 +143,14 @@ def test_ewd840():
     # 883). Breadth-first, the true diameter is 9, so we assert the earlier recording.
     # Total: TLC's 2001 counts duplicate successors from disjunctive guards (see
     # TLCCountingEWD840); we assert that our count plus those duplicates gives 2001.
-    model = TLCCountingEWD840(3)
-    result = explore(model)
-    assert result.complete
-    assert result.violations == {}
-    assert result.distinct_states == 302
-    assert result.depth == 9
-    assert result.states_generated + model.duplicate_successors == 2001
+    for exact in (False, True):
+        model = TLCCountingEWD840(3)
+        result = explore(model, exact=exact)
+        assert result.complete
+        assert result.violations == {}
+        assert result.distinct_states == 302
+        assert result.depth == 9
+        assert result.states_generated + model.duplicate_successors == 2001
 
 
 @pytest.mark.slow

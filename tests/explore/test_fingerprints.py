@@ -1,0 +1,49 @@
+"""The fingerprint store against a dict: the same ids, the same first sightings, in order."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from pymc_resume.explore.fingerprints import (
+    FingerprintStore,
+    collision_probability,
+    fingerprints_of,
+    summed_risk,
+)
+
+
+def test_chunks_get_the_ids_a_dict_gives_in_order_of_first_sighting():
+    rng = random.Random(7)
+    store, ids = FingerprintStore(), {}
+    for chunk in range(120):  # the table grows from 4,096 slots several times on the way
+        keys = [rng.randrange(60_000) for _ in range(rng.randrange(0, 2_500))]
+        fingerprints, exact = fingerprints_of(keys)
+        assert exact
+        found, new = store.add(fingerprints, [chunk] * len(keys), hashed=not exact)
+        for key, found_id, is_new in zip(keys, found.tolist(), new.tolist()):
+            assert is_new == (key not in ids)
+            assert found_id == ids.setdefault(key, len(ids))
+    assert len(store) == len(ids) and len(store.parents) == len(ids)
+    assert all(store.local_id(key) == found_id for key, found_id in ids.items())
+    assert store.local_id(60_001) is None
+    refilled = FingerprintStore()
+    refilled.fill(store.stored().copy(), store.parents)
+    assert all(refilled.local_id(key) == found_id for key, found_id in ids.items())
+
+
+def test_int_keys_are_their_own_fingerprints_and_others_are_hashed_alike_in_every_process():
+    assert fingerprints_of([0, 5, 2**64 - 1])[0].tolist() == [0, 5, 2**64 - 1]
+    for keys in ([(1, 2), (2, 1)], [2**64, -1], ["a", "b"]):
+        fingerprints, exact = fingerprints_of(keys)
+        assert not exact and len(set(fingerprints.tolist())) == 2
+    # Tuples of ints hash without a salt, strings through `stable_hash`: the values are fixed.
+    assert fingerprints_of([(1, 2)])[0].dtype == np.uint64
+    assert fingerprints_of(["a"])[0].tolist() == fingerprints_of(["a"])[0].tolist()
+
+
+def test_the_collision_bound_is_the_union_bound_and_sums_over_partitions():
+    assert collision_probability(2**20, 2**24) == 2.0**-20
+    assert summed_risk([0.0, 2.0**-20]) == 2.0**-20 and summed_risk([None, None]) is None
+    assert collision_probability(2**40, 2**40) == 1.0
