@@ -45,19 +45,22 @@ def _mixed(fingerprints: np.ndarray) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
-def fingerprints_of(keys: Sequence[Hashable]) -> tuple[np.ndarray, bool]:
+def fingerprints_of(keys: Sequence[Hashable], int_tuples: bool = False) -> tuple[np.ndarray, bool]:
     """The fingerprints of `keys` (uint64), and whether they are the keys themselves (ints in
     [0, 2**64): then distinct keys have distinct fingerprints).
 
     Every other key is hashed to the same 64 bits in every process, so that a recovered run
-    (another PYTHONHASHSEED, another host) finds the states a killed one stored: a tuple of
-    ints by CPython's tuple hash (never salted for ints), anything else by `stable_hash`."""
-    try:
-        packed = np.array(keys, dtype=np.uint64)
-        if packed.ndim == 1:  # (tuples of ints would make rows)
-            return packed, True
-    except (OverflowError, TypeError, ValueError):
-        pass
+    (another PYTHONHASHSEED, another host) finds the states a killed one stored. `int_tuples`
+    says every key is a tuple of ints (the plain codec's): CPython's tuple hash, in C, never
+    salted for ints. Anything else goes through `stable_hash` (a Python call a part)."""
+    if int_tuples:
+        hashes = np.fromiter(map(hash, keys), dtype=np.int64, count=len(keys))
+        return hashes.view(np.uint64), False
+    if keys and type(keys[0]) is int:
+        try:
+            return np.array(keys, dtype=np.uint64), True
+        except (OverflowError, TypeError, ValueError):  # a negative or wide int, or not all ints
+            pass
     return np.fromiter(map(_hashed, keys), dtype=np.uint64, count=len(keys)), False
 
 

@@ -107,6 +107,8 @@ class Partition:
         # pays for its encoding (TwoPhase N=7 on two: 2.7 million successors, 0.7 million
         # first sightings).
         self.whole = exact and isinstance(self.codec, PlainCodec) and model.codec is None
+        # The plain codec's keys are tuples of ints (its tables' ids): hashed as they are.
+        self.int_tuple_keys = isinstance(self.codec, PlainCodec) and not self.whole
         # Where a state belongs: the plain codec hashes a key from its tables' cached hashes.
         self.partition_key = model.partition_key
         self.state_hash = hash if self.codec is None and not self.partition_key else state_hasher(model)
@@ -213,7 +215,7 @@ class Partition:
         """The local id of a (canonical) state, or None if it was never admitted here."""
         key = self._store_key(state)
         if isinstance(self.store, FingerprintStore):
-            fingerprint, _exact = fingerprints_of([key])
+            fingerprint, _exact = fingerprints_of([key], self.int_tuple_keys)
             return self.store.local_id(int(fingerprint[0]))
         return self.store.local_id(key)
 
@@ -519,7 +521,7 @@ class Partition:
         While every fingerprint is its key (ints below 2**64: packed states), the store holds
         the level's keys itself and nothing else is kept: a wide level costs no memory beyond
         the store. From the first hashed key on, the new keys are listed in `ahead`."""
-        fingerprints, exact = fingerprints_of(keys)
+        fingerprints, exact = fingerprints_of(keys, self.int_tuple_keys)
         store = cast(FingerprintStore, self.store)
         if not exact and not store.hashed:  # the first hashed chunk: list the level so far
             self.ahead = store.stored()[self.level_starts[-1] :].tolist()
