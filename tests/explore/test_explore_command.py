@@ -244,6 +244,27 @@ def test_a_killed_two_worker_run_of_string_states_recovers_under_another_hash_se
     assert recovered["distinct_states"] == 38416 and recovered["complete"]
 
 
+@pytest.mark.parametrize("store", ["fingerprints", "exact"])
+def test_a_run_stopped_early_recovers_with_its_own_store_and_says_which(tmp_path, user_model, store):
+    exact = ["--exact"] if store == "exact" else []
+    target, folder = f"{user_model}:ring", tmp_path / "ck"
+    stopped = explore_cli(
+        target, *exact, "--max-states", "900", "--checkpoint-dir", str(folder), "--checkpoint-every", "0"
+    )
+    assert stopped.returncode == 2 and "incomplete" in stopped.stderr
+    done = explore_cli(
+        "--recover", str(folder), "--max-states", "10000", "--json", str(tmp_path / "out.json")
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads((tmp_path / "out.json").read_text())
+    assert (result["distinct_states"], result["states_generated"], result["depth"]) == (4097, 53271, 14)
+    assert result["store"] == store and (result["collision_probability"] is None) == (store == "exact")
+    line = done.stdout.splitlines()[1]
+    assert line.startswith("store: ") and ("whole states" in line) == (store == "exact")
+    again = explore_cli("--recover", str(folder), "--exact")
+    assert again.returncode == 2 and "come from the checkpoint" in again.stderr
+
+
 # Three interchangeable counters (0..2): 27 states, 10 up to permuting the counters.
 SYMMETRIC_MODEL = """
 class Counters:
