@@ -16,6 +16,8 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from itertools import compress
 from typing import cast
 
+import numpy as np
+
 from pymc_resume.explore import persisted, snapshot
 from pymc_resume.explore.fingerprints import FingerprintStore, collision_probability, fingerprints_of
 from pymc_resume.explore.plain import PlainCodec, fits_plain_codec, tuple_mapper
@@ -44,6 +46,7 @@ PROTOCOL = 5
 # 40 ns a successor, where a 64-bit multiplicative mix (Fibonacci hashing) cost 200 ns, a third
 # of the two-worker overhead on TwoPhase.
 PRIME = 1_000_003
+MERSENNE_61 = 2**61 - 1  # CPython's modulus for the hash of an int
 
 
 def state_hasher(model: ValidModel) -> Callable[[Hashable], int]:
@@ -513,7 +516,9 @@ class Partition:
                 del seen[key]
         return self._with_tables([(batch, extra, None) for batch, extra in zip(outbound, repeats)])
 
-    def _store_own(self, keys: list, parents: list, edges: bool) -> list[int]:
+    def _store_own(
+        self, keys: list, parents: list, edges: bool, fingerprinted: tuple[np.ndarray, bool] | None = None
+    ) -> list[int]:
         """Store a chunk of this partition's keys with their parents' gids, as states of the
         level being filled; with `edges`, every key is an edge from its parent. Returns each
         key's id.
@@ -521,7 +526,7 @@ class Partition:
         While every fingerprint is its key (ints below 2**64: packed states), the store holds
         the level's keys itself and nothing else is kept: a wide level costs no memory beyond
         the store. From the first hashed key on, the new keys are listed in `ahead`."""
-        fingerprints, exact = fingerprints_of(keys, self.int_tuple_keys)
+        fingerprints, exact = fingerprinted or fingerprints_of(keys, self.int_tuple_keys)
         store = cast(FingerprintStore, self.store)
         if not exact and not store.hashed:  # the first hashed chunk: list the level so far
             self.ahead = store.stored()[self.level_starts[-1] :].tolist()
@@ -546,6 +551,11 @@ class Partition:
         repeats: list[list[tuple[int, int]]] = [[] for _ in range(count)]
         keep_edges = self.edge_sources is not None
         seen: dict = {}  # another partition's key -> its owner, or (owner, position) with edges
+        # States that are their own keys (ints, no codec) are placed by their hash: for ints in
+        # [0, 2**64) numpy computes it for a whole chunk (`_route_in_bulk`), so that on several
+        # workers a successor costs what it costs on one.
+        in_bulk = count > 1 and not keep_edges and self.codec is None and self.partition_key is None
+        sent = FingerprintStore() if in_bulk else None  # other partitions' states sent this level
         keys: list = []  # own successors of the chunk, and their parents' gids
         parents: list[int] = []
         # A wire codec's keys travel anywhere, so every successor is encoded at once; another
@@ -586,8 +596,8 @@ class Partition:
                     key = encode_own(world) if self.owner(world) == own else world
                 else:
                     key = encode(world) if encode else world
-                if count == 1:
-                    owner = 0
+                if count == 1 or in_bulk:
+                    owner = own
                 elif part_hashes is not None and type(world) is tuple:
                     try:  # inlined PlainCodec.owner_hash of a plain tuple: as owner_of
                         owner = hash(plain_map(key, part_hashes)) % PRIME % count
@@ -614,12 +624,41 @@ class Partition:
                 self.first_bad[DEADLOCK] = (level, gid, -1)
                 self._stop_if_first()
             if len(keys) >= FINGERPRINT_CHUNK:
-                self._store_own(keys, parents, keep_edges)
+                if sent is not None:
+                    self._route_in_bulk(keys, parents, outbound, sent)
+                else:
+                    self._store_own(keys, parents, keep_edges)
                 keys, parents = [], []
-        if keys:
+        if keys and sent is not None:
+            self._route_in_bulk(keys, parents, outbound, sent)
+        elif keys:
             self._store_own(keys, parents, keep_edges)
         self.generated += generated
         return self._with_tables([(batch, extra, None) for batch, extra in zip(outbound, repeats)])
+
+    def _route_in_bulk(self, keys: list, parents: list, outbound: list, sent: FingerprintStore) -> None:
+        """Place a chunk of successors that are their own keys: store this partition's, and
+        add each other partition's not yet sent this level to its owner's batch. An owner is
+        `stable_hash(key) % PRIME % count`, as `owner_of`; an int's hash is itself modulo the
+        Mersenne prime 2**61 - 1, so for ints in [0, 2**64) it is computed in numpy."""
+        fingerprints, exact = fingerprints_of(keys)
+        if exact:
+            owners = fingerprints % np.uint64(MERSENNE_61) % np.uint64(PRIME) % np.uint64(self.count)
+        else:
+            owners = np.fromiter(
+                (stable_hash(key) % PRIME % self.count for key in keys), dtype=np.uint64, count=len(keys)
+            )
+        mine = owners == self.index
+        if mine.any():
+            at = np.flatnonzero(mine).tolist()
+            self._store_own(
+                [keys[i] for i in at], [parents[i] for i in at], False, (fingerprints[mine], exact)
+            )
+        others = np.flatnonzero(~mine)
+        if others.size:
+            _ids, first_sent = sent.add(fingerprints[others], [0] * len(others), hashed=not exact)
+            for i, owner in zip(others[first_sent].tolist(), owners[others[first_sent]].tolist()):
+                outbound[owner].append((keys[i], parents[i]))
 
     def _inside(self, state: Hashable, action: str, successor: Hashable) -> bool:
         """Whether a successor is inside the state and action constraints (TLC's CONSTRAINT

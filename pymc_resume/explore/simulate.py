@@ -92,6 +92,8 @@ class SimulationResult:
             "states_generated": self.states_generated,
             "depth": self.longest_walk,
             "seconds": round(self.seconds, 3),
+            "store": None,  # walks store no state: nothing could collide
+            "collision_probability": None,
             "simulation": {
                 "seed": self.seed,
                 "max_depth": self.max_depth,
