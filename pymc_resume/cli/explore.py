@@ -24,6 +24,7 @@ from pymc_resume.cli.paths import writable_file, writable_folder
 from pymc_resume.errors import BadInput, PymcResumeError
 from pymc_resume.explore import snapshot
 from pymc_resume.explore.progress import ProgressPrinter, WalkPrinter
+from pymc_resume.explore.raised import model_traceback
 from pymc_resume.explore.simulate import DEFAULT_DEPTH
 from pymc_resume.explore.target import absolute, load_model
 from pymc_resume.files import write_json
@@ -62,6 +63,12 @@ from pymc_resume.files import write_json
     help="Write the result as JSON to this path (atomically).",
 )
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
+@click.option(
+    "--traceback",
+    "show_traceback",
+    is_flag=True,
+    help="When the model raises, print its own traceback on stderr before the one-line error.",
+)
 @engine_flags
 @simulation_flags
 def explore_command(
@@ -78,6 +85,7 @@ def explore_command(
     recover_dir,
     json_path,
     quiet,
+    show_traceback,
     engine,
     address,
     simulate,
@@ -172,14 +180,18 @@ def explore_command(
                 address,
                 not no_symmetry,
             )
-    except PymcResumeError:
+    except PymcResumeError as error:
+        if show_traceback:
+            _print_traceback(error)
         raise
     except Exception as error:
         if os.environ.get("PYMC_RESUME_DEBUG") == "1":
             raise
+        if show_traceback:
+            _print_traceback(error)
         raise BadInput(
             f"{target}: the model raised {type(error).__name__}: {error} while "
-            "being explored (PYMC_RESUME_DEBUG=1 shows where)"
+            "being explored (--traceback shows where)"
         ) from None
     click.echo(explore_text(report))
     if json_path:
@@ -225,6 +237,13 @@ def _explore(
         address=address,
         symmetry=symmetry,
     )
+
+
+def _print_traceback(error: BaseException) -> None:
+    """The model's own traceback behind `error`, if there is one, on stderr."""
+    text = model_traceback(error)
+    if text:
+        click.echo(text.rstrip("\n"), err=True)
 
 
 def _kept_options(run: dict, folder: str) -> dict:
