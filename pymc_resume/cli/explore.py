@@ -92,6 +92,7 @@ from pymc_resume.files import write_atomically, write_json
 @click.option(
     "--property",
     "property_name",
+    metavar="NAME",
     default=None,
     help="With --replay-trace: the property whose trace to replay  [default: the first with one].",
 )

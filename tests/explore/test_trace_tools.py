@@ -256,6 +256,7 @@ def test_replay_compares_states_after_canonical_unless_symmetry_is_off(racy):
     "content, args, message",
     [
         ("not json", [], "not JSON"),
+        ("/dev/zero", [], "the trace file is not a regular file"),
         ('{"properties": {}}', [], "no property has a trace"),
         (None, ["--property", "Nope"], "no trace of 'Nope' (traces: NoLostUpdate)"),
         (None, ["--workers", "2"], "--replay-trace: --workers does not apply"),
@@ -269,7 +270,9 @@ def test_replay_compares_states_after_canonical_unless_symmetry_is_off(racy):
 )
 def test_a_malformed_trace_file_is_one_line_and_exit_2(racy, content, args, message):
     file = "out.json"
-    if content is not None:
+    if content == "/dev/zero":
+        file = content
+    elif content is not None:
         (racy / "bad.json").write_text(content)
         file = "bad.json"
     done = explore_cli("racy.py:model", "--replay-trace", file, *args, cwd=racy)
