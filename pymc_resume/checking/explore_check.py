@@ -18,6 +18,7 @@ from pymc_resume.explore.changes import changes
 from pymc_resume.explore.result import DEADLOCK, Step
 from pymc_resume.explore.search import SnapshotSchedule
 from pymc_resume.explore.simulate import SimulationResult, simulate
+from pymc_resume.explore.state_json import ModelClasses, encoded
 from pymc_resume.explore.validate import ValidModel, validated
 from pymc_resume.model.contract import HOLDS, SKIPPED, VIOLATED
 
@@ -62,8 +63,12 @@ class ExploreReport:
         }
 
 
-def trace_rows(steps: Sequence[Step], state_fields: Sequence[str] | None = None) -> tuple[dict, ...]:
-    """A trace as rows: step number, action, what changed, and the state's repr."""
+def trace_rows(
+    steps: Sequence[Step], state_fields: Sequence[str] | None = None, classes: ModelClasses | None = None
+) -> tuple[dict, ...]:
+    """A trace as rows: step number, action, what changed, the state's repr and, given the
+    model's `classes`, the state as tagged JSON data that loads back exactly (`state_json`;
+    None for a state with parts JSON cannot carry)."""
     rows, before = [], None
     for number, step in enumerate(steps):
         rows.append(
@@ -74,6 +79,8 @@ def trace_rows(steps: Sequence[Step], state_fields: Sequence[str] | None = None)
                 "state": repr(step.state),
             }
         )
+        if classes is not None:
+            rows[-1]["data"] = encoded(step.state, classes)
         before = step.state
     return tuple(rows)
 
@@ -97,13 +104,14 @@ def _reason(kind: str) -> str:
 def judge(model: ValidModel, result: ExplorationResult) -> tuple[PropertyVerdict, ...]:
     """One verdict per property: violated with its trace, holds, or skipped if unproved."""
     state_fields = getattr(model.model, "state_fields", None)
+    classes = ModelClasses(model.model)
     verdicts = []
     for name, kind in _properties(model):
         violation = result.violations.get(name)
         if violation is not None:
             verdicts.append(
                 PropertyVerdict(
-                    name, kind, VIOLATED, _reason(kind), trace_rows(violation.trace, state_fields)
+                    name, kind, VIOLATED, _reason(kind), trace_rows(violation.trace, state_fields, classes)
                 )
             )
         elif result.complete:

@@ -23,10 +23,15 @@ from pymc_resume.cli.options import (
 from pymc_resume.cli.paths import writable_file, writable_folder
 from pymc_resume.errors import BadInput, PymcResumeError
 from pymc_resume.explore import snapshot
+from pymc_resume.explore.graph_dump import LIMIT as GRAPH_LIMIT
+from pymc_resume.explore.graph_dump import dot, state_graph
 from pymc_resume.explore.progress import ProgressPrinter, WalkPrinter
+from pymc_resume.explore.raised import model_traceback
 from pymc_resume.explore.simulate import DEFAULT_DEPTH
 from pymc_resume.explore.target import absolute, load_model
-from pymc_resume.files import write_json
+from pymc_resume.explore.trace_replay import Replay, read_trace, replay
+from pymc_resume.explore.validate import validated
+from pymc_resume.files import write_atomically, write_json
 
 
 @main.command("explore")
@@ -67,6 +72,35 @@ from pymc_resume.files import write_json
     help="Write the result as JSON to this path (atomically).",
 )
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
+@click.option(
+    "--traceback",
+    "show_traceback",
+    is_flag=True,
+    help="When the model raises, print its own traceback on stderr before the one-line error.",
+)
+@click.option(
+    "--dump-graph",
+    "graph_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help=f"Also write the state graph in Graphviz's DOT language to this path (atomically); "
+    f"refused above {GRAPH_LIMIT:,} states.",
+)
+@click.option(
+    "--replay-trace",
+    "replay_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Instead of a search: check that a trace in this --json output is a path of the model "
+    "and shows its property violated (exit 0; 1 when it does not).",
+)
+@click.option(
+    "--property",
+    "property_name",
+    metavar="NAME",
+    default=None,
+    help="With --replay-trace: the property whose trace to replay  [default: the first with one].",
+)
 @engine_flags
 @simulation_flags
 def explore_command(
@@ -84,6 +118,10 @@ def explore_command(
     recover_dir,
     json_path,
     quiet,
+    show_traceback,
+    graph_path,
+    replay_file,
+    property_name,
     engine,
     address,
     simulate,
@@ -96,7 +134,37 @@ def explore_command(
     deadlocks. Exit 0 when every property holds, 1 when any is violated, 2 on bad input or
     when a limit stopped the run before it proved anything. With --simulate, random walks
     instead: exit 1 when a walk violates a property, else 0 (which proves nothing)."""
+    if replay_file is not None or property_name is not None:
+        _replay_command(
+            target,
+            replay_file,
+            property_name,
+            no_symmetry,
+            deadlock,
+            show_traceback,
+            {
+                "--workers": workers,
+                "--max-states": max_states,
+                "--max-seconds": max_seconds,
+                "--max-memory": max_memory,
+                "--stop-at-first": stop_at_first,
+                "--checkpoint-dir": checkpoint_dir,
+                "--checkpoint-every": checkpoint_every,
+                "--recover": recover_dir,
+                "--json": json_path,
+                "--engine ray": engine == "ray" or None,
+                "--simulate": simulate,
+                "--seed": seed,
+                "--depth": depth,
+                "--walks": walks,
+                "--dump-graph": graph_path,
+            },
+        )
+        return
     writable_file(json_path, "--json")
+    writable_file(graph_path, "--dump-graph")
+    if graph_path is not None and (simulate or recover_dir is not None):
+        fail(f"--dump-graph: not with {'--simulate' if simulate else '--recover'}")
     refuse_for_simulation(
         simulate,
         {"--seed": seed, "--depth": depth, "--walks": walks},
@@ -150,6 +218,8 @@ def explore_command(
     target = absolute(target)
     model = load_model(target)
     try:
+        if graph_path is not None:
+            _dump_graph(target, model, graph_path, deadlock, not no_symmetry)
         if simulate:
             report = simulate_explore(
                 target,
@@ -181,14 +251,18 @@ def explore_command(
                 not no_symmetry,
                 exact,
             )
-    except PymcResumeError:
+    except PymcResumeError as error:
+        if show_traceback:
+            _print_traceback(error)
         raise
     except Exception as error:
         if os.environ.get("PYMC_RESUME_DEBUG") == "1":
             raise
+        if show_traceback:
+            _print_traceback(error)
         raise BadInput(
             f"{target}: the model raised {type(error).__name__}: {error} while "
-            "being explored (PYMC_RESUME_DEBUG=1 shows where)"
+            "being explored (--traceback shows where)"
         ) from None
     click.echo(explore_text(report))
     if json_path:
@@ -236,6 +310,63 @@ def _explore(
         symmetry=symmetry,
         exact=exact,
     )
+
+
+def _dump_graph(target, model, path, deadlock, symmetry) -> None:
+    """The state graph as DOT, written atomically (nothing when it is refused)."""
+    valid = validated(model, deadlock)
+    graph = state_graph(valid, valid.canonical if symmetry else None)
+    write_atomically(path, dot(graph, target, getattr(model, "state_fields", None)))
+
+
+def _replay_command(target, replay_file, property_name, no_symmetry, deadlock, show_traceback, others):
+    """`--replay-trace FILE`: replay a recorded trace against the model (no search)."""
+    if replay_file is None:
+        fail("--property: only with --replay-trace")
+    given = [name for name, value in others.items() if value]
+    if given:
+        fail(f"--replay-trace: {given[0]} does not apply (a replay runs no search)")
+    if target is None:
+        fail("missing TARGET (module:factory or path/to/file.py:factory)")
+    target = absolute(target)
+    model = load_model(target)
+    try:
+        valid = validated(model, deadlock)
+        outcome = replay(valid, read_trace(replay_file, valid, property_name), symmetry=not no_symmetry)
+    except PymcResumeError as error:
+        if show_traceback:
+            _print_traceback(error)
+        raise
+    except Exception as error:
+        if show_traceback:
+            _print_traceback(error)
+        raise BadInput(
+            f"{target}: the model raised {type(error).__name__}: {error} while the trace was "
+            "replayed (--traceback shows where)"
+        ) from None
+    click.echo(replay_text(target, outcome))
+    if not (outcome.path and outcome.violated):
+        sys.exit(1)
+
+
+def replay_text(target: str, outcome: Replay) -> str:
+    """One line: whether the trace is a path, and whether it shows its property violated."""
+    trace = outcome.trace
+    steps = len(trace.states) - 1
+    head = f"{target}: the trace of {trace.property} ({steps} step{'s' * (steps != 1)})"
+    if not outcome.path:
+        action = trace.actions[outcome.step or 0] or "initial state"
+        return f"{head} is not a path of the model: step {outcome.step} ({action}): {outcome.why}"
+    if outcome.violated:
+        return f"{head} replays: a path of the model, and {trace.property} is violated in its last state"
+    return f"{head} is a path of the model, but {trace.property} is not violated in its last state"
+
+
+def _print_traceback(error: BaseException) -> None:
+    """The model's own traceback behind `error`, if there is one, on stderr."""
+    text = model_traceback(error)
+    if text:
+        click.echo(text.rstrip("\n"), err=True)
 
 
 def _kept_options(run: dict, folder: str) -> dict:

@@ -27,6 +27,9 @@ State = Hashable
 class ModelError(BadInput):
     """A model the explorer cannot check; the message names the attribute and the fault."""
 
+    # The model's traceback as text, when a worker process sent it (`raised.model_traceback`).
+    model_traceback: str | None = None
+
 
 @attrs.frozen
 class ValidModel:

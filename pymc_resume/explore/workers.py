@@ -26,6 +26,7 @@ from pymc_resume.explore.fingerprints import summed_risk
 from pymc_resume.explore.limits import Limits, results_reserve
 from pymc_resume.explore.memory import die_with_parent, run_peak_bytes
 from pymc_resume.explore.partition import Partition, owner_of, state_hasher
+from pymc_resume.explore.raised import model_traceback
 from pymc_resume.explore.reachability import GraphPiece
 from pymc_resume.explore.service import PartitionService
 from pymc_resume.explore.validate import ModelError, ValidModel
@@ -62,7 +63,9 @@ def _reply(conn, index: int):
     if message[0] == "refused":
         raise snapshot.SnapshotError(message[1])
     if message[0] == "model":
-        raise ModelError(message[1])
+        error = ModelError(message[1])
+        error.model_traceback = message[2]  # for --traceback (`raised`)
+        raise error
     return message, chunks
 
 
@@ -122,7 +125,7 @@ def _serve(
             except snapshot.SnapshotError as error:
                 _send(conn, ("refused", str(error)))
             except ModelError as error:  # the model's own exception: one line, as in-process
-                _send(conn, ("model", str(error)))
+                _send(conn, ("model", str(error), model_traceback(error)))
             except Exception:
                 _send(conn, ("error", traceback.format_exc()))
     except (_CoordinatorGone, OSError):

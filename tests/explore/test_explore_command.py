@@ -320,3 +320,24 @@ def test_an_exception_in_the_model_names_the_function_state_and_action_in_one_li
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "ZeroDivisionError" in done.stderr and "in successors()" in done.stderr
     assert "while expanding state (2, 0) (the last action it yielded: 'IncA')" in done.stderr
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_traceback_prints_the_models_own_traceback_before_the_line(tmp_path, workers):
+    (tmp_path / "divides.py").write_text(RAISING_MODEL)
+    done = explore_cli(f"{tmp_path / 'divides.py'}:Divides", "--workers", workers, "--traceback")
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert lines[0] == "Traceback (most recent call last):"
+    assert "divides.py" in lines[1] and lines[1].endswith("in successors")
+    assert "pymc_resume" not in done.stderr.split("pymc-resume: error:")[0]  # the model's frames only
+    assert lines[-2].startswith("ZeroDivisionError")
+    assert lines[-1].startswith("pymc-resume: error: the model raised ZeroDivisionError")
+
+
+def test_traceback_also_shows_an_exception_met_while_the_model_is_validated(tmp_path):
+    (tmp_path / "bad.py").write_text(RAISING_MODEL.replace("return [(0, 0)]", "raise KeyError('x')"))
+    done = explore_cli(f"{tmp_path / 'bad.py'}:Divides", "--traceback")
+    assert done.returncode == 2, done.stderr
+    assert "in initial_states" in done.stderr and "KeyError: 'x'" in done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith("pymc-resume: error:")
