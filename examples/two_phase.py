@@ -47,6 +47,16 @@ class TwoPhase:
 
     reachability = ()
     deadlock_is_error = True  # TwoPhase.cfg checks deadlock (TLC's default); there is none
+    # TPNext's actions, for --coverage (it lists any never taken)
+    actions = (
+        "TMCommit",
+        "TMAbort",
+        "TMRcvPrepared",
+        "RMPrepare",
+        "RMChooseToAbort",
+        "RMRcvCommitMsg",
+        "RMRcvAbortMsg",
+    )
 
     def __init__(self, n: int = 3) -> None:
         self.n = n

@@ -60,7 +60,16 @@ class ExploreReport:
             **r.counts_json(),
             "peak_rss_mib": peak_rss_mib(r),
             "properties": {v.name: v.as_json() for v in self.verdicts},
+            "coverage": coverage_json(r),
         }
+
+
+def coverage_json(result) -> list[dict] | None:
+    """The coverage rows (`ExplorationResult.coverage`) as JSON; None when not counted."""
+    rows = getattr(result, "coverage", None)
+    if rows is None:
+        return None
+    return [{"action": action, "taken": taken, "new_states": new} for action, taken, new in rows]
 
 
 def trace_rows(
@@ -141,6 +150,7 @@ def run_explore(
     address: str | None = None,
     symmetry: bool = True,
     exact: bool = False,
+    coverage: bool = False,
 ) -> ExploreReport:
     """Explore `model` (what `target` names) and judge its properties; with `symmetry`, states
     are reduced by the model's `canonical`, if it has one (as `check` reduces processes)."""
@@ -175,6 +185,7 @@ def run_explore(
         engine=engine,
         address=address,
         exact=exact,
+        coverage=coverage,
     )
     return ExploreReport(target, workers, result, judge(valid, result), engine)
 

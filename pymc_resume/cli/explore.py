@@ -59,6 +59,11 @@ from pymc_resume.files import write_atomically, write_json
     help="Do not reduce states by the model's canonical() (reports the unreduced counts).",
 )
 @click.option(
+    "--coverage",
+    is_flag=True,
+    help="Count, per action, the successors it generated and the new states it found (one worker).",
+)
+@click.option(
     "--exact",
     is_flag=True,
     help="Store whole states instead of 64-bit fingerprints: more memory, no collision possible.",
@@ -113,6 +118,7 @@ def explore_command(
     deadlock,
     no_symmetry,
     exact,
+    coverage,
     checkpoint_dir,
     checkpoint_every,
     recover_dir,
@@ -172,6 +178,7 @@ def explore_command(
             "--workers": workers,
             "--no-symmetry": no_symmetry,
             "--exact": exact,
+            "--coverage": coverage,
             "--max-states": max_states,
             "--max-memory": max_memory,
             "--checkpoint-dir": checkpoint_dir,
@@ -250,6 +257,7 @@ def explore_command(
                 address,
                 not no_symmetry,
                 exact,
+                coverage,
             )
     except PymcResumeError as error:
         if show_traceback:
@@ -290,6 +298,7 @@ def _explore(
     address,
     symmetry,
     exact,
+    coverage,
 ):
     """The exhaustive run, with the command's options."""
     return run_explore(
@@ -309,6 +318,7 @@ def _explore(
         address=address,
         symmetry=symmetry,
         exact=exact,
+        coverage=coverage,
     )
 
 

@@ -50,7 +50,22 @@ def explore_text(report: ExploreReport) -> str:
         "",
         verdict_table(report) if report.verdicts else "(the model has no property to check)",
     ]
+    coverage = getattr(r, "coverage", None)
+    if coverage is not None:
+        lines += ["", coverage_text(coverage)]
     for verdict in report.verdicts:
         if verdict.trace is not None:
             lines += ["", trace_text(verdict, simulated)]
     return "\n".join(lines)
+
+
+def coverage_text(rows) -> str:
+    """Per action: the successors it generated and the new states it found (TLC's coverage)."""
+    never = [action for action, taken, _new in rows if taken == 0]
+    body = table(
+        ["action", "taken", "new states"], [[action, f"{taken:,}", f"{new:,}"] for action, taken, new in rows]
+    )
+    tail = f"\nnever taken: {', '.join(never)}" if never else ""
+    return (
+        "coverage (taken: successors generated; new states: distinct states it found first)\n" + body + tail
+    )

@@ -24,8 +24,9 @@ class InProcess:
         on_tick: Callable[[int, int, int], None] | None = None,
         stop_at_first: bool = False,
         exact: bool = False,
+        coverage: bool = False,
     ) -> None:
-        self.partition = Partition(model, 0, 1, canonical, stop_at_first, exact)
+        self.partition = Partition(model, 0, 1, canonical, stop_at_first, exact, coverage)
         self.limits = limits
         self.started = started
         self.on_tick = on_tick
@@ -89,6 +90,9 @@ class InProcess:
             return peak_bytes()
         assert p.edge_sources is not None  # kept with goals
         return peak_bytes() + results_reserve(len(p.edge_sources), len(p))
+
+    def coverage(self):
+        return self.partition.coverage
 
     def collision_probability(self) -> float | None:
         return self.partition.collision_risk()

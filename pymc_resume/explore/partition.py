@@ -12,6 +12,7 @@ A state's global id is `local_id * count + index`: it names its partition withou
 from __future__ import annotations
 
 from array import array
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from itertools import compress
 from typing import cast
@@ -81,8 +82,12 @@ class Partition:
         canonical: Callable[[Hashable], Hashable] | None = None,
         stop_at_first: bool = False,
         exact: bool = False,
+        coverage: bool = False,
     ) -> None:
         self.model = model
+        # TLC's -coverage: per action label, successors generated and new states found (one
+        # partition only: a new state of another partition is known as new only there).
+        self.coverage: tuple[Counter, Counter] | None = (Counter(), Counter()) if coverage else None
         # The store: 64-bit fingerprints of the keys (`fingerprints`), or with `exact` the
         # keys themselves (`visited`), which is what every run used before fingerprints.
         self.exact = exact
@@ -436,6 +441,8 @@ class Partition:
         constraint, action_constraint = self.model.constraint, self.model.action_constraint
         constrained = constraint is not None or action_constraint is not None
         check_deadlock = self.model.deadlock_is_error
+        taken: list[str] | None = [] if self.coverage is not None else None  # every action taken
+        found: list[str] | None = [] if self.coverage is not None else None  # and each new state's
         generated = 0
         for expanded, key in enumerate(fresh):
             if self.stopped or (tick is not None and expanded % TICK_EVERY == TICK_EVERY - 1 and tick()):
@@ -448,6 +455,8 @@ class Partition:
             before = generated
             for action, successor in successors(state):
                 generated += 1
+                if taken is not None:
+                    taken.append(action)
                 if constrained and not self._inside(state, action, successor):
                     self._check_outside(successor, level + 1, gid, generated - before - 1)
                     continue
@@ -489,6 +498,8 @@ class Partition:
                         continue
                     if count == 1:
                         owner = 0
+                        if found is not None:  # (coverage: one partition, so a first sighting is new)
+                            found.append(action)
                     elif part_hashes is not None and type(world) is tuple:
                         try:  # inlined PlainCodec.owner_hash of a plain tuple: as owner_of
                             owner = hash(plain_map(key, part_hashes)) % PRIME % count
@@ -511,13 +522,21 @@ class Partition:
                 self.first_bad[DEADLOCK] = (level, gid, -1)
                 self._stop_if_first()
         self.generated += generated
+        if self.coverage is not None:
+            self.coverage[0].update(taken)  # type: ignore[arg-type]  # lists with coverage
+            self.coverage[1].update(found)  # type: ignore[arg-type]
         if seen is self.forwarded:  # our own states are in the store from the next level on
             for key, _parent in outbound[own]:
                 del seen[key]
         return self._with_tables([(batch, extra, None) for batch, extra in zip(outbound, repeats)])
 
     def _store_own(
-        self, keys: list, parents: list, edges: bool, fingerprinted: tuple[np.ndarray, bool] | None = None
+        self,
+        keys: list,
+        parents: list,
+        edges: bool,
+        fingerprinted: tuple[np.ndarray, bool] | None = None,
+        actions: list[str] | None = None,
     ) -> list[int]:
         """Store a chunk of this partition's keys with their parents' gids, as states of the
         level being filled; with `edges`, every key is an edge from its parent. Returns each
@@ -533,6 +552,8 @@ class Partition:
         ids, new = store.add(fingerprints, parents, hashed=not exact)
         if store.hashed:
             self.ahead.extend(compress(keys, new.tolist()))
+        if actions is not None:  # (coverage: the action that found each new state)
+            self.coverage[1].update(compress(actions, new.tolist()))  # type: ignore[index]
         listed = ids.tolist()
         if edges:
             self.edge_sources.extend(parents)  # type: ignore[union-attr]  # kept with goals
@@ -556,6 +577,8 @@ class Partition:
         # workers a successor costs what it costs on one.
         in_bulk = count > 1 and not keep_edges and self.codec is None and self.partition_key is None
         sent = FingerprintStore() if in_bulk else None  # other partitions' states sent this level
+        taken: list[str] | None = [] if self.coverage is not None else None  # every action taken
+        actions: list[str] | None = [] if self.coverage is not None else None  # each key's action
         keys: list = []  # own successors of the chunk, and their parents' gids
         parents: list[int] = []
         # A wire codec's keys travel anywhere, so every successor is encoded at once; another
@@ -583,6 +606,8 @@ class Partition:
             before = generated
             for action, successor in successors(state):
                 generated += 1
+                if taken is not None:
+                    taken.append(action)
                 if constrained and not self._inside(state, action, successor):
                     self._check_outside(successor, level + 1, gid, generated - before - 1)
                     continue
@@ -610,6 +635,8 @@ class Partition:
                 if owner == own:
                     keys.append(key)
                     parents.append(gid)
+                    if actions is not None:
+                        actions.append(action)
                     continue
                 sighted = seen.get(key)
                 if sighted is None:
@@ -627,13 +654,15 @@ class Partition:
                 if sent is not None:
                     self._route_in_bulk(keys, parents, outbound, sent)
                 else:
-                    self._store_own(keys, parents, keep_edges)
-                keys, parents = [], []
+                    self._store_own(keys, parents, keep_edges, actions=actions)
+                keys, parents, actions = [], [], (None if actions is None else [])
         if keys and sent is not None:
             self._route_in_bulk(keys, parents, outbound, sent)
         elif keys:
-            self._store_own(keys, parents, keep_edges)
+            self._store_own(keys, parents, keep_edges, actions=actions)
         self.generated += generated
+        if self.coverage is not None:
+            self.coverage[0].update(taken)  # type: ignore[arg-type]  # a list with coverage
         return self._with_tables([(batch, extra, None) for batch, extra in zip(outbound, repeats)])
 
     def _route_in_bulk(self, keys: list, parents: list, outbound: list, sent: FingerprintStore) -> None:

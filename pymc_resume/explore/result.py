@@ -45,6 +45,10 @@ class ExplorationResult:
     # A bound on the chance that a fingerprint collision hid a state (0.0 where every
     # fingerprint was the state's key itself); None with an exact store (`--exact`).
     collision_probability: float | None = None
+    # With coverage: (action, successors it generated, new states it found) per action label,
+    # "(initial states)" first; the first counts sum to states_generated, the second to
+    # distinct_states. Names the model declares in `actions` but never took come with 0, 0.
+    coverage: tuple[tuple[str, int, int], ...] | None = None
     mode = "exhaustive"  # against a simulation's random walks (`simulate.SimulationResult`)
 
     def holds(self, name: str) -> bool:

@@ -44,6 +44,7 @@ def explore(
     engine: str = "multiprocess",
     address: str | None = None,
     exact: bool = False,
+    coverage: bool = False,
 ) -> ExplorationResult:
     """Enumerate every state reachable in `model` and check its properties.
 
@@ -57,13 +58,18 @@ def explore(
     partitions as Ray actors (`ray_engine`; even one), on the cluster at `address` or on a
     local Ray instance. `exact` stores whole state keys instead of 64-bit fingerprints
     (`fingerprints.py`: no collision is then possible). The model is validated first
-    (`validate.ModelError`, one line, for a model the search cannot run).
+    (`validate.ModelError`, one line, for a model the search cannot run). `coverage` counts,
+    per action, the successors it generated and the new states it found (one worker).
     """
     _refuse_impossible(workers, max_states, max_seconds, max_memory)
     if engine not in ENGINES:
         raise BadInput(f"engine: must be one of {', '.join(ENGINES)}, got {engine!r}")
     if address is not None and engine != "ray":
         raise BadInput("address: only with the ray engine")
+    if coverage and (workers > 1 or engine == "ray"):
+        raise BadInput("coverage: counted in one process; run it with one worker and no Ray")
+    if coverage and (snapshots is not None or from_snapshot is not None):
+        raise BadInput("coverage: its counts are not kept in checkpoints; run it without them")
     model = validated(model, check_deadlock)
     if from_snapshot is not None and len(from_snapshot.partitions) != workers:
         raise snapshot.SnapshotError(
@@ -90,6 +96,7 @@ def explore(
             progress,
             level_holder,
             exact,
+            coverage,
         )
         return _explore(
             model,
@@ -132,7 +139,18 @@ ENGINES = ("multiprocess", "ray")
 
 
 def _backend(
-    model, workers, canonical, limits, started, stop_at_first, engine, address, progress, level_holder, exact
+    model,
+    workers,
+    canonical,
+    limits,
+    started,
+    stop_at_first,
+    engine,
+    address,
+    progress,
+    level_holder,
+    exact,
+    coverage,
 ):
     """The engine that runs the partitions: in this process (one worker), worker processes,
     or Ray actors."""
@@ -158,7 +176,7 @@ def _backend(
         if progress:
             progress(Snapshot(size, generated, queue, level_holder[0], time.monotonic() - started))
 
-    return InProcess(model, canonical, limits, started, on_tick, stop_at_first, exact)
+    return InProcess(model, canonical, limits, started, on_tick, stop_at_first, exact, coverage)
 
 
 def _explore(
@@ -189,6 +207,8 @@ def _explore(
         size, generated = backend.size(), backend.generated()
         worker_peak_rss = backend.worker_peak_rss()
         collision = backend.collision_probability()
+        counted = backend.coverage() if isinstance(backend, InProcess) else None  # (one worker)
+        covered = None if counted is None else _coverage(model, counted, size, generated)
     seconds = time.monotonic() - started
     if progress:
         progress(Snapshot(size, generated, 0, depth, seconds), final=True)
@@ -202,7 +222,22 @@ def _explore(
         stopped_because=stopped_because,
         worker_peak_rss=worker_peak_rss,
         collision_probability=collision,
+        coverage=covered,
     )
+
+
+def _coverage(model, counted, distinct: int, generated: int) -> tuple[tuple[str, int, int], ...]:
+    """The coverage rows: the initial states (what the actions do not account for), then each
+    action label taken, then each declared action never taken."""
+    taken, found = counted
+    rows = [("(initial states)", generated - sum(taken.values()), distinct - sum(found.values()))]
+    rows += [(action, taken[action], found[action]) for action in sorted(taken)]
+    rows += [
+        (name, 0, 0)
+        for name in model.actions
+        if not any(label == name or label.startswith(name + "(") for label in taken)
+    ]
+    return tuple(rows)
 
 
 def _check_recovered_violations(model, backend, canonical, from_snapshot: snapshot.Snapshot) -> None:

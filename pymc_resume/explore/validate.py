@@ -51,6 +51,9 @@ class ValidModel:
     # Symmetry: the representative of a state's class (`explore(canonical=...)`); the model's
     # own, used unless a run turns symmetry off.
     canonical: Callable[[State], State] | None = None
+    # The names of the model's actions (optional): coverage lists those never taken. An action
+    # label is one of them, or one of them followed by its parameters: "Prepare(r1)".
+    actions: tuple[str, ...] = ()
 
 
 @overload
@@ -173,6 +176,7 @@ KNOWN_ATTRIBUTES = (
     "partition_key",
     "all_hold",
     "canonical",
+    "actions",
 )
 
 
@@ -187,6 +191,13 @@ def _near_misses(model) -> None:
                 f"model.{name}: not an attribute the explorer reads; did you mean {close[0]!r}? "
                 f"(rename it, or start it with _ if it is the model's own)"
             )
+
+
+def _action_names(model) -> tuple[str, ...]:
+    names = getattr(model, "actions", ())
+    if not isinstance(names, (list, tuple)) or not all(type(name) is str and name for name in names):
+        raise ModelError(f"model.actions: must be a list of action names (strings), got {short(names, 80)}")
+    return tuple(names)
 
 
 def validated(model, check_deadlock: bool | None = None) -> ValidModel:
@@ -210,6 +221,7 @@ def validated(model, check_deadlock: bool | None = None) -> ValidModel:
         partition_key=_callable(model, "partition_key"),
         all_hold=_callable(model, "all_hold"),
         canonical=_callable(model, "canonical"),
+        actions=_action_names(model),
     )
     both = set(map(lambda p: p.name, valid.invariants)) & {p.name for p in valid.reachability}
     if both:
