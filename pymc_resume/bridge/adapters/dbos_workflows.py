@@ -621,15 +621,23 @@ def _pg_connect(url: str):
 
 
 MESSAGES_ORDER = "ORDER BY created_at_epoch_ms, message_uuid"
+# A workflow's status, operations and messages are read in one read transaction (one snapshot
+# of the store). DBOS's recv consumes its message and records its output in one transaction
+# (`recv_consume`), but statements each in a snapshot of its own can straddle that commit: the
+# operations read before it (no recv recorded), the messages after (the message consumed), a
+# record whose value is neither pending nor consumed, which `_settled` took for a workflow
+# parked at that recv, and the application process was killed before the stage ran (a started
+# edit fork seen at pc 2, under load).
 
 
 def _read_sqlite(path: Path, workflow_id: str):
     if not path.exists():
         return None
     # Read only, on a connection that may write: the first connection after the processes that
-    # wrote the file were killed recovers its write-ahead log, which a `mode=ro` one cannot.
+    # wrote the file were killed recovers its hot rollback journal, which a `mode=ro` one cannot.
     connection = sqlite3.connect(path, timeout=30)
     try:
+        connection.execute("BEGIN")  # one snapshot: its shared lock is held until the close
         tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if "workflow_status" not in tables:
             return None
@@ -653,27 +661,32 @@ def _read_sqlite(path: Path, workflow_id: str):
 
 
 def _read_postgres(url: str, schema: str, workflow_id: str):
+    import psycopg
+
     with _pg_connect(url) as connection:
-        found = connection.execute(
-            "SELECT 1 FROM information_schema.tables WHERE table_schema = %s AND table_name = %s",
-            (schema, "workflow_status"),
-        ).fetchone()
-        if found is None:
-            return None
-        status = connection.execute(
-            f'SELECT status, owner_xid FROM "{schema}".workflow_status WHERE workflow_uuid = %s',
-            (workflow_id,),
-        ).fetchone()
-        if status is None:
-            return None
-        ops = connection.execute(
-            f'SELECT function_id, function_name, output FROM "{schema}".operation_outputs '
-            "WHERE workflow_uuid = %s ORDER BY function_id",
-            (workflow_id,),
-        ).fetchall()
-        messages = connection.execute(
-            f'SELECT topic, message, consumed FROM "{schema}".notifications WHERE destination_uuid = %s '
-            + MESSAGES_ORDER,
-            (workflow_id,),
-        ).fetchall()
+        connection.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ  # one snapshot
+        connection.read_only = True
+        with connection.transaction():
+            found = connection.execute(
+                "SELECT 1 FROM information_schema.tables WHERE table_schema = %s AND table_name = %s",
+                (schema, "workflow_status"),
+            ).fetchone()
+            if found is None:
+                return None
+            status = connection.execute(
+                f'SELECT status, owner_xid FROM "{schema}".workflow_status WHERE workflow_uuid = %s',
+                (workflow_id,),
+            ).fetchone()
+            if status is None:
+                return None
+            ops = connection.execute(
+                f'SELECT function_id, function_name, output FROM "{schema}".operation_outputs '
+                "WHERE workflow_uuid = %s ORDER BY function_id",
+                (workflow_id,),
+            ).fetchall()
+            messages = connection.execute(
+                f'SELECT topic, message, consumed FROM "{schema}".notifications WHERE destination_uuid = %s '
+                + MESSAGES_ORDER,
+                (workflow_id,),
+            ).fetchall()
     return status, ops, messages
