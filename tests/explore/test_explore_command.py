@@ -197,14 +197,17 @@ def model():
 """
 
 
-def test_a_killed_two_worker_run_of_string_states_recovers_under_another_hash_seed(tmp_path):
+@pytest.mark.parametrize("workers, store", [("2", "fingerprints"), ("2", "exact"), ("1", "fingerprints")])
+def test_a_killed_run_of_string_states_recovers_under_another_hash_seed(tmp_path, workers, store):
     # Python's hash() of the states' strings differs between the killed run (seed 1) and its
     # recovery (seed 2). Owners from hash() gave 38,591 distinct states here, reported complete;
-    # every one of the ((3+1)(3+2)/2 + 3+1)^4 = 38,416 states is reachable.
+    # every one of the ((3+1)(3+2)/2 + 3+1)^4 = 38,416 states is reachable. A fingerprint store
+    # must fingerprint them alike in both processes, on one worker as on two.
     path, folder, out = tmp_path / "strings.py", tmp_path / "ck", tmp_path / "out.json"
     path.write_text(STRING_MODEL)
     seeded = lambda seed: {**os.environ, "PYTHONHASHSEED": str(seed)}
-    whole = explore_cli(f"{path}:model", "--workers", "2", "--json", str(out), env=seeded(3))
+    exact = ["--exact"] if store == "exact" else []
+    whole = explore_cli(f"{path}:model", "--workers", workers, *exact, "--json", str(out), env=seeded(3))
     assert whole.returncode == 0, whole.stderr
     expected = json.loads(out.read_text())
     run = subprocess.Popen(
@@ -216,7 +219,8 @@ def test_a_killed_two_worker_run_of_string_states_recovers_under_another_hash_se
             "--quiet",
             f"{path}:model",
             "--workers",
-            "2",
+            workers,
+            *exact,
             "--checkpoint-dir",
             str(folder),
             "--checkpoint-every",
@@ -242,6 +246,7 @@ def test_a_killed_two_worker_run_of_string_states_recovers_under_another_hash_se
     counts = ("distinct_states", "states_generated", "depth")
     assert [recovered[k] for k in counts] == [expected[k] for k in counts]
     assert recovered["distinct_states"] == 38416 and recovered["complete"]
+    assert recovered["store"] == store
 
 
 @pytest.mark.parametrize("store", ["fingerprints", "exact"])
