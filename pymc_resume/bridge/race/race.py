@@ -31,10 +31,8 @@ import os
 import shutil
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import attrs
 
@@ -43,7 +41,8 @@ from pymc_resume.bridge.adapter.nodes import FuzzNodes
 from pymc_resume.bridge.adapter.sink import Sink
 from pymc_resume.bridge.hosting.host import HostedAdapter, HostProblem, probe
 from pymc_resume.bridge.hosting.registry import resolve
-from pymc_resume.bridge.judging.session import AdapterFailure, default_workroot, step_deadline
+from pymc_resume.bridge.hosting.workdirs import make_workdir, sweep
+from pymc_resume.bridge.judging.session import AdapterFailure, step_deadline
 from pymc_resume.bridge.race.hosts import placing
 from pymc_resume.errors import BadInput, PymcResumeError
 from pymc_resume.model.contract import HOLDS, VIOLATED
@@ -385,6 +384,7 @@ def run_race(
     largest host count, made before the first of them and removed after the last, on every path.
     """
     started = time.monotonic()
+    sweep()  # work directories a killed run left behind (then an adapter's open sweeps its schemas)
     url = postgres_url(postgres)
     adapter_class = resolve(adapter, timeout=timeout)
     local = [c for c in cells if not c.network]
@@ -494,7 +494,7 @@ def race_once(
     gated = workflow.consuming[-1]
     on_island = island is not None and hosts
     with contextlib.ExitStack() as stack:
-        workdir = Path(tempfile.mkdtemp(prefix="pymc-resume-race-", dir=default_workroot()))
+        workdir = make_workdir()  # named after its owner: a killed race's is swept by the next run
         stack.callback(shutil.rmtree, workdir, ignore_errors=True)  # last out, on every path
         if on_island:
             stack.enter_context(island.entered(island.store))
