@@ -42,7 +42,12 @@ from pymc_resume.bridge.adapter.sink import Sink
 from pymc_resume.bridge.hosting.host import HostedAdapter, HostProblem, probe
 from pymc_resume.bridge.hosting.registry import resolve
 from pymc_resume.bridge.hosting.workdirs import make_workdir, sweep
-from pymc_resume.bridge.judging.session import AdapterFailure, step_deadline
+from pymc_resume.bridge.judging.session import (
+    AdapterFailure,
+    checked_observation,
+    checked_outcomes,
+    step_deadline,
+)
 from pymc_resume.bridge.race.hosts import placing
 from pymc_resume.errors import BadInput, PymcResumeError
 from pymc_resume.model.contract import HOLDS, VIOLATED
@@ -435,7 +440,8 @@ def _run_cell(
             with step_deadline(timeout, f"trial {trial} of {_label(cell)}"):
                 outcome = race_once(make_adapter, cell.k, island=island, hosts=hosts, timeout=timeout)
         except (AdapterFailure, Exception) as error:
-            result.error = str(error) if isinstance(error, CellError) else f"{type(error).__name__}: {error}"
+            known = isinstance(error, (CellError, AdapterFailure))  # said in the adapter's terms
+            result.error = str(error) if known else f"{type(error).__name__}: {error}"
             _say(progress, f"{where} trial {trial}: cannot run: {result.error}")
             break
         result.trials.append(outcome)
@@ -509,8 +515,10 @@ def race_once(
             adapter.open(FuzzSetup(workflow, 2, workdir, FuzzNodes(workflow, sink)))
             _park(adapter, gated)
             values = [APPROVE] * k
-            outcomes = adapter.resume_together(0, values, WINDOW, "race")
-            head = adapter.observe().threads[0].chain[-1]
+            outcomes = checked_outcomes(
+                adapter.resume_together(0, values, WINDOW, "race"), k, "resume-together"
+            )
+            head = checked_observation(adapter.observe()).threads[0].chain[-1]
             events = sink.events()
             adapter.close()
         except HostProblem as problem:
@@ -525,10 +533,10 @@ def race_once(
 
 
 def _park(adapter, gated: int) -> None:
-    outcome = adapter.start(0, None, "start")
+    [outcome] = checked_outcomes([adapter.start(0, None, "start")], 1, "start")
     if outcome.status != OK:
         raise CellError(f"the start did not park the thread ({outcome.status}: {outcome.detail})")
-    pc = adapter.observe().threads[0].chain[-1].pc
+    pc = checked_observation(adapter.observe()).threads[0].chain[-1].pc
     if pc != gated:
         raise CellError(f"the start left the thread at stage {pc}, not parked at the gated interrupt {gated}")
 
