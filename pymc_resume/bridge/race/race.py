@@ -58,6 +58,7 @@ WINDOW = "after-load"
 STORES = ("sqlite", "postgres")
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 POSTGRES_URL_VARIABLE = "PYMC_RESUME_POSTGRES_URL"
+MAX_RACERS = 256  # racers (each a process) of one cell, and network hosts they spread over
 
 # A cell holds or is violated as a clause is; two outcomes are the race's own.
 NONE_SERVED, CANNOT_RUN = "none-served", "cannot-run"
@@ -236,8 +237,11 @@ def plan_cells(
     racers' async graphs (ainvoke) for an adapter that has them (`ASYNC_VARIANTS`)."""
     adapter_class = resolve(adapter)
     parameters = inspect.signature(adapter_class).parameters
-    if not ks or any(k < 2 for k in ks):
-        raise RaceInputError("--k: every k must be at least 2 (a race needs two racers)")
+    if not ks or any(not 2 <= k <= MAX_RACERS for k in ks):
+        raise RaceInputError(
+            f"--k: every k must be at least 2 (a race needs two racers) "
+            f"and at most {MAX_RACERS} (each is a process)"
+        )
     stores = _choices(adapter, parameters, "store", stores, [_default(parameters, "store")])
     durabilities = _choices(
         adapter, parameters, "durability", durabilities, _modes(adapter_class, parameters)
@@ -299,8 +303,8 @@ def _variants(adapter: str, adapter_class, apis: list[str] | None) -> dict[str, 
 def _host_counts(adapter: str, stores: list, hosts: list[int] | None) -> list[int]:
     if hosts is None:
         return [1]
-    if not hosts or any(h < 1 for h in hosts):
-        raise RaceInputError("--hosts: every host count must be at least 1")
+    if not hosts or any(not 1 <= h <= MAX_RACERS for h in hosts):
+        raise RaceInputError(f"--hosts: every host count must be at least 1 and at most {MAX_RACERS}")
     if "postgres" not in stores:
         raise RaceInputError(
             f"--hosts needs a network store: adapter {adapter!r} races on "
