@@ -95,17 +95,20 @@ def drop_schema(url: str, schema: str) -> None:
 
 def sweep_schemas(url: str, root: Path) -> list[str]:
     """Drop the example schemas made on this machine whose work directory is no longer in
-    `root` (their example's bridge was killed); returns their names."""
-    try:
-        directories = [path for path in root.iterdir() if path.is_dir()]
-    except OSError:
-        return []  # no way to tell which are alive: drop none
+    `root` (their example's bridge was killed); returns their names.
+
+    The schemas are listed before the directories: an example makes its directory before its
+    schema, so a schema listed here has its directory listed after it, unless it is gone."""
     dropped: list[str] = []
-    alive: dict[str, set[str]] = {}  # tag -> the schemas of the directories in `root`
     with connect(url) as connection:
         rows = connection.execute(
             "SELECT nspname FROM pg_namespace WHERE starts_with(nspname, %s)", (SCHEMA_PREFIX,)
         ).fetchall()
+        try:
+            directories = [path for path in root.iterdir() if path.is_dir()]
+        except OSError:
+            return dropped  # no way to tell which are alive: drop none
+        alive: dict[str, set[str]] = {}  # tag -> the schemas of the directories in `root`
         for (name,) in rows:
             parts = name[len(SCHEMA_PREFIX) :].split("_", 2)
             if len(parts) < 3 or parts[1] != _machine() or not re.fullmatch(r"[a-z0-9]{1,12}", parts[0]):
