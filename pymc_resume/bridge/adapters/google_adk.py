@@ -213,6 +213,7 @@ class GoogleAdkAdapter(ChildProcessAdapter):
         self.version = f"google-adk {_adk_version()}"
         self._own_service = self._own_loop = None  # see `_own`
         self.schema: str | None = None
+        self.server = ""  # PostgreSQL: the server's URL, as it was when the example opened
 
     def options(self) -> dict:
         return {"store": self.store}
@@ -227,7 +228,7 @@ class GoogleAdkAdapter(ChildProcessAdapter):
             # The example's own schema, as the only search path of the service's connections
             # (libpq's `options`, in the URL SQLAlchemy hands psycopg): ADK creates its tables
             # there (`prepare_tables`), and `close` drops them all with the schema.
-            server = postgres_url()
+            self.server = server = postgres_url()  # the one `close` drops the schema on
             sweep_schemas(server, setup.workdir.parent)  # a killed bridge's examples closed nothing
             self.schema = schema_of(setup.workdir, SCHEMA_TAG)
             create_schema(server, self.schema)
@@ -431,7 +432,7 @@ class GoogleAdkAdapter(ChildProcessAdapter):
         finally:
             self._own_service = self._own_loop = None
             if self.schema is not None:  # the shared database keeps nothing of the example
-                drop_schema(postgres_url(), self.schema)
+                drop_schema(self.server, self.schema)
                 self.schema = None
             super().close()
 

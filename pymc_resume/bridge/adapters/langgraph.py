@@ -220,6 +220,7 @@ class LangGraphAdapter:
         self.prefix = ""  # thread ids are unique per example
         self.url = ""  # PostgreSQL: the server's, with the example's schema as its search path
         self.schema: str | None = None
+        self.server = ""  # PostgreSQL: the server's URL, as it was when the example opened
         self.workflow: Workflow | None = None
         self.run_node = None
         # Per bridge thread: its LangGraph thread id ("lg"), the checkpoint id its branch forks
@@ -390,7 +391,7 @@ class LangGraphAdapter:
         if self.store == "postgres":
             # The example's own schema, as the saver's (and the gate's) only search path: LangGraph
             # creates its tables there (`setup`), and `close` drops them all with the schema.
-            server = postgres_url()
+            self.server = server = postgres_url()  # the one `close` drops the schema on
             sweep_schemas(server, setup.workdir.parent)  # a killed bridge's examples closed nothing
             self.schema = schema_of(setup.workdir, SCHEMA_TAG)
             create_schema(server, self.schema)
@@ -406,7 +407,7 @@ class LangGraphAdapter:
         finally:
             self._saver = self._graph = self._gate = None
             if self.schema is not None:  # the shared database keeps nothing of the example
-                drop_schema(postgres_url(), self.schema)
+                drop_schema(self.server, self.schema)
                 self.schema = None
 
     # -- operations that run nodes: in child processes -------------------------------------
