@@ -1,5 +1,7 @@
 """Bad input, as an attacker or a careless user gives it: generated bounds files, option values,
-repro files, adapter specs, output paths and checkpoint folders against the command line.
+repro files, adapter specs, output paths and checkpoint folders against the command line; then
+hostile snapshot files (devices, FIFOs, sparse giants, cut or garbled copies of a real
+snapshot), misbehaving race adapters, huge numbers, deep nesting and escape sequences.
 
 Every case is built to be unusable, so every one must end the same way: exit 2, one line on
 stderr naming what is wrong, no traceback, no "internal error" (a bug of ours), nothing printed
@@ -13,8 +15,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import string
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -67,7 +72,7 @@ class TookTooLong(BaseException):
     """A case ran past its deadline: it hangs, or did work on input that cannot run."""
 
 
-def run_refused(args: list[str], folder: Path) -> None:
+def run_refused(args: list[str], folder: Path) -> str:
     """Run the CLI on `args` in `folder`; assert it refused them cleanly (see the module doc)."""
     before = set(folder.rglob("*"))
     children = _children()
@@ -96,6 +101,7 @@ def run_refused(args: list[str], folder: Path) -> None:
     assert result.stdout == "", (args, result.stdout[-500:])
     assert set(folder.rglob("*")) == before, (args, set(folder.rglob("*")) - before)
     assert _children() <= children, args
+    return lines[0]
 
 
 # -- 1. bound files ---------------------------------------------------------------------------
@@ -499,6 +505,438 @@ def recovery_refused(folder: Path, files: dict[str, bytes]) -> None:
             path.write_bytes(data)
     run_refused(["check", "--quiet", "--recover", "ck"], folder)
     assert not (folder / "MARKER").exists()
+
+
+# -- 7. hostile snapshot files ----------------------------------------------------------------
+
+LEVEL = "level-000011"  # the level the snapshot below is taken at (bounds "small", 3,000 states)
+SNAPSHOT_FILES = {
+    "current": "current",
+    "manifest": f"{LEVEL}/manifest.json",
+    "partition": f"{LEVEL}/partition-0.state",
+}
+ESCAPES = "\x1b[2J\x1b]0;pwned\x07\r\x08\x9b31m"  # clear the screen, set the title, move the cursor
+
+
+@pytest.fixture(scope="module")
+def snapshot(tmp_path_factory) -> Path:
+    """A real checkpoint folder, taken once (in-process, half a second)."""
+    folder = tmp_path_factory.mktemp("snapshot")
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        result = CliRunner().invoke(
+            main,
+            ["check", "--bounds", "small", "--quiet", "--workers", "1", "--checkpoint-dir", "ck"]
+            + ["--checkpoint-every", "0", "--max-states", "3000"],
+        )
+    finally:
+        os.chdir(cwd)
+    assert result.exit_code == 2, result.output  # stopped by the state limit: a snapshot to recover
+    assert (folder / "ck" / "current").read_text().strip() == LEVEL
+    return folder / "ck"
+
+
+def _manifest_with(text: str, pattern: str, replacement: str) -> bytes:
+    import re
+
+    changed, count = re.subn(pattern, lambda _: replacement, text, count=1)
+    assert count == 1, pattern
+    return changed.encode()
+
+
+@st.composite
+def hostile_snapshot_changes(draw) -> tuple[str, str, bytes | None]:
+    """(file, how, bytes): one file of a real snapshot replaced by something hostile: a link to
+    a device, a FIFO, a folder, a sparse giant, a cut or garbled copy, or (the manifest and the
+    pointer) text with huge numbers, deep nesting, escape sequences or a path out of the folder."""
+    target = draw(st.sampled_from(sorted(SNAPSHOT_FILES)))
+    hows = ["urandom", "zero", "passwd", "fifo", "folder", "sparse", "cut", "empty", "garbage", "flip"]
+    if target == "manifest":
+        hows += ["deep", "digits", "huge", "negative", "nan", "escapes", "partitions"]
+    if target == "current":
+        hows += ["escapes", "outside", "long"]
+    how = draw(st.sampled_from(hows))
+    data = None
+    if how in ("cut", "flip"):
+        data = draw(st.floats(0.0, 0.99))  # where: a fraction of the file
+    elif how == "garbage":
+        data = draw(st.binary(min_size=1, max_size=256))
+    elif how in ("digits", "huge"):
+        data = draw(st.sampled_from(["depth", "states", "workers", "max_states", "values"]))
+    return target, how, data
+
+
+def _make_hostile(ck: Path, target: str, how: str, data) -> None:
+    path = ck / SNAPSHOT_FILES[target]
+    original = path.read_bytes()
+    if how in ("urandom", "zero", "passwd", "fifo", "folder"):
+        path.unlink()
+        if how == "fifo":
+            os.mkfifo(path)
+        elif how == "folder":
+            path.mkdir()
+        else:
+            path.symlink_to({"urandom": "/dev/urandom", "zero": "/dev/zero", "passwd": "/etc/passwd"}[how])
+    elif how == "sparse":
+        # A partition has no size limit of its own (explore/snapshot.py reads it whole): a
+        # moderate giant for it, 3 GiB for the pointer and the manifest, which are limited.
+        with open(path, "r+b") as handle:
+            handle.truncate(20 * 2**20 if target == "partition" else 3 * 2**30)
+    elif how == "cut":
+        path.write_bytes(original[: int(len(original) * data)])
+    elif how == "empty":
+        path.write_bytes(b"")
+    elif how == "garbage":
+        path.write_bytes(data)
+    elif how == "flip":
+        at = int(len(original) * data)
+        path.write_bytes(original[:at] + bytes([original[at] ^ 0x5A]) + original[at + 1 :])
+    elif how == "deep":
+        path.write_bytes(b"[" * 100_000)
+    elif how in ("digits", "huge"):
+        number = "9" * 5000 if how == "digits" else str(10**30)
+        path.write_bytes(_manifest_with(original.decode(), rf'"{data}": \d+', f'"{data}": {number}'))
+    elif how == "negative":
+        path.write_bytes(_manifest_with(original.decode(), r'"states": \d+', '"states": -5'))
+    elif how == "nan":
+        path.write_bytes(_manifest_with(original.decode(), r'"elapsed": [0-9.e-]+', '"elapsed": NaN'))
+    elif how == "partitions":
+        path.write_bytes(
+            _manifest_with(original.decode(), r'"partitions": \[', '"partitions": [' + "{}, " * 40)
+        )
+    elif how == "escapes" and target == "manifest":
+        path.write_bytes(_manifest_with(original.decode(), r'"gated"', json.dumps(ESCAPES)))
+    elif how == "escapes":
+        path.write_text(ESCAPES + "\n")
+    elif how == "outside":
+        path.write_text(f"{LEVEL}/../../../etc\n")
+    elif how == "long":
+        path.write_text("level-" + "9" * 5000 + "\n")
+
+
+@QUICK
+@given(change=hostile_snapshot_changes())
+def test_hostile_snapshot_files_are_refused(tmp_path, snapshot, change):
+    folder = _fresh(tmp_path)
+    shutil.copytree(snapshot, folder / "ck")
+    _make_hostile(folder / "ck", *change)
+    run_refused(["check", "--quiet", "--recover", "ck"], folder)
+
+
+# -- 8. misbehaving race adapters -------------------------------------------------------------
+
+RACE_ADAPTERS = """
+import os, signal, sys, time
+from pymc_resume.bridge.adapters.reference import ReferenceAdapter
+
+class ExitsZero(ReferenceAdapter):
+    def open(self, setup):
+        os._exit(0)
+
+class RaisesSystemExit(ReferenceAdapter):
+    def start(self, *args, **kwargs):
+        raise SystemExit(0)
+
+class BlocksSignals(ReferenceAdapter):  # SIGALRM, SIGTERM and SIGINT blocked, then a hang
+    def open(self, setup):
+        signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGALRM, signal.SIGTERM, signal.SIGINT])
+        time.sleep(3600)
+
+class DoubleForks(ReferenceAdapter):  # a grandchild in a session of its own, then a hang
+    def open(self, setup):
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                with open(os.environ["PYMC_TEST_PIDS"] + "/" + str(os.getpid()), "w"):
+                    pass
+                time.sleep(3600)
+            os._exit(0)
+        time.sleep(3600)
+
+class ObservesNothing(ReferenceAdapter):
+    def observe(self):
+        return "nothing"
+
+class StartsWithAString(ReferenceAdapter):
+    def start(self, *args, **kwargs):
+        return "started"
+
+class ResumesNobody(ReferenceAdapter):
+    def resume_together(self, *args, **kwargs):
+        return None
+
+class RaisesEscapes(ReferenceAdapter):
+    def start(self, *args, **kwargs):
+        raise RuntimeError(ESCAPES * 1000)
+""".replace("ESCAPES", repr(ESCAPES))
+
+
+def run_race_refused(args: list[str], folder: Path) -> str:
+    """`run_refused` for `race`, which reports each cell on stderr as it goes ("race: ...") and
+    prints its table: the cells that could not run, then one error line, exit 2."""
+    before, workdirs = set(folder.rglob("*")), _workdirs()
+    children = _children()
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        result = CliRunner().invoke(main, args, catch_exceptions=True)
+    finally:
+        os.chdir(cwd)
+    assert result.exception is None or isinstance(result.exception, SystemExit), (args, result.exception)
+    lines = result.stderr.strip().splitlines()
+    assert result.exit_code == 2, (args, result.exit_code, result.stdout[-500:], result.stderr[-500:])
+    errors = [line for line in lines if line.startswith("pymc-resume:")]
+    assert errors == [lines[-1]] and errors[0].startswith("pymc-resume: error: "), (args, result.stderr)
+    assert all(line.startswith(("race: ", "pymc-resume: error: ")) for line in lines), (args, result.stderr)
+    output = result.stdout + result.stderr
+    assert "Traceback" not in output and "internal error" not in output, (args, output)
+    assert not set(output) & CONTROL, (args, output[-500:])
+    assert set(folder.rglob("*")) == before, (args, set(folder.rglob("*")) - before)
+    assert _children() <= children, args
+    assert _workdirs() <= workdirs, (args, _workdirs() - workdirs)  # each trial's folder removed
+    return errors[0]
+
+
+def _workdirs() -> set[str]:
+    """The work folders this process owns (`bridge/hosting/workdirs.py`)."""
+    from pymc_resume.bridge.hosting.workdirs import PREFIX, default_workroot
+
+    root = Path(default_workroot() or tempfile.gettempdir())
+    return {entry.name for entry in root.iterdir() if entry.name.startswith(f"{PREFIX}{os.getpid()}-")}
+
+
+CONTROL = {chr(c) for c in [*range(0x00, 0x20), *range(0x7F, 0xA0)]} - {"\n"}
+
+
+@pytest.mark.parametrize(
+    "adapter, says",
+    [
+        ("ExitsZero", "exited with status 0"),
+        ("RaisesSystemExit", "SystemExit"),
+        ("BlocksSignals", "did not finish within"),
+        ("DoubleForks", "did not finish within"),
+        ("ObservesNothing", "observe() returned a str, not an Observation"),
+        ("StartsWithAString", "start() returned a str, not an Outcome"),
+        ("ResumesNobody", "resume_together() returned a NoneType"),
+        ("RaisesEscapes", "RuntimeError"),
+    ],
+)
+def test_misbehaving_race_adapters_are_reported_as_the_adapters_failure(tmp_path, monkeypatch, adapter, says):
+    folder, pids = _fresh(tmp_path), tmp_path / "pids"
+    pids.mkdir()
+    monkeypatch.setenv("PYMC_TEST_PIDS", str(pids))
+    (folder / "racers.py").write_text(RACE_ADAPTERS)
+    line = run_race_refused(
+        ["race", f"racers.py:{adapter}", "--k", "2", "--trials", "1", "--timeout", "1"], folder
+    )
+    assert says in line and "the adapter" in line, line
+    assert len(line) < 2100, len(line)
+    for pid in (int(path.name) for path in pids.iterdir()):  # the double-forked grandchild died with the run
+        deadline = time.monotonic() + 5
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(pid), f"process {pid} outlived the race"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return fields[0] != "Z"
+
+
+# -- 9. huge numbers and deep nesting ---------------------------------------------------------
+
+HUGE = "9" * 5000
+BIG = str(10**30)
+
+
+def _bounds_with(key: str, value: str) -> bytes:
+    lines = dict(line.split(" = ", 1) for line in VALID_BOUNDS_TOML.strip().splitlines())
+    lines[key] = value
+    return ("\n".join(f"{k} = {v}" for k, v in lines.items()) + "\n").encode()
+
+
+def _repro_text(**changes) -> str:
+    return json.dumps({**VALID_REPRO, **changes})
+
+
+HUGE_OR_DEEP = st.one_of(
+    st.tuples(
+        st.just("bounds"),
+        st.one_of(
+            st.builds(
+                _bounds_with, st.sampled_from(BOUND_KEYS[1:]), st.sampled_from([HUGE, BIG, "-" + HUGE])
+            ),
+            st.builds(
+                _bounds_with, st.just("nodes"), st.sampled_from(["[" * 100_000, "[" * 1000 + "]" * 1000])
+            ),
+            st.just(b"x = " + b"[" * 100_000),
+            st.just(b"x = " + b"{a = " * 20_000),
+        ),
+    ),
+    st.tuples(
+        st.just("repro"),
+        st.sampled_from(
+            [
+                _repro_text(seed=0).replace('"seed": 0', f'"seed": {HUGE}'),
+                _repro_text(replay_attempts=0).replace('"replay_attempts": 0', f'"replay_attempts": {HUGE}'),
+                _repro_text(steps=[START, {"action": "update", "thread": 0, "value": 0}]).replace(
+                    '"value": 0', f'"value": {HUGE}'
+                ),
+                _repro_text(steps=[{"action": "start", "thread": 0, "crash": None}]).replace(
+                    '"thread": 0', f'"thread": {BIG}'
+                ),
+                _repro_text(adapter_options={"fault": 0}).replace('"fault": 0', '"fault": ' + "[" * 100_000),
+                _repro_text(steps=[]).replace('"steps": []', '"steps": ' + "[" * 5000 + "]" * 5000),
+                _repro_text(bounds=None).replace('"bounds": null', '"bounds": ' + '{"a": ' * 50_000),
+                _repro_text(adapter_options={"fault": 1e308 * 10}),
+            ]
+        ).map(str.encode),
+    ),
+    st.tuples(
+        st.just("options"),
+        st.sampled_from(
+            [
+                ["check", "--quiet", "--workers", BIG],
+                ["check", "--quiet", "--seed", HUGE],
+                ["fuzz", "reference", "--steps", BIG],
+                ["fuzz", "reference", "--seed", HUGE],
+                ["profile", "reference", "--steps", BIG],
+                ["race", "reference", "--k", BIG],
+                ["race", "reference", "--k", f"2,{HUGE}"],
+                ["race", "reference", "--k", "2", "--hosts", BIG],
+                ["race", "reference", "--timeout", BIG],
+                ["matrix", "--workers", BIG],
+                ["replay", "repro.json", "--attempts", BIG],
+                ["replay", "repro.json", "--step-timeout", HUGE],
+            ]
+        ),
+    ),
+)
+
+
+@QUICK
+@given(case=HUGE_OR_DEEP)
+def test_huge_numbers_and_deep_nesting_are_refused(tmp_path, case):
+    kind, data = case
+    folder = _fresh(tmp_path)
+    if kind == "bounds":
+        (folder / "b.toml").write_bytes(data)
+        run_refused(["check", "--quiet", "--bounds", "b.toml"], folder)
+    elif kind == "repro":
+        (folder / "repro.json").write_bytes(data)
+        run_refused(["replay", "repro.json"], folder)
+    else:
+        (folder / "repro.json").write_text(json.dumps(VALID_REPRO))
+        run_refused(data, folder)
+
+
+# -- 10. escape sequences ---------------------------------------------------------------------
+
+ESCAPED = st.sampled_from([ESCAPES, ESCAPES * 5000, "ok" + ESCAPES, "\x00\x1b\x7f\x85\u2028"])
+
+
+@st.composite
+def escaping_inputs(draw) -> tuple[str, dict[str, bytes], list[str]]:
+    """(what, files, arguments): a refused input whose text (a name, a key, an option, a path)
+    holds escape sequences or control characters, which the error line quotes."""
+    text = draw(ESCAPED)
+    kind = draw(st.sampled_from(["repro", "bounds", "spec", "path", "option"]))
+    if kind == "repro":
+        key, value = draw(
+            st.sampled_from(
+                [
+                    ("adapter", text + ":A"),
+                    ("adapter_options", {"fault": text}),
+                    ("adapter_options", {text: 1}),
+                    ("clause", text),
+                    ("format", text),
+                    (text, 1),
+                    ("steps", [{"action": text, "thread": 0}]),
+                    ("steps", [{"action": "start", "thread": 0, "crash": None, text: 1}]),
+                    (
+                        "steps",
+                        [
+                            START,
+                            {"action": "resume", "thread": 0, "value": 1, "crash": None, "variant": text},
+                        ],
+                    ),
+                    ("bounds", {**SMALL, "nodes": ["step", text]}),
+                ]
+            )
+        )
+        return (
+            kind,
+            {"repro.json": json.dumps({**VALID_REPRO, key: value}).encode()},
+            ["replay", "repro.json"],
+        )
+    if kind == "bounds":
+        data = _bounds_with("nodes", json.dumps(["step", text]))
+        return kind, {"b.toml": data}, ["check", "--quiet", "--bounds", "b.toml"]
+    text = text.replace("\x00", "")  # a command line cannot carry a NUL (argv is C strings)
+    if kind == "spec":
+        command = draw(st.sampled_from(["fuzz", "profile", "race"]))
+        return kind, {}, [command, draw(st.sampled_from([text + ":A", "a:" + text, text]))]
+    if kind == "path":
+        return kind, {}, ["replay", text[:200] + ".json"]
+    return (
+        kind,
+        {},
+        draw(
+            st.sampled_from(
+                [
+                    ["fuzz", "reference", "--fault", text],
+                    ["check", "--quiet", "--mutant", text],
+                    ["profile", "reference", "--config", text],
+                    ["race", "reference", "--store", text],
+                    ["race", "reference", "--postgres-url", text],
+                    ["check", "--quiet", "--bounds", text[:200]],
+                ]
+            )
+        ),
+    )
+
+
+@QUICK
+@given(case=escaping_inputs())
+def test_text_from_inputs_is_quoted_escaped_and_cut(tmp_path, case):
+    _, files, args = case
+    folder = _fresh(tmp_path)
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    line = run_refused(args, folder)
+    assert not set(line) & CONTROL, line[-300:]
+    assert len(line) < 2200, len(line)
+
+
+def test_text_from_files_in_reports_is_printed_escaped(tmp_path, snapshot):
+    """Input that runs: what it prints from a file (a profile's names in `diff`, a bounds name
+    from a checkpoint's manifest in `check`) is escaped and cut, in tables and lines alike."""
+    from pymc_resume.cli.diff import comparison_text
+    from pymc_resume.report.changes import Change, Comparison
+
+    change = Change("worse", ESCAPES * 400, ESCAPES, "liveness", "holds", "violated", "1", "2", ESCAPES * 400)
+    text = comparison_text(Comparison((change,), (), (ESCAPES * 400,)), "old.json")
+    assert not set(text) & CONTROL and max(map(len, text.splitlines())) < 2200, text[:300]
+
+    shutil.copytree(snapshot, tmp_path / "ck")
+    manifest = tmp_path / "ck" / LEVEL / "manifest.json"
+    document = json.loads(manifest.read_text())
+    document["run"]["bounds"]["name"] = ESCAPES * 5000
+    manifest.write_text(json.dumps(document))
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        result = CliRunner().invoke(main, ["check", "--recover", "ck"])
+    finally:
+        os.chdir(cwd)
+    output = result.stdout + result.stderr
+    assert "Traceback" not in output and "internal error" not in output, output[-500:]
+    assert not set(output) & CONTROL and max(map(len, output.splitlines())) < 2200, output[:300]
+    assert "\\x1b[2J" in output  # the name is there, escaped
 
 
 # -- the slow set: the same generators, many more cases ---------------------------------------

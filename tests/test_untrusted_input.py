@@ -173,3 +173,58 @@ def test_a_repro_naming_a_built_in_adapter_by_its_old_module_path_still_replays(
     )
     run = cli("replay", "repro.json", cwd=tmp_path)
     assert run.returncode in (0, 1) and "Traceback" not in run.stderr, run.stderr
+
+
+def _crafted_package(folder: Path) -> None:
+    """A `*.dist-info` offering entry point `crafted`, whose module creates MARKER at import."""
+    from pymc_resume.bridge.hosting.registry import ENTRY_POINT_GROUP
+
+    (folder / "crafted_adapter.py").write_text(
+        "open('MARKER', 'w').close()\n"
+        "from pymc_resume.bridge.adapters.reference import ReferenceAdapter as Adapter\n"
+    )
+    info = folder / "crafted_adapter-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: crafted-adapter\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\ncrafted = crafted_adapter:Adapter\n")
+
+
+def test_a_repro_naming_an_entry_point_of_the_current_directory_runs_nothing(tmp_path):
+    """`python -m pymc_resume` puts the current directory on sys.path, so a crafted dist-info
+    there offers entry points: they are not trusted, and a repro names one only with
+    --allow-adapter."""
+    _crafted_package(tmp_path)
+    (tmp_path / "repro.json").write_text(json.dumps(repro(adapter="crafted")))
+    run = cli("replay", "repro.json", cwd=tmp_path)
+    assert_refused(run)
+    assert "under the current directory" in run.stderr and "--allow-adapter crafted" in run.stderr
+    assert not (tmp_path / "MARKER").exists()
+
+
+def test_entry_points_are_trusted_only_outside_the_current_directory(tmp_path, monkeypatch):
+    from pymc_resume.bridge.adapters.reference import ReferenceAdapter
+    from pymc_resume.bridge.hosting.registry import (
+        AdapterSpecError,
+        all_families,
+        installed_adapters,
+        local_adapters,
+        resolve,
+    )
+
+    package = tmp_path / "here"
+    package.mkdir()
+    _crafted_package(package)
+    monkeypatch.syspath_prepend(str(package))
+    monkeypatch.chdir(package)
+    assert "crafted" not in installed_adapters() and local_adapters()["crafted"] == package.resolve()
+    with pytest.raises(AdapterSpecError, match=r"not trusted .*--allow-adapter crafted"):
+        resolve("crafted", allowed=())
+    with pytest.raises(AdapterSpecError):
+        resolve("crafted_adapter:Adapter", allowed=())  # nor by its module path
+    assert not (package / "MARKER").exists()
+    _, skipped = all_families()
+    assert [s["adapter"] for s in skipped if "not trusted" in s["reason"]] == ["crafted"]
+    assert resolve("crafted", allowed={"crafted"}) is ReferenceAdapter  # --allow-adapter crafted
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")  # from another folder, the same package is installed code
+    assert installed_adapters()["crafted"] == "crafted_adapter:Adapter" and "crafted" not in local_adapters()

@@ -14,7 +14,7 @@ import sys
 import click
 
 from pymc_resume import __version__
-from pymc_resume.cli.errors import BAD_INPUT, fail
+from pymc_resume.cli.errors import BAD_INPUT, fail, printable
 from pymc_resume.errors import PymcResumeError
 
 INTERRUPTED, TERMINATED = 130, 143
@@ -64,7 +64,7 @@ class Group(click.Group):
             click.echo(
                 f"pymc-resume: internal error (a bug in pymc-resume, please report it; "
                 f"PYMC_RESUME_DEBUG=1 shows where): {type(error).__name__}: "
-                f"{' '.join(str(error).split())}",
+                f"{printable(' '.join(str(error).split()))}",
                 err=True,
             )
             sys.exit(BAD_INPUT)

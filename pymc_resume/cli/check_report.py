@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pymc_resume.checking.check import CheckReport
+from pymc_resume.cli.errors import MAX_NAME, printable
 from pymc_resume.cli.tables import table
 from pymc_resume.model.contract import CLAUSES
 
@@ -69,11 +70,12 @@ def check_text(report: CheckReport) -> str:
     r = report.result
     simulated = r.mode == "simulate"
     title = "reference semantics" if report.mutant is None else f"mutant {report.mutant}"
+    name = printable(repr(report.bounds.name), MAX_NAME)  # a checkpoint's manifest may hold any
     if simulated:
-        headline = f"{title} at bounds {report.bounds.name!r}, simulated: {simulation_line(r)}"
+        headline = f"{title} at bounds {name}, simulated: {simulation_line(r)}"
     else:
         headline = (
-            f"{title} at bounds {report.bounds.name!r}: {r.distinct_states:,} distinct states, "
+            f"{title} at bounds {name}: {r.distinct_states:,} distinct states, "
             f"{r.states_generated:,} generated, depth {r.depth}, {r.seconds:.1f}s, "
             f"{report.workers} worker{'s' if report.workers > 1 else ''}"
             f"{' (Ray actors)' if report.engine == 'ray' else ''}"

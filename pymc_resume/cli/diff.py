@@ -9,6 +9,7 @@ import sys
 import click
 
 from pymc_resume.cli import main
+from pymc_resume.cli.errors import printable
 from pymc_resume.cli.tables import table
 from pymc_resume.files import write_json
 
@@ -53,8 +54,10 @@ def comparison_text(comparison, baseline: str) -> str:
         ]
         lines.append(table(["change", "framework", "config", "id", "was", "now"], rows))
         for c in comparison.worse:
-            lines.append(f"  worse: {c.adapter} {c.config} {c.clause}: {' '.join(c.reason.split())}")
-    lines += [f"not compared: {line}" for line in comparison.not_compared]
+            reason = " ".join(c.reason.split())
+            lines.append(printable(f"  worse: {c.adapter} {c.config} {c.clause}: {reason}"))
+    # Names and reasons come from the profile files: escaped and cut, as in the table.
+    lines += [printable(f"not compared: {line}") for line in comparison.not_compared]
     compared = len(comparison.compared)
     lines.append(
         f"against {baseline}: {len(comparison.worse)} worse, {len(comparison.better)} better, "

@@ -8,6 +8,7 @@ import click
 
 BAD_INPUT = 2
 MAX_MESSAGE = 2000  # characters: an error quoting a 1 MiB option says so in one screen
+MAX_NAME = 200  # characters of a name read from a file (a bounds name in a checkpoint) in a headline
 
 
 def fail(message: str) -> None:

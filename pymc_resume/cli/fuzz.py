@@ -8,8 +8,8 @@ import sys
 import click
 
 from pymc_resume.cli import Terminated, main
-from pymc_resume.cli.errors import fail
-from pymc_resume.cli.options import Seconds, adapter_option_flag, adapter_options, budget_flags
+from pymc_resume.cli.errors import MAX_NAME, fail, printable
+from pymc_resume.cli.options import MAX_STEPS, Seconds, adapter_option_flag, adapter_options, budget_flags
 from pymc_resume.cli.paths import writable_file, writable_folder
 from pymc_resume.cli.tables import table
 from pymc_resume.errors import AdapterError
@@ -34,7 +34,7 @@ AS_MANY_AS_TIME_ALLOWS = 10**9
 )
 @click.option(
     "--steps",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_STEPS),
     default=12,
     show_default=True,
     help="Most client steps per example.",
@@ -143,7 +143,7 @@ def fuzz_text(report, shrunk: bool = True) -> str:
     title = f"adapter {report.adapter!r}" + (f" with fault {fault!r}" if fault else "")
     lines = [
         f"{title} ({report.version}) on workflow {list(report.bounds.nodes)} "
-        f"(bounds {report.bounds.name!r}): {report.examples} examples generated, "
+        f"(bounds {printable(repr(report.bounds.name), MAX_NAME)}): {report.examples} examples generated, "
         f"{report.shrink_replays} shrink replays, {report.steps} steps, "
         f"{report.steps_per_second:.1f} steps/s, {report.seconds:.1f}s, seed {report.seed}",
     ]
@@ -171,8 +171,8 @@ def fuzz_text(report, shrunk: bool = True) -> str:
         result = report.clauses[clause.id]
         if result.verdict not in (VIOLATED, UNCONFIRMED):
             continue
-        lines += ["", f"{clause.id} {result.verdict}: {result.reason}"]
-        lines += [f"  {i}. {describe_step(step)}" for i, step in enumerate(result.steps or [])]
+        lines += ["", f"{clause.id} {result.verdict}: {printable(result.reason or '')}"]
+        lines += [f"  {i}. {printable(describe_step(step))}" for i, step in enumerate(result.steps or [])]
         lines += [f"  repro: {result.repro}", f"  pytest: {result.pytest}"]
     return "\n".join(lines)
 

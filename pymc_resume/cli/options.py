@@ -9,6 +9,10 @@ import click
 
 from pymc_resume.checking.check import MAX_WORKERS as MAX_WORKERS  # a snapshot's limit too
 
+# Most client steps per fuzzed example (`--steps`): a thousand already takes tens of seconds an
+# example; past it, a number is a mistake, not a plan.
+MAX_STEPS = 1000
+
 
 class Seconds(click.ParamType):
     """A finite number of seconds within [low, high]: `nan`, `inf` and negatives are refused

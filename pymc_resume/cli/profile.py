@@ -11,8 +11,8 @@ import click
 from click.core import ParameterSource
 
 from pymc_resume.cli import Terminated, main
-from pymc_resume.cli.errors import fail
-from pymc_resume.cli.options import Seconds, adapter_option_flag, adapter_options, budget_flags
+from pymc_resume.cli.errors import fail, printable
+from pymc_resume.cli.options import MAX_STEPS, Seconds, adapter_option_flag, adapter_options, budget_flags
 from pymc_resume.cli.paths import writable_file, writable_folder
 from pymc_resume.cli.tables import table
 from pymc_resume.errors import AdapterError
@@ -54,7 +54,7 @@ CELL = {
 )
 @click.option(
     "--steps",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_STEPS),
     default=12,
     show_default=True,
     help="Most client steps per fuzzed example.",
@@ -225,7 +225,7 @@ def profile_command(
                         repro_dir=repro_dir,
                         step_timeout=step_timeout,
                         shrink=not no_shrink,
-                        progress=lambda message: click.echo(message, err=True),
+                        progress=lambda message: click.echo(printable(message), err=True),
                         budget=budget,
                         publish=publish,
                     )

@@ -8,7 +8,7 @@ import sys
 import click
 
 from pymc_resume.cli import main
-from pymc_resume.cli.errors import fail
+from pymc_resume.cli.errors import fail, printable
 from pymc_resume.cli.options import Seconds
 from pymc_resume.cli.tables import table
 from pymc_resume.files import write_json
@@ -129,7 +129,7 @@ def race_command(adapter, store, ks, trials, gate, durability, apis, hosts, post
         )
     except (AdapterSpecError, RaceInputError) as error:
         fail(str(error))
-    progress = lambda line: click.echo(f"race: {line}", err=True)
+    progress = lambda line: click.echo(f"race: {printable(line)}", err=True)  # may quote an adapter
     report = run_race(adapter, cells, trials, timeout=timeout, postgres=postgres_url, progress=progress)
     if json_path:
         write_json(json_path, report.as_json())

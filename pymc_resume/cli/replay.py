@@ -12,7 +12,7 @@ import sys
 import click
 
 from pymc_resume.cli import main
-from pymc_resume.cli.errors import fail
+from pymc_resume.cli.errors import fail, printable
 from pymc_resume.cli.options import Seconds
 
 
@@ -64,8 +64,9 @@ def replay_command(repro_file, fault, step_timeout, attempts, allowed):
         fail(f"{document['adapter']!r}: {result.describe()}")
     steps = len(document["steps"])
     tries = f", replay {result.attempt} of {result.attempts}" if result.attempts > 1 else ""
-    if result.reproduces:
-        click.echo(f"reproduces ({steps} steps{tries}): {result.describe()}")
+    if result.reproduces:  # each violation a line, escaped: its text may quote the repro's
+        described = "\n".join(printable(line) for line in result.describe().split("\n"))
+        click.echo(f"reproduces ({steps} steps{tries}): {described}")
         sys.exit(1)
     replays = f" in {result.attempts} replays" if result.attempts > 1 else ""
     click.echo(f"fixed: {document['clause']} holds on the {steps} replayed steps{replays}")

@@ -16,6 +16,7 @@ Bundled files are found by name (`small`, `default`, `paper`); any other argumen
 
 from __future__ import annotations
 
+import sys
 import tomllib
 from importlib import resources
 from pathlib import Path
@@ -111,8 +112,9 @@ def parse_bounds(text: str, name: str, where: str) -> Bounds:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise BoundsError(f"{where}: not valid TOML: {error}") from None
-    except ValueError as error:  # an integer of more digits than Python converts
-        raise BoundsError(f"{where}: not valid bounds: {error}") from None
+    except ValueError:  # an integer of more digits than Python converts
+        digits = sys.get_int_max_str_digits()
+        raise BoundsError(f"{where}: not valid bounds: a number has more than {digits:,} digits") from None
     except RecursionError:
         raise BoundsError(f"{where}: not valid TOML: nested too deeply") from None
     return bounds_from_mapping(data, name, where)

@@ -79,6 +79,14 @@ from pymc_resume.bridge.adapter import (
 )
 from pymc_resume.bridge.kit import ChildProcessAdapter, Refusal
 from pymc_resume.bridge.kit.child_process_adapter import RECOVERY
+from pymc_resume.bridge.kit.postgres import (
+    connect,
+    drop_schema,
+    postgres_url,
+    schema_of,
+    sqlalchemy_url,
+    sweep_schemas,
+)
 from pymc_resume.bridge.kit.process import die_with_parent
 from pymc_resume.model.state import INITIAL, Checkpoint
 
@@ -93,8 +101,7 @@ WORKFLOW = "fuzz-workflow"
 STAGE_STEP = "fuzz-stage"
 RECV = "DBOS.recv"
 STORES = ("sqlite", "postgres")
-POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"  # unless PYMC_RESUME_POSTGRES_URL says
-SCHEMA_PREFIX = "pymc_dbos_"  # a PostgreSQL example's schema: this, then its workdir's name
+SCHEMA_TAG = "dbos"  # a PostgreSQL example's schema: `kit.postgres.schema_of(workdir, SCHEMA_TAG)`
 # A human may take long: a recv waits a day (DBOS records the deadline, so a recovered wait
 # keeps it). No run here waits that long.
 RECV_TIMEOUT = 24 * 3600.0
@@ -214,9 +221,9 @@ class DBOSAdapter(ChildProcessAdapter):
         if self.store == "sqlite":
             self.url, self.schema = f"sqlite:///{setup.workdir / 'dbos.sqlite'}", None
         else:
-            self.url = _sqlalchemy_url(postgres_url())
-            self.schema = schema_of(setup.workdir)
-            self._sweep_schemas(setup.workdir.parent)
+            self.url = sqlalchemy_url(postgres_url())
+            self.schema = schema_of(setup.workdir, SCHEMA_TAG)
+            sweep_schemas(self.url, setup.workdir.parent)  # a killed bridge's examples closed nothing
         # The system database and the root thread's queue, before any operation: what `dbos
         # migrate` and a client's `register_queue` do (an application process then finds its
         # queue when it launches, instead of a second later). On PostgreSQL the migrations'
@@ -229,21 +236,8 @@ class DBOSAdapter(ChildProcessAdapter):
 
     def close(self) -> None:
         if self.store == "postgres" and self.setup is not None:
-            with _pg_connect(self.url) as connection:
-                connection.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
+            drop_schema(self.url, self.schema)
         super().close()
-
-    def _sweep_schemas(self, root: Path) -> None:
-        """Drop the schemas of examples whose workdir is gone (a bridge killed by SIGKILL
-        closes no adapter; its workdirs are swept by the next run, its schemas here)."""
-        alive = {schema_of(path) for path in root.iterdir() if path.is_dir()}
-        with _pg_connect(self.url) as connection:
-            names = connection.execute(
-                "SELECT nspname FROM pg_namespace WHERE starts_with(nspname, %s)", (SCHEMA_PREFIX,)
-            ).fetchall()
-            for (name,) in names:
-                if name not in alive:
-                    connection.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
 
     def _config(self) -> dict:
         config = {
@@ -575,15 +569,6 @@ class DBOSAdapter(ChildProcessAdapter):
         return Observation(tuple(views))
 
 
-def postgres_url() -> str:
-    return os.environ.get("PYMC_RESUME_POSTGRES_URL", POSTGRES_URL)
-
-
-def schema_of(workdir: Path) -> str:
-    """The PostgreSQL schema of the example whose workdir is `workdir`."""
-    return SCHEMA_PREFIX + re.sub(r"\W", "_", workdir.name.lower())
-
-
 def _as_refusal(call) -> None:
     """Run a client call; an error DBOS raises to its client is a refusal."""
     if call is None:
@@ -607,17 +592,6 @@ def _decode(text: str | None):
     if text is None:
         return None
     return pickle.loads(base64.b64decode(text))
-
-
-def _sqlalchemy_url(url: str) -> str:
-    """The server URL as DBOS (SQLAlchemy with psycopg 3) takes it."""
-    return re.sub(r"^postgres(ql)?://", "postgresql+psycopg://", url)
-
-
-def _pg_connect(url: str):
-    import psycopg
-
-    return psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True)
 
 
 MESSAGES_ORDER = "ORDER BY created_at_epoch_ms, message_uuid"
@@ -663,7 +637,7 @@ def _read_sqlite(path: Path, workflow_id: str):
 def _read_postgres(url: str, schema: str, workflow_id: str):
     import psycopg
 
-    with _pg_connect(url) as connection:
+    with connect(url) as connection:
         connection.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ  # one snapshot
         connection.read_only = True
         with connection.transaction():

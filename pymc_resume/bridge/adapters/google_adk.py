@@ -62,6 +62,14 @@ from pymc_resume.bridge.adapter import (
     Variant,
 )
 from pymc_resume.bridge.kit import ChildProcessAdapter, Refusal
+from pymc_resume.bridge.kit.postgres import (
+    create_schema,
+    drop_schema,
+    postgres_url,
+    schema_of,
+    sqlalchemy_url,
+    sweep_schemas,
+)
 from pymc_resume.model.state import INITIAL, UPDATE, Checkpoint
 
 try:
@@ -83,7 +91,7 @@ APP_NAME = "fuzz"
 START_MESSAGE = "run"
 CONFIRMATION = "adk_request_confirmation"  # the function call ADK asks a confirmation with
 STORES = ("sqlite", "postgres")
-POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
+SCHEMA_TAG = "adk"  # a PostgreSQL example's schema: `kit.postgres.schema_of(workdir, SCHEMA_TAG)`
 NOTE = "note"
 
 FORK_UNSUPPORTED = (
@@ -140,10 +148,6 @@ def _quiet() -> None:
     no token usage (the scripted model reports none): neither is news here."""
     warnings.filterwarnings("ignore", message=r"\[EXPERIMENTAL\]")
     logging.getLogger("google_adk").setLevel(logging.ERROR)
-
-
-def postgres_url() -> str:
-    return os.environ.get("PYMC_RESUME_POSTGRES_URL", POSTGRES_URL)
 
 
 class AdkRefusal(Exception):
@@ -208,6 +212,8 @@ class GoogleAdkAdapter(ChildProcessAdapter):
         self.store = store
         self.version = f"google-adk {_adk_version()}"
         self._own_service = self._own_loop = None  # see `_own`
+        self.schema: str | None = None
+        self.server = ""  # PostgreSQL: the server's URL, as it was when the example opened
 
     def options(self) -> dict:
         return {"store": self.store}
@@ -219,7 +225,14 @@ class GoogleAdkAdapter(ChildProcessAdapter):
         if self.store == "sqlite":
             self.db_url = f"sqlite+aiosqlite:///{setup.workdir / 'sessions.db'}"
         else:
-            self.db_url = postgres_url().replace("postgresql://", "postgresql+psycopg://", 1)
+            # The example's own schema, as the only search path of the service's connections
+            # (libpq's `options`, in the URL SQLAlchemy hands psycopg): ADK creates its tables
+            # there (`prepare_tables`), and `close` drops them all with the schema.
+            self.server = server = postgres_url()  # the one `close` drops the schema on
+            sweep_schemas(server, setup.workdir.parent)  # a killed bridge's examples closed nothing
+            self.schema = schema_of(setup.workdir, SCHEMA_TAG)
+            create_schema(server, self.schema)
+            self.db_url = sqlalchemy_url(server, self.schema)
         self._own(lambda service: service.prepare_tables())
 
     # -- the app (built in each child process) ---------------------------------------------
@@ -412,11 +425,16 @@ class GoogleAdkAdapter(ChildProcessAdapter):
         return self._own_loop.run_until_complete(work(self._own_service))
 
     def close(self) -> None:
-        if self._own_service is not None:
-            self._own_loop.run_until_complete(self._own_service.close())
-            self._own_loop.close()
+        try:
+            if self._own_service is not None:
+                self._own_loop.run_until_complete(self._own_service.close())
+                self._own_loop.close()
+        finally:
             self._own_service = self._own_loop = None
-        super().close()
+            if self.schema is not None:  # the shared database keeps nothing of the example
+                drop_schema(self.server, self.schema)
+                self.schema = None
+            super().close()
 
     def observe(self) -> Observation:
         async def read(service):

@@ -60,7 +60,6 @@ claimed value. The claim shows in `inputs` until LangGraph records the value its
 from __future__ import annotations
 
 import importlib
-import os
 import sqlite3
 import traceback
 import uuid
@@ -79,6 +78,14 @@ from pymc_resume.bridge.adapter import (
     Variant,
 )
 from pymc_resume.bridge.adapter.nodes import NodeContext
+from pymc_resume.bridge.kit.postgres import (
+    create_schema,
+    drop_schema,
+    in_schema,
+    postgres_url,
+    schema_of,
+    sweep_schemas,
+)
 from pymc_resume.bridge.kit.process import Barrier, ClientControl, run_in_children, settle
 from pymc_resume.gate import ConsumeOnceGate, GateRefusal
 from pymc_resume.model.state import INITIAL, UPDATE, Checkpoint
@@ -89,12 +96,7 @@ STORES = ("sqlite", "postgres")
 # How an effect-then-interrupt node is built: two LangGraph nodes (effect, then interrupt()), or
 # one node that fires the effect and then calls interrupt().
 EFFECT_THEN_INTERRUPT = ("two-nodes", "one-node")
-POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
-
-
-def postgres_url() -> str:
-    return os.environ.get("PYMC_RESUME_POSTGRES_URL", POSTGRES_URL)
-
+SCHEMA_TAG = "langgraph"  # a PostgreSQL example's schema: `kit.postgres.schema_of(workdir, SCHEMA_TAG)`
 
 RESUME = "__resume__"
 INTERRUPT = "__interrupt__"
@@ -215,7 +217,10 @@ class LangGraphAdapter:
         self.effect_then_interrupt = effect_then_interrupt
         self.version = f"langgraph {_langgraph_version()}"
         self.path: Path | None = None
-        self.prefix = ""  # thread ids are unique per example (a Postgres database is shared)
+        self.prefix = ""  # thread ids are unique per example
+        self.url = ""  # PostgreSQL: the server's, with the example's schema as its search path
+        self.schema: str | None = None
+        self.server = ""  # PostgreSQL: the server's URL, as it was when the example opened
         self.workflow: Workflow | None = None
         self.run_node = None
         # Per bridge thread: its LangGraph thread id ("lg"), the checkpoint id its branch forks
@@ -317,7 +322,7 @@ class LangGraphAdapter:
             from langgraph.checkpoint.postgres import PostgresSaver as base
             from psycopg.rows import dict_row
 
-            conn = psycopg.connect(postgres_url(), autocommit=True, prepare_threshold=0, row_factory=dict_row)
+            conn = psycopg.connect(self.url, autocommit=True, prepare_threshold=0, row_factory=dict_row)
         adapter = self
 
         class Saver(base):
@@ -383,21 +388,27 @@ class LangGraphAdapter:
         self.run_node = setup.run_node
         self.prefix = f"{uuid.uuid4().hex}-"
         self.threads = [{"lg": "t0", "base": None, "run": "new"}]
+        if self.store == "postgres":
+            # The example's own schema, as the saver's (and the gate's) only search path: LangGraph
+            # creates its tables there (`setup`), and `close` drops them all with the schema.
+            self.server = server = postgres_url()  # the one `close` drops the schema on
+            sweep_schemas(server, setup.workdir.parent)  # a killed bridge's examples closed nothing
+            self.schema = schema_of(setup.workdir, SCHEMA_TAG)
+            create_schema(server, self.schema)
+            self.url = in_schema(server, self.schema)
         self._saver = self._connect(setup=True)
         self._graph = self._build(self._saver)
         self._gate = ConsumeOnceGate.for_checkpointer(self._saver) if self.gate else None
 
     def close(self) -> None:
-        if self._saver is not None:
-            try:
-                if self.store != "sqlite":  # the shared database keeps nothing of the example
-                    for thread_id in {self.prefix + thread["lg"] for thread in self.threads}:
-                        self._saver.delete_thread(thread_id)
-                        if self._gate is not None:
-                            self._gate.forget(thread_id)
-            finally:
+        try:
+            if self._saver is not None:
                 self._saver.conn.close()
-        self._saver = self._graph = self._gate = None
+        finally:
+            self._saver = self._graph = self._gate = None
+            if self.schema is not None:  # the shared database keeps nothing of the example
+                drop_schema(self.server, self.schema)
+                self.schema = None
 
     # -- operations that run nodes: in child processes -------------------------------------
 

@@ -92,7 +92,7 @@ class LangGraphAsyncAdapter(LangGraphAdapter):
             from psycopg.rows import dict_row
 
             connection = await AsyncConnection.connect(
-                base.postgres_url(), autocommit=True, prepare_threshold=0, row_factory=dict_row
+                self.url, autocommit=True, prepare_threshold=0, row_factory=dict_row
             )
 
         adapter = self

@@ -250,7 +250,13 @@ def fuzz_settings(examples: int, steps: int, database=None, shrink: bool = True)
         report_multiple_bugs=False,
         print_blob=False,
         phases=phases,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+        # large_base_example: a long --steps makes the smallest example long, which is what was asked.
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.filter_too_much,
+            HealthCheck.data_too_large,
+            HealthCheck.large_base_example,
+        ],
     )
 
 

@@ -195,6 +195,12 @@ def family_of(spec: str) -> Family:
     installed = installed_adapters()
     if spec in installed and spec not in BUILT_IN:
         return installed_family(spec, installed[spec])
+    if spec in local_adapters() and spec not in BUILT_IN:  # typed on the command line: the user's choice
+        target = next(point.value for point, _ in _entry_points() if point.name == spec)
+        module_name = target.rpartition(":")[0]
+        if module_name and module_name not in sys.modules:
+            _trial_import(module_name, spec, 60.0)  # local code: imported first where it cannot hang us
+        return installed_family(spec, target)
     resolve(spec)  # raises AdapterSpecError with the reason
     return Family(spec, (Configuration("default", spec),))
 
@@ -225,11 +231,24 @@ def all_families() -> tuple[list[Family], list[dict]]:
             families.append(installed_family(name, target))
         except (AdapterSpecError, AdapterError) as error:
             skipped.append({"adapter": name, "reason": str(error), "install": None})
+    for name, location in sorted(local_adapters().items()):
+        if name not in FAMILIES and name not in BUILT_IN:
+            reason = _untrusted(name, location, f"profile it by name (pymc-resume profile {name})")
+            skipped.append({"adapter": name, "reason": reason, "install": None})
     return families, skipped
 
 
 class AdapterSpecError(BadInput):
     """An adapter name that cannot be resolved; the message says why."""
+
+
+def _untrusted(name: str, location: Path, how: str) -> str:
+    """Why a local entry point (`local_adapters`) is not used, and how to use it."""
+    return (
+        f"adapter {name!r} is offered by a package found under the current directory ({location}), "
+        "which is not trusted (trusted: entry points of packages installed in this interpreter's "
+        f"site-packages, or outside the current directory); {how}, or run from another directory"
+    )
 
 
 # The entry-point group through which an installed package offers adapters by name.
@@ -249,10 +268,68 @@ OPERATION_METHODS = {
 
 def installed_adapters() -> dict[str, str]:
     """Adapters that installed packages offer through the `pymc_resume.adapters` entry points:
-    name -> `module:Class`."""
+    name -> `module:Class`; only the trusted ones (see `local_adapters`)."""
+    return {point.name: point.value for point, trusted in _entry_points() if trusted}
+
+
+def local_adapters() -> dict[str, Path]:
+    """Entry points that are not trusted: name -> where their distribution was found.
+
+    `importlib.metadata` finds distributions on `sys.path`, and `python -m pymc_resume` puts
+    the current directory first on it, so a folder holding a crafted `*.dist-info` would offer
+    adapters as if they were installed. An entry point is trusted when its distribution lies
+    outside the current directory, or in one of this interpreter's own installation directories
+    (site-packages, the user's site-packages: a virtual environment inside the project is
+    installed code). A local one is used only when it is named on the command line (the user
+    typed it, as a `module:Class` spec imports from the current directory too), or, from a repro
+    file, with `--allow-adapter NAME`; `profile --all` lists it as skipped."""
+    return {point.name: _location(point) or Path("?") for point, trusted in _entry_points() if not trusted}
+
+
+def _entry_points() -> list[tuple[object, bool]]:
+    """Every entry point of `ENTRY_POINT_GROUP`, with whether it is trusted."""
     from importlib.metadata import entry_points
 
-    return {point.name: point.value for point in entry_points(group=ENTRY_POINT_GROUP)}
+    cwd = _resolved(os.getcwd())
+    installation = _installation_dirs()
+    found = []
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        location = _location(point)
+        trusted = location is not None and (
+            location in installation or cwd is None or not location.is_relative_to(cwd)
+        )
+        found.append((point, trusted))
+    return found
+
+
+def _location(point) -> Path | None:
+    """The folder on `sys.path` where an entry point's distribution was found (None: unknown)."""
+    dist = getattr(point, "dist", None)
+    if dist is None:
+        return None
+    try:
+        return _resolved(dist.locate_file(""))
+    except Exception:  # a distribution of a kind that has no files on disk
+        return None
+
+
+def _installation_dirs() -> set[Path]:
+    """This interpreter's own installation directories (site-packages and the user's)."""
+    import site
+    import sysconfig
+
+    paths = [sysconfig.get_paths().get(key) for key in ("purelib", "platlib")]
+    paths += list(getattr(site, "getsitepackages", list)())
+    if site.ENABLE_USER_SITE:
+        paths.append(site.getusersitepackages())
+    return {resolved for path in paths if path and (resolved := _resolved(path)) is not None}
+
+
+def _resolved(path) -> Path | None:
+    try:
+        return Path(path).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return None
 
 
 def resolve(spec: str, allowed: Collection[str] | None = None, timeout: float | None = 60.0):
@@ -274,7 +351,15 @@ def resolve(spec: str, allowed: Collection[str] | None = None, timeout: float | 
     target = BUILT_IN.get(spec) or installed.get(spec)
     if target is None and current_path(spec) in {*BUILT_IN.values(), *installed.values()}:
         target = current_path(spec)  # a built-in or installed adapter named by its module path
-    if target is None:
+    local = local_adapters() if target is None else {}
+    if spec in local:
+        if allowed is not None and spec not in allowed:
+            raise AdapterSpecError(
+                _untrusted(spec, local[spec], "a repro names it only with --allow-adapter " + spec)
+            )
+        target = next(point.value for point, _ in _entry_points() if point.name == spec)
+        trial = True
+    elif target is None:
         if allowed is not None and spec not in allowed:
             known = ", ".join([*BUILT_IN, *installed])
             raise AdapterSpecError(
@@ -282,13 +367,14 @@ def resolve(spec: str, allowed: Collection[str] | None = None, timeout: float | 
                 "other adapters only with --allow-adapter " + spec
             )
         target = spec
+    trial = target == spec
     module_name, colon, class_name = target.rpartition(":")
     if not colon or not module_name or not class_name.isidentifier():
         known = ", ".join(BUILT_IN)
         raise AdapterSpecError(
             f"unknown adapter {spec!r} (built-in: {known}; or module:Class or path/to/file.py:Class)"
         )
-    if target == spec and module_name not in sys.modules:  # user code, not yet imported
+    if trial and module_name not in sys.modules:  # user code, not yet imported
         _trial_import(module_name, spec, timeout)
     module = _import(module_name, spec)
     adapter = getattr(module, class_name, None)

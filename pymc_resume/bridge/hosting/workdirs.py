@@ -34,13 +34,16 @@ def default_workroot() -> str | None:
 
 
 def _start_time(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot (Linux), or None if it is gone."""
+    """The process's start time in clock ticks since boot (Linux), or None if it is gone (a
+    zombie is gone too: it has ended, only its exit status waits to be read, as a SIGKILLed
+    owner's does until its parent reaps it)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     # The command name in parentheses may hold spaces: the fields after it are fixed.
-    return int(stat.rsplit(")", 1)[1].split()[19])
+    fields = stat.rsplit(")", 1)[1].split()
+    return None if fields[0] in ("Z", "X") else int(fields[19])
 
 
 def make_workdir(root: str | Path | None = None) -> Path:

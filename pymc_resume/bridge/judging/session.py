@@ -45,6 +45,7 @@ from pymc_resume.bridge.adapter import (
     CrashPoint,
     FuzzSetup,
     Observation,
+    Outcome,
     ThreadView,
     declared_variants,
     expressible_workflow,
@@ -362,9 +363,11 @@ class Session:
         before = self.observation
         what = f"step {index} ({describe_step(step)})"
         outcomes = self._call(what, lambda: self._dispatch(step, f"s{index}"))
+        expected = len(step["values"]) if step["action"] == "resume-together" else 1
+        outcomes = checked_outcomes(outcomes, expected, step["action"])
         self.steps.append({**step, "outcome": [o.as_json() for o in outcomes]})
         self._remember(step, outcomes, before)
-        self.observation = self._call(f"observe after {what}", self.adapter.observe)
+        self.observation = checked_observation(self._call(f"observe after {what}", self.adapter.observe))
         self.stores.append(store_summary(self.observation))
         self._describe_late(step, outcomes, before)
         if self.on_step is not None:
@@ -385,7 +388,7 @@ class Session:
         if action == "resume-together":
             order = {"order": list(step["order"])} if step.get("order") is not None else {}
             order.update(self._variant(step))
-            return list(adapter.resume_together(t, list(step["values"]), step.get("window"), op, **order))
+            return adapter.resume_together(t, list(step["values"]), step.get("window"), op, **order)
         if action == "recover":
             return [adapter.recover(t, crash, op, **warm)]
         if action == "fork":
@@ -783,6 +786,7 @@ class Session:
                         )
                     else:
                         continue
+                    [outcome] = checked_outcomes([outcome], 1, "recover" if view.run == "dead" else "start")
                     progressed |= outcome.status == OK
                     self.observation = self._observe()
                 if not progressed:
@@ -830,7 +834,7 @@ class Session:
     # -- adapter calls -------------------------------------------------------------------
 
     def _observe(self) -> Observation:
-        return _checked_observation(self._call("observe", self.adapter.observe))
+        return checked_observation(self._call("observe", self.adapter.observe))
 
     def _call(self, what: str, function):
         """Call into the hosted adapter; a call that does not return normally (it raised, its
@@ -848,7 +852,35 @@ class Session:
 RUNS = ("new", "free", "live", "dead", "failed")
 
 
-def _checked_observation(observation: object) -> Observation:
+def checked_outcomes(returned: object, count: int, operation: str) -> list[Outcome]:
+    """What an operation returned, as a list of `count` Outcomes (one, or one per delivery of a
+    resume-together), if it has the protocol's shape; else the adapter failed, said so."""
+    method = OPERATION_METHODS.get(operation, operation)
+    many = isinstance(returned, (list, tuple))
+    outcomes = list(returned) if many else [returned]  # type: ignore[call-overload]
+    if operation == "resume-together" and not many:
+        raise AdapterFailure(
+            f"the adapter failed: {method}() returned a {type(returned).__name__}, not a list of Outcomes"
+        )
+    if len(outcomes) != count:
+        raise AdapterFailure(f"the adapter failed: {method}() returned {len(outcomes)} outcomes for {count}")
+    for outcome in outcomes:
+        if not isinstance(outcome, Outcome):
+            raise AdapterFailure(
+                f"the adapter failed: {method}() returned a {type(outcome).__name__}, not an Outcome"
+            )
+        if outcome.status not in (OK, REFUSED, CRASHED):
+            raise AdapterFailure(
+                f"the adapter failed: {method}() returned an Outcome with status "
+                f"{str(outcome.status)[:40]!r}, not one of {OK}, {REFUSED}, {CRASHED}"
+            )
+    return outcomes
+
+
+OPERATION_METHODS = {"resume-together": "resume_together"}
+
+
+def checked_observation(observation: object) -> Observation:
     """What `observe()` returned, if it has the protocol's shape (an Observation of ThreadViews
     whose chains are Checkpoints); else the adapter failed, which is said in its terms."""
 

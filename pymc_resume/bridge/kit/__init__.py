@@ -1,7 +1,8 @@
 """The adapter kit: what an adapter is built from, so that it is left with its framework's own
 calls. `child_process_adapter` has `ChildProcessAdapter` (docs/adapters.md); `process` runs a
 client operation in a child process that a real SIGKILL ends at a crash point, and holds
-concurrent deliveries at a barrier; `warm` keeps long-lived client processes.
+concurrent deliveries at a barrier; `warm` keeps long-lived client processes; `postgres` gives
+a PostgreSQL example a schema of its own and sweeps those a killed run left.
 
 May import: `bridge.adapter` and `pymc_resume.model`.
 """

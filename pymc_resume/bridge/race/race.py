@@ -31,10 +31,8 @@ import os
 import shutil
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import attrs
 
@@ -43,7 +41,13 @@ from pymc_resume.bridge.adapter.nodes import FuzzNodes
 from pymc_resume.bridge.adapter.sink import Sink
 from pymc_resume.bridge.hosting.host import HostedAdapter, HostProblem, probe
 from pymc_resume.bridge.hosting.registry import resolve
-from pymc_resume.bridge.judging.session import AdapterFailure, default_workroot, step_deadline
+from pymc_resume.bridge.hosting.workdirs import make_workdir, sweep
+from pymc_resume.bridge.judging.session import (
+    AdapterFailure,
+    checked_observation,
+    checked_outcomes,
+    step_deadline,
+)
 from pymc_resume.bridge.race.hosts import placing
 from pymc_resume.errors import BadInput, PymcResumeError
 from pymc_resume.model.contract import HOLDS, VIOLATED
@@ -54,6 +58,7 @@ WINDOW = "after-load"
 STORES = ("sqlite", "postgres")
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 POSTGRES_URL_VARIABLE = "PYMC_RESUME_POSTGRES_URL"
+MAX_RACERS = 256  # racers (each a process) of one cell, and network hosts they spread over
 
 # A cell holds or is violated as a clause is; two outcomes are the race's own.
 NONE_SERVED, CANNOT_RUN = "none-served", "cannot-run"
@@ -232,8 +237,11 @@ def plan_cells(
     racers' async graphs (ainvoke) for an adapter that has them (`ASYNC_VARIANTS`)."""
     adapter_class = resolve(adapter)
     parameters = inspect.signature(adapter_class).parameters
-    if not ks or any(k < 2 for k in ks):
-        raise RaceInputError("--k: every k must be at least 2 (a race needs two racers)")
+    if not ks or any(not 2 <= k <= MAX_RACERS for k in ks):
+        raise RaceInputError(
+            f"--k: every k must be at least 2 (a race needs two racers) "
+            f"and at most {MAX_RACERS} (each is a process)"
+        )
     stores = _choices(adapter, parameters, "store", stores, [_default(parameters, "store")])
     durabilities = _choices(
         adapter, parameters, "durability", durabilities, _modes(adapter_class, parameters)
@@ -295,8 +303,8 @@ def _variants(adapter: str, adapter_class, apis: list[str] | None) -> dict[str, 
 def _host_counts(adapter: str, stores: list, hosts: list[int] | None) -> list[int]:
     if hosts is None:
         return [1]
-    if not hosts or any(h < 1 for h in hosts):
-        raise RaceInputError("--hosts: every host count must be at least 1")
+    if not hosts or any(not 1 <= h <= MAX_RACERS for h in hosts):
+        raise RaceInputError(f"--hosts: every host count must be at least 1 and at most {MAX_RACERS}")
     if "postgres" not in stores:
         raise RaceInputError(
             f"--hosts needs a network store: adapter {adapter!r} races on "
@@ -385,6 +393,7 @@ def run_race(
     largest host count, made before the first of them and removed after the last, on every path.
     """
     started = time.monotonic()
+    sweep()  # work directories a killed run left behind (then an adapter's open sweeps its schemas)
     url = postgres_url(postgres)
     adapter_class = resolve(adapter, timeout=timeout)
     local = [c for c in cells if not c.network]
@@ -435,7 +444,8 @@ def _run_cell(
             with step_deadline(timeout, f"trial {trial} of {_label(cell)}"):
                 outcome = race_once(make_adapter, cell.k, island=island, hosts=hosts, timeout=timeout)
         except (AdapterFailure, Exception) as error:
-            result.error = str(error) if isinstance(error, CellError) else f"{type(error).__name__}: {error}"
+            known = isinstance(error, (CellError, AdapterFailure))  # said in the adapter's terms
+            result.error = str(error) if known else f"{type(error).__name__}: {error}"
             _say(progress, f"{where} trial {trial}: cannot run: {result.error}")
             break
         result.trials.append(outcome)
@@ -494,7 +504,7 @@ def race_once(
     gated = workflow.consuming[-1]
     on_island = island is not None and hosts
     with contextlib.ExitStack() as stack:
-        workdir = Path(tempfile.mkdtemp(prefix="pymc-resume-race-", dir=default_workroot()))
+        workdir = make_workdir()  # named after its owner: a killed race's is swept by the next run
         stack.callback(shutil.rmtree, workdir, ignore_errors=True)  # last out, on every path
         if on_island:
             stack.enter_context(island.entered(island.store))
@@ -509,8 +519,10 @@ def race_once(
             adapter.open(FuzzSetup(workflow, 2, workdir, FuzzNodes(workflow, sink)))
             _park(adapter, gated)
             values = [APPROVE] * k
-            outcomes = adapter.resume_together(0, values, WINDOW, "race")
-            head = adapter.observe().threads[0].chain[-1]
+            outcomes = checked_outcomes(
+                adapter.resume_together(0, values, WINDOW, "race"), k, "resume-together"
+            )
+            head = checked_observation(adapter.observe()).threads[0].chain[-1]
             events = sink.events()
             adapter.close()
         except HostProblem as problem:
@@ -525,10 +537,10 @@ def race_once(
 
 
 def _park(adapter, gated: int) -> None:
-    outcome = adapter.start(0, None, "start")
+    [outcome] = checked_outcomes([adapter.start(0, None, "start")], 1, "start")
     if outcome.status != OK:
         raise CellError(f"the start did not park the thread ({outcome.status}: {outcome.detail})")
-    pc = adapter.observe().threads[0].chain[-1].pc
+    pc = checked_observation(adapter.observe()).threads[0].chain[-1].pc
     if pc != gated:
         raise CellError(f"the start left the thread at stage {pc}, not parked at the gated interrupt {gated}")
 

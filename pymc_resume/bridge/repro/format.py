@@ -11,6 +11,7 @@ with one line naming the file, the key and what is wrong.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from pymc_resume.bridge.adapter import CRASH_POINTS, RACE_WINDOWS, WARM_CLIENT_IDS
@@ -70,8 +71,8 @@ def read_repro(path: str | Path) -> dict:
         document = json.loads(text)
     except json.JSONDecodeError as error:
         raise ReproError(f"{where} is not JSON: {error}") from None
-    except ValueError as error:  # an integer of more digits than Python converts
-        raise ReproError(f"{where}: {error}") from None
+    except ValueError:  # an integer of more digits than Python converts
+        raise ReproError(f"{where}: a number has more than {sys.get_int_max_str_digits():,} digits") from None
     except RecursionError:
         raise ReproError(f"{where}: JSON nested too deeply") from None
     return validate_repro(document, where)

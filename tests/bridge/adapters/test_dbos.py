@@ -17,8 +17,9 @@ pytest.importorskip(
 from live_steps import START, apply_steps, crash, resume
 
 from pymc_resume.bridge.adapter import declared_variants
-from pymc_resume.bridge.adapters.dbos_workflows import DBOSAdapter, _pg_connect, postgres_url, schema_of
+from pymc_resume.bridge.adapters.dbos_workflows import SCHEMA_TAG, DBOSAdapter
 from pymc_resume.bridge.judging.session import Session
+from pymc_resume.bridge.kit.postgres import connect, postgres_url, schema_of
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.state import INITIAL
 
@@ -170,10 +171,10 @@ def test_one_idempotency_key_per_interrupt_keeps_a_second_send_out_of_the_store(
 @pytest.mark.postgres
 def test_postgres_runs_in_a_schema_of_its_own_and_drops_it():
     session = Session(DBOSAdapter(store="postgres"), SMALL.workflow, SMALL.values, step_timeout=60)
-    schema = schema_of(session.workdir)
+    schema = schema_of(session.workdir, SCHEMA_TAG)
 
     def schemas():
-        with _pg_connect(postgres_url()) as connection:
+        with connect(postgres_url()) as connection:
             query = "SELECT count(*) FROM pg_namespace WHERE nspname = %s"
             return connection.execute(query, (schema,)).fetchone()[0]
 

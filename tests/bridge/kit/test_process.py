@@ -277,3 +277,29 @@ def test_sigterm_ends_a_fuzz_run_its_findings_kept_and_nothing_left(tmp_path):
     assert process.returncode == 143, stderr
     assert list(repros.glob("*.json")) and json.loads(out.read_text())["clauses"]
     assert _workdirs_of(process.pid) == [] and _marked(marker) == []
+
+
+def test_the_work_directory_of_a_killed_owner_not_yet_reaped_is_swept():
+    """A SIGKILLed owner whose parent has not reaped it yet is a zombie: it has ended, so its
+    directory goes (a race killed in a shell, swept by the next run a moment later)."""
+    import signal
+    import time
+
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    started = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    owned = Path(default_workroot() or "/tmp") / f"{PREFIX}{pid}-{started}-zombie"
+    try:
+        owned.mkdir()
+        assert owned not in sweep()  # its owner is running
+        os.kill(pid, signal.SIGKILL)
+        while Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            time.sleep(0.01)
+        assert owned in sweep() and not owned.exists()
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        if owned.exists():
+            owned.rmdir()
