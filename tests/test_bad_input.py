@@ -509,7 +509,7 @@ def recovery_refused(folder: Path, files: dict[str, bytes]) -> None:
 
 # -- 7. hostile snapshot files ----------------------------------------------------------------
 
-LEVEL = "level-000011"  # the level the snapshot below is taken at (bounds "small", 3,000 states)
+LEVEL = "level-000010"  # the level the snapshot below is taken at (bounds "small", 3,000 states)
 SNAPSHOT_FILES = {
     "current": "current",
     "manifest": f"{LEVEL}/manifest.json",

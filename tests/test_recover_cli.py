@@ -351,3 +351,14 @@ def test_swapped_keys_that_pass_every_check_still_end_in_one_line(tmp_path):
         ["check", "--quiet", "--recover", "ck", "--max-states", "100000000"], tmp_path
     )
     assert "does not fit the model" in line
+
+
+def test_a_partition_file_swapped_for_a_huge_sparse_one_is_refused_before_it_is_read(
+    tmp_path, checkpoint_folder
+):
+    folder, level = copy_of(checkpoint_folder, tmp_path)
+    os.truncate(level / "partition-0.state", 3 * 2**30)  # sparse: takes no disk, reads as zeros
+    started = time.monotonic()
+    message = assert_refused_in_one_line(["check", "--recover", "ck"], tmp_path)
+    assert "partition-0.state" in message and "more than the" in message
+    assert time.monotonic() - started < 10

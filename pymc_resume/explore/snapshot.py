@@ -41,6 +41,8 @@ POINTER = "current"
 MANIFEST = "manifest.json"
 _FOLDER = re.compile(r"level-\d{6}")
 MAX_MANIFEST_BYTES = 16 * 2**20  # a manifest lists a few numbers per partition
+PARTITION_BASE_BYTES = 256 * 2**20
+PARTITION_BYTES_A_STATE = 4096
 MAX_COUNT = 2**63 - 1  # a counter of generated states: past it, a file is not a run's
 _POINTER_TEMPORARY = f".{POINTER}."  # write_atomically's temporary files beside the pointer
 
@@ -182,14 +184,23 @@ def load(directory: str | Path) -> Snapshot:
         raise SnapshotError(f"{where}: not UTF-8 text (byte {error.start})") from None
     except UnreadableFile as error:
         raise SnapshotError(f"{where}: unreadable: {error.reason}") from None
-    except (OSError, ValueError, RecursionError) as error:
+    except ValueError as error:
+        if "digits" in str(error):  # (Python's advice to raise its limit is not ours to give)
+            too_long = "a number has more digits than Python converts"
+            raise SnapshotError(f"{where}: unreadable: {too_long}") from None
+        raise SnapshotError(f"{where}: unreadable: {error}") from None
+    except (OSError, RecursionError) as error:
         raise SnapshotError(f"{where}: unreadable: {getattr(error, 'strerror', None) or error}") from None
     depth, elapsed, layout = _check_manifest(manifest, str(where))
     files = tuple(str(partition_file(folder, index)) for index in range(len(layout.sizes)))
     partitions = []
-    for file in files:
-        try:  # a regular file, no longer than its manifest entry says (checked again on restore)
-            partitions.append(read_bounded(file, None, "a checkpoint partition"))
+    for file, size in zip(files, layout.sizes):
+        # A regular file, of a length its states allow: a generous 4 KiB a state (keys, parents,
+        # tables, waiting candidates) beyond a fixed 256 MiB, so that a file swapped for a huge
+        # or sparse one is refused before it is read, not read until memory runs out.
+        limit = PARTITION_BASE_BYTES + PARTITION_BYTES_A_STATE * size
+        try:
+            partitions.append(read_bounded(file, limit, "a checkpoint partition"))
         except UnreadableFile as error:
             raise SnapshotError(f"{file}: unreadable: {error.reason}") from None
     return Snapshot(manifest["run"], depth, elapsed, partitions, layout, files)
