@@ -14,7 +14,8 @@ def verdict_table(report: ExploreReport) -> str:
     for v in report.verdicts:
         detail = v.reason or ""
         if v.trace is not None and v.cycle_start is not None:
-            detail = f"lasso: {len(v.trace)} states, cycle from step {v.cycle_start}"
+            states = f"{len(v.trace)} state{'s' if len(v.trace) > 1 else ''}"
+            detail = f"lasso: {states}, cycle from step {v.cycle_start}"
         elif v.trace is not None:
             detail = trace_detail(len(v.trace) - 1, simulated)
         rows.append([v.name, v.kind, v.verdict, states, detail])
