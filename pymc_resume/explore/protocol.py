@@ -43,6 +43,8 @@ class Model(Protocol):
     - `invariants: Sequence[Invariant]` (none) and `reachability: Sequence[AlwaysReachable]`
       (none);
     - `deadlock_is_error: bool` (True: a state without successors is a violation);
+    - `temporal` (none: `LeadsTo`, `InfinitelyOften`, `EventuallyAlways`), `fairness` (none:
+      `WF`, `SF`) and `stuttering: bool` (False), decided after the search (`liveness`);
     - `constraint(state) -> bool` and `action_constraint(state, action, next_state) -> bool`
       (TLC's CONSTRAINT and ACTION_CONSTRAINT: a successor outside them is generated and
       checked against the invariants, but neither stored nor expanded);

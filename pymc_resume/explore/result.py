@@ -19,10 +19,14 @@ class Step:
 
 @attrs.frozen
 class Violation:
-    """A property that failed, with a shortest trace from an initial state."""
+    """A property that failed, with a shortest trace from an initial state; for a temporal
+    property, a lasso: the trace's states from `cycle_start` on are a cycle, and the action
+    `loops_back` leads from its last state back to the state at `cycle_start`."""
 
     property: str
     trace: tuple[Step, ...]
+    cycle_start: int | None = None
+    loops_back: str | None = None
 
 
 @attrs.frozen
@@ -40,6 +44,8 @@ class ExplorationResult:
     complete: bool
     violations: dict[str, Violation]
     stopped_because: str | None = None
+    # Temporal properties the search could not decide (a budget), with the reason.
+    skipped: dict[str, str] = attrs.Factory(dict)
     # Per worker process (none for one worker): its peak resident bytes, as it reported them.
     worker_peak_rss: tuple[int, ...] = ()
     # A bound on the chance that a fingerprint collision hid a state (0.0 where every
@@ -52,7 +58,7 @@ class ExplorationResult:
     mode = "exhaustive"  # against a simulation's random walks (`simulate.SimulationResult`)
 
     def holds(self, name: str) -> bool:
-        return self.complete and name not in self.violations
+        return self.complete and name not in self.violations and name not in self.skipped
 
     def unproved(self, graph_property: bool = False) -> str:
         """Why a property without a violation has no verdict (the search stopped early)."""

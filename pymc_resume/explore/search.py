@@ -1,7 +1,8 @@
 """Breadth-first exhaustive search, level by level, over one or many hash partitions.
 
 Every violated invariant is reported with a shortest trace; reachability properties are decided
-on the explored graph once the search is complete; deadlocks are reported where the model asks.
+on the explored graph once the search is complete; deadlocks are reported where the model asks;
+temporal properties are decided after the search, in this process (`liveness`).
 Counts, verdicts and shortest-trace lengths do not depend on the number of workers.
 """
 
@@ -14,7 +15,7 @@ from collections.abc import Callable, Hashable
 import attrs
 
 from pymc_resume.errors import BadInput, PymcResumeError
-from pymc_resume.explore import snapshot
+from pymc_resume.explore import liveness, snapshot
 from pymc_resume.explore.inprocess import InProcess
 from pymc_resume.explore.limits import Limits
 from pymc_resume.explore.progress import Snapshot
@@ -98,7 +99,7 @@ def explore(
             exact,
             coverage,
         )
-        return _explore(
+        result = _explore(
             model,
             backend,
             limits,
@@ -110,6 +111,9 @@ def explore(
             level_holder,
             exact,
         )
+        if model.temporal:  # decided in this process, after the search (`liveness`)
+            result = liveness.decide(model, result, canonical, limits, started)
+        return result
     except PymcResumeError:
         raise
     except (LookupError, ValueError, TypeError, AttributeError, StopIteration) as error:

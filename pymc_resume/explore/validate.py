@@ -20,6 +20,7 @@ import attrs
 
 from pymc_resume.errors import BadInput
 from pymc_resume.explore.protocol import AlwaysReachable, Invariant
+from pymc_resume.explore.temporal import SF, TEMPORAL_KINDS, WF
 
 State = Hashable
 
@@ -54,6 +55,11 @@ class ValidModel:
     # The names of the model's actions (optional): coverage lists those never taken. An action
     # label is one of them, or one of them followed by its parameters: "Prepare(r1)".
     actions: tuple[str, ...] = ()
+    # Temporal properties (`temporal.py`), decided after the search by `liveness.py`, under
+    # the fairness conditions; `stuttering`: any state may repeat forever (TLA+'s behaviours).
+    temporal: tuple = ()
+    fairness: tuple = ()
+    stuttering: bool = False
 
 
 @overload
@@ -99,6 +105,43 @@ def _properties(model, name: str, kind: type[Invariant] | type[AlwaysReachable],
             raise ModelError(f"model.{name}: two properties named {prop.name!r}")
         names.add(prop.name)
     return found
+
+
+def _temporal(model) -> tuple[tuple, tuple, bool]:
+    """The model's temporal properties, fairness conditions and stuttering, checked."""
+    found = []
+    for name, kinds, what in (
+        ("temporal", TEMPORAL_KINDS, "a LeadsTo, InfinitelyOften or EventuallyAlways"),
+        ("fairness", (WF, SF), "a WF(action) or SF(action)"),
+    ):
+        items = getattr(model, name, None) or ()
+        if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+            raise ModelError(f"model.{name}: must be a list, got {type(items).__name__}")
+        items = tuple(items)
+        for position, item in enumerate(items):
+            if not isinstance(item, kinds):
+                raise ModelError(f"model.{name}[{position}]: must be {what}, got {short(item)}")
+            predicates = ("p", "q") if isinstance(item, TEMPORAL_KINDS[0]) else ("p",)
+            if name == "fairness":
+                predicates = ("action",)
+            for field in predicates:
+                value = getattr(item, field, None)
+                if field == "action" and isinstance(value, str):
+                    continue
+                if not callable(value):
+                    raise ModelError(
+                        f"model.{name}[{position}]: {field} must be "
+                        f"{'a label or ' if field == 'action' else ''}callable, got {short(value)}"
+                    )
+            if name == "temporal" and (not isinstance(item.name, str) or not item.name):
+                raise ModelError(f"model.temporal[{position}]: its name must be a non-empty string")
+        found.append(items)
+    stuttering = getattr(model, "stuttering", False)
+    if not isinstance(stuttering, bool):
+        raise ModelError(f"model.stuttering: must be True or False, got {stuttering!r}")
+    if found[1] and not found[0]:
+        raise ModelError("model.fairness: given without temporal properties, it constrains nothing")
+    return found[0], found[1], stuttering
 
 
 def _hashable(state, where: str) -> None:
@@ -177,6 +220,9 @@ KNOWN_ATTRIBUTES = (
     "all_hold",
     "canonical",
     "actions",
+    "temporal",
+    "fairness",
+    "stuttering",
 )
 
 
@@ -208,6 +254,7 @@ def validated(model, check_deadlock: bool | None = None) -> ValidModel:
     deadlock = getattr(model, "deadlock_is_error", True)
     if not isinstance(deadlock, bool):
         raise ModelError(f"model.deadlock_is_error: must be True or False, got {deadlock!r}")
+    temporal, fairness, stuttering = _temporal(model)
     valid = ValidModel(
         model=model,
         initial_states=_callable(model, "initial_states", required=True),
@@ -222,9 +269,13 @@ def validated(model, check_deadlock: bool | None = None) -> ValidModel:
         all_hold=_callable(model, "all_hold"),
         canonical=_callable(model, "canonical"),
         actions=_action_names(model),
+        temporal=temporal,
+        fairness=fairness,
+        stuttering=stuttering,
     )
-    both = set(map(lambda p: p.name, valid.invariants)) & {p.name for p in valid.reachability}
-    if both:
-        raise ModelError(f"model.reachability: {sorted(both)[0]!r} is also an invariant's name")
+    names = [p.name for p in (*valid.invariants, *valid.reachability, *valid.temporal)]
+    for name in names:
+        if names.count(name) > 1:
+            raise ModelError(f"model: two properties named {name!r} (invariants, reachability, temporal)")
     _check_successors(valid, _initial(valid))
     return valid

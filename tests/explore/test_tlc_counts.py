@@ -133,8 +133,9 @@ class TLCCountingEWD840(EWD840):
 
 def test_ewd840():
     # specifications/ewd840/EWD840.tla, model EWD840.cfg:
-    #   CONSTANT N = 3; INVARIANTS TypeOK TerminationDetection Inv; PROPERTIES Liveness TDSpec
-    #   (not encoded); CHECK_DEADLOCK FALSE. Init has 2^3 * 2^3 * 3 = 192 states.
+    #   CONSTANT N = 3; INVARIANTS TypeOK TerminationDetection Inv; PROPERTIES Liveness (encoded,
+    #   tests/explore/test_tlc_liveness.py) TDSpec (not encoded); CHECK_DEADLOCK FALSE.
+    #   Init has 2^3 * 2^3 * 3 = 192 states.
     # specifications/ewd840/manifest.json records for EWD840.cfg:
     #   distinctStates 302, totalStates 2001, stateDepth 10.
     # Depth: the first recording (tlaplus/Examples commit b7d2d8c, top-level manifest.json,

@@ -1,0 +1,542 @@
+"""Temporal properties under fairness, decided on the reachable state graph by its strongly
+connected components; a violation is a lasso (a prefix, then a cycle), as TLC prints one.
+
+Semantics (TLA+'s, as TLC checks them):
+
+- A behaviour is an infinite path of the graph from an initial state. A state with no
+  successor inside the constraints (a deadlock, or a state whose successors all fall outside
+  `constraint`/`action_constraint`) is extended by stuttering forever in it, as TLC does
+  (deadlock itself is reported by the safety search first where the model asks). With the
+  model's `stuttering = True` every state may stutter forever: TLA+'s `[][Next]_vars`, what TLC
+  checks for a spec `Init /\\ [][Next]_vars /\\ Fairness`; ports of TLA+ specs set it.
+- An action is *taken* by a step whose label it names and that changes the state (TLA+'s
+  `<<A>>_vars`: a step to the same state, stuttering included, takes nothing), and *enabled*
+  in a state that has such a step.
+- WF(A): if A is from some point on always enabled, A is taken infinitely often.
+  SF(A): if A is enabled infinitely often, A is taken infinitely often.
+- `P ~> Q` fails when some reachable state satisfies P and not Q and a fair behaviour goes on
+  from it through states where Q never holds: a path through not-Q states to a fair cycle of
+  not-Q states. `[]<>P` fails on a fair cycle avoiding P; `<>[]P` on a fair cycle visiting a
+  state where P fails.
+
+Algorithm: the graph is enumerated again, in this process (`Graph`: states to dense ids,
+edges as arrays grouped by source, each with its action's label id and whether it changes the
+state), honouring `constraint`, `action_constraint` and the symmetry (`canonical`) as the
+safety search does. A cycle is fair when some strongly connected component holds it with its
+fairness met: iterative Tarjan finds the components of the states allowed (not-Q, not-P, or
+all); a component where some WF action is enabled in every state and taken on no internal edge
+is dropped; a component where an SF action is enabled somewhere but taken on no internal edge
+loses the states where it is enabled and is split again (Emerson and Lei's refinement), until
+every component left is fair. A fair component holds a fair cycle: one through every state
+and internal edge of it. The lasso reported starts from the shallowest bad state (its prefix
+is a shortest path), and its cycle goes, by shortest paths inside the component, to what each
+fairness condition needs (a state where a WF action is disabled, else an edge that takes it)
+and back.
+
+Limits: the graph is held whole in this process (each state once, kept as the symmetry
+reduced state, plus about 13 bytes an edge), after the safety search and whatever its number
+of workers; `--max-states`, `--max-seconds` and `--max-memory` bound this pass too, and a
+property it cannot finish is `skipped` with the reason.
+"""
+
+from __future__ import annotations
+
+import time
+from array import array
+from collections import deque
+from collections.abc import Callable, Hashable
+
+import attrs
+
+from pymc_resume.explore.limits import Limits
+from pymc_resume.explore.memory import peak_bytes
+from pymc_resume.explore.reachability import predecessor_lists
+from pymc_resume.explore.result import ExplorationResult, Step, Violation
+from pymc_resume.explore.temporal import SF, EventuallyAlways, InfinitelyOften, LeadsTo
+from pymc_resume.explore.validate import ValidModel
+
+STUTTER = -1  # the label id of a stuttering step (a state repeated), which takes no action
+STUTTERING = "stuttering"  # its label in traces, as TLC names it
+CHECK_EVERY = 4096  # expansions between two looks at the budgets
+
+
+class OverBudget(Exception):
+    """The graph pass hit a state, time or memory limit."""
+
+
+@attrs.define
+class Graph:
+    """The reachable graph: states as dense ids in breadth-first order (so a smaller id is no
+    deeper), edges grouped by source (`dst[out[v]:out[v + 1]]`), each edge's action label id
+    and whether it changes the state."""
+
+    states: list  # id -> the stored (canonical) state
+    ids: dict  # canonical state -> id
+    parents: array  # id -> the id that discovered it (-1 for an initial state)
+    out: array  # id -> its first edge; out[n] is the edge count
+    dst: array
+    label: array  # edge -> index into `labels`
+    moves: bytearray  # edge -> 1 where the step changes the state
+    labels: list[str]
+    looped: bytearray  # id -> 1 where a cycle of length one is possible (self edge, stutter)
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+
+def build_graph(
+    model: ValidModel,
+    canonical: Callable[[Hashable], Hashable] | None,
+    limits: Limits,
+    started: float,
+) -> Graph:
+    """Enumerate the reachable graph as the safety search does; OverBudget past a limit."""
+    key = canonical or (lambda state: state)
+    constraint, action_constraint = model.constraint, model.action_constraint
+    states: list = []
+    ids: dict = {}
+    parents = array("i")
+    for state in model.initial_states():
+        if constraint is not None and not constraint(state):
+            continue
+        state = key(state)
+        if state not in ids:
+            ids[state] = len(states)
+            states.append(state)
+            parents.append(-1)
+    out, dst, label, moves = array("q"), array("i"), array("i"), bytearray()
+    label_ids: dict[str, int] = {}
+    successors = model.successors
+    current = 0
+    while current < len(states):
+        if current % CHECK_EVERY == CHECK_EVERY - 1:
+            reason = limits.exceeded(len(states), started, peak_bytes())
+            if reason:
+                raise OverBudget(reason)
+        state = states[current]
+        out.append(len(dst))
+        for action, successor in successors(state):
+            if constraint is not None and not constraint(successor):
+                continue
+            if action_constraint is not None and not action_constraint(state, action, successor):
+                continue
+            target = key(successor)
+            found = ids.get(target)
+            if found is None:
+                found = ids[target] = len(states)
+                states.append(target)
+                parents.append(current)
+            dst.append(found)
+            action_id = label_ids.get(action)
+            if action_id is None:
+                action_id = label_ids[action] = len(label_ids)
+            label.append(action_id)
+            moves.append(successor != state)
+        current += 1
+    reason = limits.exceeded(len(states), started, peak_bytes())
+    if reason:
+        raise OverBudget(reason)
+    out.append(len(dst))
+    stutter_everywhere = model.stuttering
+    looped = bytearray(len(states))
+    for v in range(len(states)):
+        start, end = out[v], out[v + 1]
+        if stutter_everywhere or start == end or v in dst[start:end]:
+            looped[v] = 1
+    return Graph(states, ids, parents, out, dst, label, moves, list(label_ids), looped)
+
+
+def components(graph: Graph, nodes, alive: bytearray) -> list[list[int]]:
+    """The strongly connected components (iterative Tarjan) of the subgraph of the states
+    where `alive` is set, searched from `nodes`; only those that hold a cycle."""
+    out, dst, looped = graph.out, graph.dst, graph.looped
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    on_stack: set[int] = set()
+    stack: list[int] = []
+    found: list[list[int]] = []
+    for root in nodes:
+        if root in index or not alive[root]:
+            continue
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        work = [(root, out[root])]
+        while work:
+            v, e = work[-1]
+            end = out[v + 1]
+            descended = False
+            while e < end:
+                w = dst[e]
+                e += 1
+                if not alive[w]:
+                    continue
+                if w not in index:
+                    work[-1] = (v, e)
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, out[w]))
+                    descended = True
+                    break
+                if w in on_stack and index[w] < low[v]:
+                    low[v] = index[w]
+            if descended:
+                continue
+            work.pop()
+            if work:
+                u = work[-1][0]
+                if low[v] < low[u]:
+                    low[u] = low[v]
+            if low[v] == index[v]:
+                component = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    component.append(w)
+                    if w == v:
+                        break
+                if len(component) > 1 or looped[v]:
+                    found.append(component)
+    return found
+
+
+@attrs.frozen
+class Fairness:
+    """The model's fairness conditions, evaluated on the graph once: per condition, which
+    labels are its steps and which states enable it."""
+
+    strong: tuple[bool, ...]
+    steps: tuple[bytearray, ...]  # per condition, per label id
+    enabled: tuple[bytearray, ...]  # per condition, per state
+
+
+def fairness_of(model: ValidModel, graph: Graph) -> Fairness:
+    strong, steps, enabled = [], [], []
+    for condition in model.fairness:
+        taken = bytearray(condition.matches(label) for label in graph.labels)
+        on = bytearray(len(graph))
+        out, label, moves = graph.out, graph.label, graph.moves
+        for v in range(len(graph)):
+            for e in range(out[v], out[v + 1]):
+                if moves[e] and taken[label[e]]:
+                    on[v] = 1
+                    break
+        strong.append(isinstance(condition, SF))
+        steps.append(taken)
+        enabled.append(on)
+    return Fairness(tuple(strong), tuple(steps), tuple(enabled))
+
+
+def _taken_inside(graph: Graph, component: list[int], member: bytearray, fair: Fairness) -> list[bool]:
+    """Per fairness condition: whether an edge inside the component takes it."""
+    taken = [False] * len(fair.steps)
+    out, dst, label, moves = graph.out, graph.dst, graph.label, graph.moves
+    for v in component:
+        for e in range(out[v], out[v + 1]):
+            if moves[e] and member[dst[e]]:
+                for k, steps in enumerate(fair.steps):
+                    if steps[label[e]]:
+                        taken[k] = True
+    return taken
+
+
+def fair_components(graph: Graph, alive: bytearray, fair: Fairness) -> list[list[int]]:
+    """The components of the `alive` subgraph that hold a fair cycle (refined as the module
+    docstring says): each is strongly connected and a cycle through all of it is fair."""
+    member = bytearray(len(graph))
+    work = components(graph, range(len(graph)), alive)
+    result = []
+    while work:
+        component = work.pop()
+        for v in component:
+            member[v] = 1
+        taken = _taken_inside(graph, component, member, fair)
+        unfair, removed = False, list[int]()
+        for k, enabled in enumerate(fair.enabled):
+            if taken[k]:
+                continue
+            if not fair.strong[k]:
+                if all(enabled[v] for v in component):
+                    unfair = True  # enabled throughout, never taken: no cycle here is fair
+                    break
+            else:
+                removed.extend(v for v in component if enabled[v])
+        if not unfair and removed:
+            for v in removed:
+                member[v] = 0  # a cycle avoiding those states is all that may be fair
+            work.extend(components(graph, component, member))
+        elif not unfair:
+            result.append(component)
+        for v in component:
+            member[v] = 0
+    return result
+
+
+# A path through the graph: (edge index or STUTTER, the state it reaches), in order.
+Path = list[tuple[int, int]]
+
+
+def _shortest(graph: Graph, start: int, allowed: bytearray, goal: Callable[[int, int], bool]) -> Path | None:
+    """A shortest path from `start` through `allowed` states to the first edge `goal(edge,
+    target)` accepts (STUTTER for a state's stuttering step); None if there is none."""
+    out, dst, looped = graph.out, graph.dst, graph.looped
+    came: dict[int, tuple[int, int]] = {start: (-1, -1)}
+    queue = deque([start])
+    while queue:
+        v = queue.popleft()
+        candidates = [(e, dst[e]) for e in range(out[v], out[v + 1]) if allowed[dst[e]]]
+        if looped[v] and not any(w == v for _, w in candidates):
+            candidates.append((STUTTER, v))
+        for e, w in candidates:
+            if goal(e, w):
+                path = [(e, w)]
+                while v != start:
+                    previous, edge = came[v]
+                    path.append((edge, v))
+                    v = previous
+                path.reverse()
+                return path
+            if w not in came:
+                came[w] = (v, e)
+                queue.append(w)
+    return None
+
+
+def _needs(graph: Graph, component: list[int], inside: bytearray, fair: Fairness) -> list:
+    """Per fairness condition that a cycle in `component` must do something for: a test of a
+    step `(edge, target)` that does it (takes the action; for WF, or reaches a state where
+    the action is disabled)."""
+    taken = _taken_inside(graph, component, inside, fair)
+    label, moves = graph.label, graph.moves
+
+    def need(steps: bytearray, disabled: bytearray | None) -> Callable[[int, int], bool]:
+        def met(e: int, w: int) -> bool:
+            if disabled is not None and not disabled[w]:
+                return True
+            return e >= 0 and bool(moves[e]) and bool(steps[label[e]])
+
+        return met
+
+    needs: list[Callable[[int, int], bool]] = []
+    for k, enabled in enumerate(fair.enabled):
+        if fair.strong[k]:
+            if taken[k]:  # (else, after the refinement, it is never enabled in the component)
+                needs.append(need(fair.steps[k], None))
+        else:
+            needs.append(need(fair.steps[k], enabled))
+    return needs
+
+
+def _any_of(needs: list[Callable[[int, int], bool]]) -> Callable[[int, int], bool]:
+    return lambda e, w: any(need(e, w) for need in needs)
+
+
+def fair_cycle(graph: Graph, entry: int, component: list[int], fair: Fairness) -> Path:
+    """A cycle from `entry` back to it inside `component` that meets every fairness
+    condition: from `entry`, a shortest path to the nearest step that meets one still unmet,
+    and so on, then a shortest path back."""
+    inside = bytearray(len(graph))
+    for v in component:
+        inside[v] = 1
+    needs = [need for need in _needs(graph, component, inside, fair) if not need(-1, entry)]
+    cycle: Path = []
+    here = entry
+    while needs:
+        leg = _shortest(graph, here, inside, _any_of(needs))
+        assert leg is not None  # the component is strongly connected and fair
+        cycle += leg
+        here = leg[-1][1]
+        needs = [need for need in needs if not any(need(e, w) for e, w in leg)]
+    back = _shortest(graph, here, inside, lambda _e, w: w == entry)
+    assert back is not None
+    return cycle + back
+
+
+def _depths(graph: Graph) -> array:
+    """Each state's breadth-first depth (a parent's id is smaller than its child's)."""
+    depth = array("i", bytes(4 * len(graph)))
+    for v, parent in enumerate(graph.parents):
+        if parent >= 0:
+            depth[v] = depth[parent] + 1
+    return depth
+
+
+# Cycle entries tried for the shortest lasso: at most 64, and fewer in a big component (each
+# try is a few breadth-first searches of it).
+ENTRIES_TRIED = 64
+WORK_PER_LASSO = 200_000
+
+
+def _best_lasso(graph: Graph, entries: list[int], component: list[int], fair: Fairness) -> Lasso:
+    """The shortest of the lassos entering `component` at the shallowest of `entries`."""
+    best: Lasso | None = None
+    best_length = 0
+    depths = _depths(graph)
+    tries = max(1, min(ENTRIES_TRIED, WORK_PER_LASSO // len(component)))
+    for entry in sorted(entries, key=lambda v: (depths[v], v))[:tries]:
+        depth = depths[entry]
+        if best is not None and depth >= best_length:
+            break
+        cycle = fair_cycle(graph, entry, component, fair)
+        if best is None or depth + len(cycle) < best_length:
+            best, best_length = Lasso(_prefix(graph, entry), cycle), depth + len(cycle)
+    assert best is not None
+    return best
+
+
+@attrs.frozen
+class Lasso:
+    """A counterexample as ids: a prefix from an initial state to the cycle's first state,
+    then the cycle, whose last step returns to it."""
+
+    prefix: list[int]  # state ids, the initial state first, the cycle's first state last
+    cycle: Path  # steps from the cycle's first state; the last one reaches it again
+
+
+def _prefix(graph: Graph, target: int) -> list[int]:
+    path = [target]
+    while graph.parents[path[-1]] >= 0:
+        path.append(graph.parents[path[-1]])
+    path.reverse()
+    return path
+
+
+def find_lasso(prop, graph: Graph, fair: Fairness) -> Lasso | None:
+    """A fair behaviour that violates `prop`, or None when it holds."""
+    n = len(graph)
+    if isinstance(prop, InfinitelyOften):
+        avoid = bytearray(not prop.p(s) for s in graph.states)
+        found = fair_components(graph, avoid, fair)
+        if not found:
+            return None
+        component = min(found, key=min)
+        return _best_lasso(graph, component, component, fair)
+    if isinstance(prop, EventuallyAlways):
+        failing = bytearray(not prop.p(s) for s in graph.states)
+        everywhere = bytearray(b"\x01") * n
+        found = [c for c in fair_components(graph, everywhere, fair) if any(failing[v] for v in c)]
+        if not found:
+            return None
+        entry = min(v for c in found for v in c if failing[v])
+        component = next(c for c in found if entry in c)
+        return _best_lasso(graph, [v for v in component if failing[v]], component, fair)
+    assert isinstance(prop, LeadsTo)
+    not_q = bytearray(not prop.q(s) for s in graph.states)
+    found = fair_components(graph, not_q, fair)
+    if not found:
+        return None
+    in_fair = bytearray(n)
+    for component in found:
+        for v in component:
+            in_fair[v] = 1
+    # Backwards through not-Q states from the fair components: the states that can stay out
+    # of Q forever.
+    sources = array("i")
+    targets = array("i")
+    out, dst = graph.out, graph.dst
+    for v in range(n):
+        if not_q[v]:
+            for e in range(out[v], out[v + 1]):
+                if not_q[dst[e]]:
+                    sources.append(v)
+                    targets.append(dst[e])
+    start, preds = predecessor_lists(sources, targets, n)
+    doomed = bytearray(in_fair)
+    pending = [v for v in range(n) if in_fair[v]]
+    while pending:
+        w = pending.pop()
+        for i in range(start[w], start[w + 1]):
+            v = preds[i]
+            if not doomed[v]:
+                doomed[v] = 1
+                pending.append(v)
+    bad = next((v for v in range(n) if doomed[v] and prop.p(graph.states[v])), None)
+    if bad is None:
+        return None
+    if in_fair[bad]:
+        bridge: Path = []
+    else:
+        reached = _shortest(graph, bad, not_q, lambda _e, w: bool(in_fair[w]))
+        assert reached is not None
+        bridge = reached
+    entry = bridge[-1][1] if bridge else bad
+    component = next(c for c in found if entry in c)
+    # The prefix runs to `bad` (a shortest path), then through not-Q states to the cycle.
+    prefix = _prefix(graph, bad) + [w for _e, w in bridge]
+    return Lasso(prefix, fair_cycle(graph, entry, component, fair))
+
+
+def lasso_steps(
+    model: ValidModel, graph: Graph, lasso: Lasso, canonical: Callable | None
+) -> tuple[tuple[Step, ...], int, str]:
+    """The lasso as real states (the model replayed along the ids, as `trace` does), the
+    index of the cycle's first state, and the action that leads from the last state back to
+    it (to a state of its symmetry class, under a symmetry)."""
+    key = canonical or (lambda state: state)
+    ids = graph.ids
+    constraint, action_constraint = model.constraint, model.action_constraint
+
+    def inside(state, action, successor) -> bool:
+        return (constraint is None or constraint(successor)) and (
+            action_constraint is None or action_constraint(state, action, successor)
+        )
+
+    def step(state, edge: int, target: int) -> Step:
+        if edge == STUTTER:
+            return Step(STUTTERING, state)
+        wanted = graph.labels[graph.label[edge]]
+        matches = [
+            (action, successor)
+            for action, successor in model.successors(state)
+            if ids.get(key(successor)) == target and inside(state, action, successor)
+        ]
+        action, successor = next(((a, s) for a, s in matches if a == wanted), matches[0])
+        return Step(action, successor)
+
+    first = lasso.prefix[0]
+    state = next(s for s in model.initial_states() if ids.get(key(s)) == first)
+    steps = [Step(None, state)]
+    for target in lasso.prefix[1:]:
+        matches = [
+            (a, s) for a, s in model.successors(state) if ids.get(key(s)) == target and inside(state, a, s)
+        ]
+        action, state = matches[0]
+        steps.append(Step(action, state))
+    cycle_start = len(steps) - 1
+    for edge, target in lasso.cycle:
+        steps.append(step(steps[-1].state, edge, target))
+    closing = steps.pop()
+    assert closing.action is not None
+    return tuple(steps), cycle_start, closing.action
+
+
+def decide(
+    model: ValidModel,
+    result: ExplorationResult,
+    canonical: Callable[[Hashable], Hashable] | None,
+    limits: Limits,
+    started: float,
+) -> ExplorationResult:
+    """`result` with the model's temporal properties decided: violations with their lassos,
+    and properties that could not be decided `skipped` with the reason."""
+    names = [prop.name for prop in model.temporal]
+    if not result.complete:
+        reason = result.unproved()
+        return attrs.evolve(result, skipped={**result.skipped, **dict.fromkeys(names, reason)})
+    try:
+        graph = build_graph(model, canonical, limits, started)
+        fair = fairness_of(model, graph)
+        violations = dict(result.violations)
+        for prop in model.temporal:
+            lasso = find_lasso(prop, graph, fair)
+            over = limits.exceeded(0, started, peak_bytes())
+            if over:
+                raise OverBudget(over)
+            if lasso is not None:
+                steps, cycle_start, back = lasso_steps(model, graph, lasso, canonical)
+                violations[prop.name] = Violation(prop.name, steps, cycle_start, back)
+    except OverBudget as error:
+        stopped = f"temporal check stopped: {error}"
+        return attrs.evolve(result, skipped={**result.skipped, **dict.fromkeys(names, stopped)})
+    return attrs.evolve(result, violations=violations, seconds=time.monotonic() - started)
