@@ -16,6 +16,7 @@ from pymc_resume.cli.options import (
     MAX_WORKERS,
     Seconds,
     engine_flags,
+    exact_flag,
     refuse_for_simulation,
     refuse_lone_address,
     simulation_flags,
@@ -50,11 +51,7 @@ from pymc_resume.model.mutants import MUTANTS
     default=None,
     help="Worker processes, each owning a hash partition  [default: number of cores].",
 )
-@click.option(
-    "--exact",
-    is_flag=True,
-    help="Store whole states instead of 64-bit fingerprints: more memory, no collision possible.",
-)
+@exact_flag
 @snapshot_flags("bounds, mutant, symmetry, store and workers")
 @click.option(
     "--json",

@@ -15,6 +15,7 @@ from pymc_resume.cli.options import (
     MAX_WORKERS,
     Seconds,
     engine_flags,
+    exact_flag,
     refuse_for_simulation,
     refuse_lone_address,
     simulation_flags,
@@ -63,11 +64,7 @@ from pymc_resume.files import write_atomically, write_json
     is_flag=True,
     help="Count, per action, the successors it generated and the new states it found (one worker).",
 )
-@click.option(
-    "--exact",
-    is_flag=True,
-    help="Store whole states instead of 64-bit fingerprints: more memory, no collision possible.",
-)
+@exact_flag
 @snapshot_flags("target, workers, symmetry, store and deadlock checking")
 @click.option(
     "--json",

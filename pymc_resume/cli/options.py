@@ -230,6 +230,14 @@ def refuse_for_simulation(simulate: bool, simulation_only: dict, exhaustive_only
             raise click.UsageError(f"{given[0]}: only with --simulate")
 
 
+# `--exact`, shared by `check` and `explore`: the visited store (explore/fingerprints.py).
+exact_flag = click.option(
+    "--exact",
+    is_flag=True,
+    help="Store whole states instead of 64-bit fingerprints: more memory, no collision possible.",
+)
+
+
 def engine_flags(function):
     """`--engine` and `--address`, shared by `check` and `explore`."""
     function = click.option(
