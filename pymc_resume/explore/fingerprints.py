@@ -109,7 +109,7 @@ class FingerprintStore:
         return found
 
     def add(
-        self, fingerprints: np.ndarray, parents: Sequence[int], hashed: bool
+        self, fingerprints: np.ndarray, parents: Sequence[int] | np.ndarray, hashed: bool
     ) -> tuple[np.ndarray, np.ndarray]:
         """Add a chunk of fingerprints, in order, with each one's parent. Returns each one's id
         and a mask of those that were new (the first occurrence of a fingerprint not stored
@@ -135,7 +135,10 @@ class FingerprintStore:
         self._reserve(self.count + len(added))
         self._place(added, np.arange(self.count, self.count + len(added), dtype=np.int64))
         self._append(added)
-        self.parents.extend(map(parents.__getitem__, firsts.tolist()))
+        if isinstance(parents, np.ndarray):
+            self.parents.extend(parents[firsts].tolist())
+        else:
+            self.parents.extend(map(parents.__getitem__, firsts.tolist()))
         return ids, new
 
     def fill(self, fingerprints: np.ndarray, parents: array) -> None:

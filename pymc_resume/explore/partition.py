@@ -20,6 +20,7 @@ from typing import cast
 import numpy as np
 
 from pymc_resume.explore import persisted, snapshot
+from pymc_resume.explore.batches import Columns, joined_columns
 from pymc_resume.explore.fingerprints import FingerprintStore, collision_probability, fingerprints_of
 from pymc_resume.explore.plain import PlainCodec, fits_plain_codec, tuple_mapper
 from pymc_resume.explore.result import DEADLOCK
@@ -31,8 +32,9 @@ from pymc_resume.explore.visited import PRESENT, VisitedStore
 Candidate = tuple[Hashable, int]  # (state key, parent global id)
 # A batch for one partition: distinct candidates, plus the repeated edges into them as
 # (index into the candidates, parent gid), so each state travels once per level, plus, where
-# the keys are a wire codec's, (sender index, the sender's new table entries) or None.
-Batch = tuple[list[Candidate], list[tuple[int, int]], tuple[int, object] | None]
+# the keys are a wire codec's, (sender index, the sender's new table entries) or None. Packed
+# keys bound for another partition travel as `Columns` (two arrays) instead of a list.
+Batch = tuple[list[Candidate] | Columns, list[tuple[int, int]], tuple[int, object] | None]
 
 
 def empty_batch() -> Batch:
@@ -199,7 +201,7 @@ class Partition:
             taken.append((candidates, repeats, None))
         self.carry[:0] = taken
 
-    def _translated(self, candidates: list, translation) -> list:
+    def _translated(self, candidates: Sequence | Columns, translation) -> list:
         """Another partition's candidates with our keys (a wire codec's translation), or, where
         the store keeps states whole, as our interned states."""
         if self.whole:
@@ -277,7 +279,7 @@ class Partition:
                 key = self.decode(self.encode(key)) if owner == self.index else self.encode(key)
             elif self.encode and (owner == self.index or self.wire):
                 key = self.encode(key)  # own candidates, and all of a wire codec's, as keys
-            outbound[owner][0].append((key, -1))
+            cast(list, outbound[owner][0]).append((key, -1))
         return self._keep_own(self._with_tables(outbound))
 
     def step(self, inbound: list[Batch], level: int, tick: Callable[[], bool] | None = None):
@@ -339,9 +341,14 @@ class Partition:
     def _admit_batch(self, candidates, repeats, level: int, fresh: list, encoded: bool) -> None:
         """Admit one batch; `encoded` batches (this partition's own, or translated) hold keys."""
         if not self.exact:
-            encode = None if encoded else self.encode
-            keys = [encode(state) if encode else state for state, _ in candidates]
-            stored = self._store_own(keys, [parent for _, parent in candidates], edges=False)
+            if type(candidates) is Columns and (self.encode is None or encoded):  # packed keys
+                hashed = cast(FingerprintStore, self.store).hashed  # (else the keys are not needed)
+                keys = candidates.keys.tolist() if hashed else []
+                stored = self._store_own(keys, candidates.parents, False, (candidates.keys, True))
+            else:
+                encode = None if encoded else self.encode
+                keys = [encode(state) if encode else state for state, _ in candidates]
+                stored = self._store_own(keys, [parent for _, parent in candidates], edges=False)
             if self.edge_sources is not None:
                 for (_, parent), target in zip(candidates, stored):
                     if parent >= 0:
@@ -533,7 +540,7 @@ class Partition:
     def _store_own(
         self,
         keys: list,
-        parents: list,
+        parents: list | np.ndarray,
         edges: bool,
         fingerprinted: tuple[np.ndarray, bool] | None = None,
         actions: list[str] | None = None,
@@ -577,6 +584,7 @@ class Partition:
         # workers a successor costs what it costs on one.
         in_bulk = count > 1 and not keep_edges and self.codec is None and self.partition_key is None
         sent = FingerprintStore() if in_bulk else None  # other partitions' states sent this level
+        columns: list[list] = [[] for _ in range(count)]  # what `_route_in_bulk` sends, as arrays
         taken: list[str] | None = [] if self.coverage is not None else None  # every action taken
         actions: list[str] | None = [] if self.coverage is not None else None  # each key's action
         keys: list = []  # own successors of the chunk, and their parents' gids
@@ -652,22 +660,26 @@ class Partition:
                 self._stop_if_first()
             if len(keys) >= FINGERPRINT_CHUNK:
                 if sent is not None:
-                    self._route_in_bulk(keys, parents, outbound, sent)
+                    self._route_in_bulk(keys, parents, outbound, columns, sent)
                 else:
                     self._store_own(keys, parents, keep_edges, actions=actions)
                 keys, parents, actions = [], [], (None if actions is None else [])
         if keys and sent is not None:
-            self._route_in_bulk(keys, parents, outbound, sent)
+            self._route_in_bulk(keys, parents, outbound, columns, sent)
         elif keys:
             self._store_own(keys, parents, keep_edges, actions=actions)
         self.generated += generated
         if self.coverage is not None:
             self.coverage[0].update(taken)  # type: ignore[arg-type]  # a list with coverage
-        return self._with_tables([(batch, extra, None) for batch, extra in zip(outbound, repeats)])
+        batches = [_joined(batch, pieces) for batch, pieces in zip(outbound, columns)]
+        return self._with_tables([(batch, extra, None) for batch, extra in zip(batches, repeats)])
 
-    def _route_in_bulk(self, keys: list, parents: list, outbound: list, sent: FingerprintStore) -> None:
+    def _route_in_bulk(
+        self, keys: list, parents: list, outbound: list, columns: list, sent: FingerprintStore
+    ) -> None:
         """Place a chunk of successors that are their own keys: store this partition's, and
-        add each other partition's not yet sent this level to its owner's batch. An owner is
+        add each other partition's not yet sent this level to its owner's batch (`columns`, as
+        arrays, for ints in [0, 2**64); else `outbound`, as pairs). An owner is
         `stable_hash(key) % PRIME % count`, as `owner_of`; an int's hash is itself modulo the
         Mersenne prime 2**61 - 1, so for ints in [0, 2**64) it is computed in numpy."""
         fingerprints, exact = fingerprints_of(keys)
@@ -684,10 +696,20 @@ class Partition:
                 [keys[i] for i in at], [parents[i] for i in at], False, (fingerprints[mine], exact)
             )
         others = np.flatnonzero(~mine)
-        if others.size:
-            _ids, first_sent = sent.add(fingerprints[others], [0] * len(others), hashed=not exact)
-            for i, owner in zip(others[first_sent].tolist(), owners[others[first_sent]].tolist()):
-                outbound[owner].append((keys[i], parents[i]))
+        if not others.size:
+            return
+        _ids, first_sent = sent.add(fingerprints[others], np.zeros(len(others), np.int64), hashed=not exact)
+        going = others[first_sent]
+        if exact:  # the fingerprints are the keys: the batch is two arrays
+            going_parents = np.array(parents, dtype=np.int64)[going]
+            going_owners = owners[going]
+            for owner in range(self.count):
+                if owner != self.index:
+                    to_owner = going_owners == owner
+                    columns[owner].append((fingerprints[going][to_owner], going_parents[to_owner]))
+            return
+        for i, owner in zip(going.tolist(), owners[going].tolist()):
+            outbound[owner].append((keys[i], parents[i]))
 
     def _inside(self, state: Hashable, action: str, successor: Hashable) -> bool:
         """Whether a successor is inside the state and action constraints (TLC's CONSTRAINT
@@ -696,6 +718,15 @@ class Partition:
         return (model.constraint is None or model.constraint(successor)) and (
             model.action_constraint is None or model.action_constraint(state, action, successor)
         )
+
+
+def _joined(candidates: list, pieces: list) -> list | Columns:
+    """One partition's outbound candidates: the arrays `_route_in_bulk` gathered as `Columns`,
+    or, in the rare level that also sent keys as pairs (ints outside [0, 2**64)), all as pairs."""
+    if not pieces:
+        return candidates
+    columns = joined_columns(pieces)
+    return candidates + list(columns) if candidates else columns
 
 
 class StoredKeys(Sequence):
