@@ -66,9 +66,9 @@ VIOLATED_UNDER = {
 # resumes never reach the framework (our client refuses them) and their cells are not checked,
 # never holds; a response sent with the checkpoint that parked is served again; a value sent to
 # a completed LlamaIndex run is ignored while the run starts over; a second value to a consumed
-# pydantic-graph interrupt is refused by pydantic-graph itself (iter_from_persistence finds no
-# 'created' snapshot and raises; docs/pydantic-graph.md). Clause -> (verdict, words its reason or
-# its variants name).
+# pydantic-graph interrupt is refused by pydantic-graph under iter_from_persistence, but under
+# its documented human-in-the-loop pattern load_next finds nothing and the pattern starts the
+# run again (docs/pydantic-graph.md). Clause -> (verdict, words its reason or its variants name).
 DECIDED = {
     ("agent-framework", "file"): {
         "checkpoint-validity": ("skipped", "not checked"),
@@ -79,7 +79,7 @@ DECIDED = {
     },
     ("llama-index", "context-json"): {"consume-once-value": ("violated", "recorded it nowhere")},
     ("pydantic-graph", "file"): {
-        "consume-once-value": ("holds", "refused by the framework (GraphRuntimeError: Unable to restore"),
+        "consume-once-value": ("violated", "recorded it nowhere, and ran the thread again"),
     },
 }
 

@@ -27,7 +27,8 @@ How the contract's operations map (docs/pydantic-graph.md says more):
     parked snapshot with `persistence.load_next()` (created -> pending, under the file lock: the
     claim) and runs the answered node with `graph.iter(S3(value=v), state=snapshot.state, ...)`.
     When `load_next` returns None (nothing is waiting: pydantic-graph raises nothing) the
-    pattern leaves the decision to user code: the client refuses (`CLIENT`).
+    example's else branch starts a new run from the first node with a fresh state on the same
+    persistence, and the answer is not used: the client does what the example does.
   - `iter-from-persistence`: `graph.iter_from_persistence(persistence)` restores the parked
     node (its own `load_next`: the claim) and the client hands it the answered node with
     `GraphRun.next(S3(value=v))` ("the node you want to run next"). With nothing waiting,
@@ -43,10 +44,11 @@ How the contract's operations map (docs/pydantic-graph.md says more):
 
 Refusals say whose they are (`Outcome.by`). One that pydantic-graph raised to its client
 (`_from_pydantic_graph`: the innermost frame of pydantic-graph or pymc_resume on the traceback
-is pydantic-graph's) is pydantic-graph's (`FRAMEWORK`). The human-in-the-loop pattern leaves to
-user code the decision whether a run is parked at all and what to do when `load_next` finds no
-snapshot; the adapter's client decides that, and its refusal says that the rule is the
-adapter's (`ADAPTER_RULE`, `CLIENT`), never pydantic-graph's.
+is pydantic-graph's) is pydantic-graph's (`FRAMEWORK`). What to do when `load_next` finds no
+snapshot, the human-in-the-loop example says in its else branch (start a new run), and the
+client does that; where the client itself refuses (an answer to a node that is not an
+interrupt, a snapshot another delivery took), its refusal says that the rule is the adapter's
+(`ADAPTER_RULE`, `CLIENT`), never pydantic-graph's.
 
 Crash points are real SIGKILLs of the child process that runs the graph: before or after the
 node's code (in the node), or after the persistence appended the snapshot that records the
@@ -118,7 +120,8 @@ START_CALL = (
 )
 LOAD_NEXT_CALL = (
     "snapshot = await persistence.load_next() (created -> pending), then graph.iter(S{k}(value=v), "
-    "state=snapshot.state, persistence=...) driven with GraphRun.next() (the human-in-the-loop pattern)"
+    "state=snapshot.state, persistence=...) driven with GraphRun.next(); when it returns None, "
+    "graph.iter(S0(), state=FuzzState(), persistence=...) (the human-in-the-loop pattern's else branch)"
 )
 ITER_FROM_PERSISTENCE_CALL = (
     "async with graph.iter_from_persistence(persistence) as run (restores the parked S{k}(), "
@@ -318,22 +321,32 @@ class PydanticGraphAdapter:
         Every node run appends the snapshot of the next node with the state after it, so a
         snapshot whose node comes later than the previous checkpoint's commits the stage before
         it. A snapshot at the same position is the resume pattern's record of a delivered value
-        (the consuming node with its `value`), not a checkpoint.
+        (the consuming node with its `value`), not a checkpoint. A first node's snapshot after
+        the first is a new run in the same file (the human-in-the-loop pattern's else branch):
+        its stages commit again, further back than the head.
         """
         workflow = self.workflow
         names = [_field(n) for n in range(len(workflow.nodes))] + ["note"]
         chain: list[Checkpoint] = []
+        run_pc = 0  # the position the current run has reached
         for snapshot in snapshots:
             pc = _pc(workflow, snapshot)
             app = tuple(int(snapshot["state"].get(name, 0)) for name in names)
             if not chain:
                 chain.append(Checkpoint(pc, app, INITIAL if pc == 0 else pc - 1))
-            elif pc > chain[-1].pc:
+                run_pc = pc
+            elif pc == 0:
+                run_pc = 0
+            elif pc > run_pc:
                 chain.append(Checkpoint(pc, app, pc - 1))
+                run_pc = pc
         return chain
 
     def _inputs(self, snapshots: list[dict]) -> tuple[dict[int, int], tuple[tuple[int, int], ...]]:
-        """Recorded values (the first per interrupt) and any recorded after it (late)."""
+        """The current run's recorded values (the first per interrupt) and any recorded after
+        it (late); a new run in the same file (see `_view`) starts with none."""
+        starts = [i for i, s in enumerate(snapshots) if i and _pc(self.workflow, s) == 0]
+        snapshots = snapshots[starts[-1] :] if starts else snapshots
         inputs: dict[int, int] = {}
         late: list[tuple[int, int]] = []
         for stage in self.workflow.consuming:
@@ -427,35 +440,36 @@ class _Client:
             raise _Refusal(f"the run is not parked at an interrupt (next to run: {next_id})")
         _CONTROL.at("after-load", -1)
         if variant == ITER_FROM_PERSISTENCE:
-            return await self._resume_from_persistence(value, waiting)
+            return await self._resume_from_persistence(value)
         if variant != LOAD_NEXT:
             raise ValueError(f"unknown resume variant {variant!r}")
         snapshot = await self.persistence.load_next()
         if snapshot is None:
-            head = snapshots[-1] if snapshots else None
-            status = (
-                "no snapshot" if head is None else f"{head.kind} snapshot, {getattr(head, 'status', 'ended')}"
-            )
-            raise _Refusal(
-                f"the run is not parked at an interrupt: pydantic-graph's load_next returned no snapshot "
-                f"and raised nothing (head: {status})"
-            )
-        if waiting is None or snapshot.id != waiting.id:
-            raise _Refusal("the parked snapshot was taken by another delivery (load_next returned another)")
+            # The pattern's else branch: with nothing waiting it starts a new run from the first
+            # node, with a fresh state, on the same persistence; the answer is not used.
+            async with self.graph.iter(
+                self.classes[0](), state=self.state_model(), persistence=self.persistence
+            ) as run:
+                where = await self._drive(run)
+            return f"load_next returned no snapshot: the pattern started a new run ({where}), value unused"
+        if not self._parked(snapshot.node):  # (a race: the waiting node is no interrupt now)
+            raise _Refusal(f"load_next returned {snapshot.node.get_node_id()}, which is not an interrupt")
+        # The pattern answers whatever parked snapshot load_next returned: after a concurrent
+        # delivery took the one this client saw, that is the next interrupt's.
         node = type(snapshot.node)(value=value)
         async with self.graph.iter(node, state=snapshot.state, persistence=self.persistence) as run:
             return await self._drive(run)
 
-    async def _resume_from_persistence(self, value: int, waiting) -> str:
+    async def _resume_from_persistence(self, value: int) -> str:
         """iter_from_persistence restores the parked node (or raises when nothing waits); the
         answered node is the one the client passes to GraphRun.next."""
         async with self.graph.iter_from_persistence(self.persistence) as run:
             parked = run.next_node
-            if waiting is None or parked.get_snapshot_id() != waiting.id:
-                raise _Refusal(
-                    f"iter_from_persistence restored {parked.get_node_id()}, not the parked snapshot "
-                    "(another delivery took it)"
-                )
+            if not self._parked(parked):  # (a race: the waiting node is no interrupt now)
+                restored = parked.get_node_id()
+                raise _Refusal(f"iter_from_persistence restored {restored}, which is not an interrupt")
+            # As under load-next: after a concurrent delivery took the snapshot this client saw,
+            # what is restored is the next interrupt's, and the answer goes there.
             await run.next(type(parked)(value=value))
             return await self._drive(run)
 

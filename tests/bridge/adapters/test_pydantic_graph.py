@@ -29,7 +29,7 @@ from pymc_resume.bridge.adapters.pydantic_graph import (
     PydanticGraphAdapter,
     _from_pydantic_graph,
 )
-from pymc_resume.bridge.judging.session import Session
+from pymc_resume.bridge.judging.session import Session, Violation
 from pymc_resume.bridge.repro.replay import load_repro
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.state import INITIAL
@@ -82,15 +82,26 @@ def in_variant(step, variant):
 ANSWERED = [START, resume(1), resume(2)]
 
 
-def test_a_second_value_under_load_next_gets_no_snapshot_and_the_client_refuses():
-    # pydantic-graph's load_next returns None and raises nothing: the pattern leaves it to user code.
-    violated, session = run([*ANSWERED, in_variant(resume(1), LOAD_NEXT)], drain=False)
-    assert violated == set()
-    [late] = session.steps[-1]["outcome"]
-    assert late["status"] == "refused" and late["by"] == "client"
-    assert "load_next returned no snapshot and raised nothing" in late["detail"]
-    assert session.observation.threads[0].inputs == {3: 1, 4: 2}
-    assert session.observation.threads[0].late_inputs == ()
+def test_a_second_value_under_load_next_is_ignored_and_the_pattern_starts_the_run_again():
+    # load_next returns None and raises nothing; the example's else branch starts a new run on
+    # the same file: the value is silently ignored and the first stage's effect fires again.
+    session = Session(PydanticGraphAdapter(), DEFAULT.workflow, DEFAULT.values, step_timeout=60)
+    try:
+        with pytest.raises(Violation) as violation:
+            for step in [*ANSWERED, in_variant(resume(1), LOAD_NEXT)]:
+                session.apply(step)
+        # a second run in the file: committed stages commit again, their effects fire again
+        again = {"effect-exactly-once", "prefix-continuation"}
+        assert set(violation.value.clauses) == {"consume-once-value", *again}
+        [late] = session.steps[-1]["outcome"]
+        assert late["status"] == "ok" and "started a new run (parked at S3)" in late["detail"]
+        assert session.observation.threads[0].inputs == {}  # the new run's: v1 recorded nowhere
+        assert session.observation.threads[0].late_inputs == ()
+        snapshots = json.loads((session.workdir / "t0.json").read_text())
+        ended = next(i for i, s in enumerate(snapshots) if s["kind"] == "end")
+        assert [s["node"]["node_id"] for s in snapshots[ended + 1 :]] == ["S0", "S1", "S2", "S3"]
+    finally:
+        session.close()
 
 
 def test_a_second_value_under_iter_from_persistence_is_refused_by_pydantic_graph():
@@ -154,12 +165,14 @@ def test_fork_determinism_and_fork_intent_are_not_applicable_in_its_profile():
 
 
 def test_a_refusal_made_by_the_client_says_the_rule_is_the_adapters():
-    # pydantic-graph leaves it to user code whether a run is parked: the adapter's client decides.
-    violated, session = run([START, resume(1), resume(2), resume(1)], drain=False)
+    # Killed right after S1's result was persisted, the file's waiting node is S2, no interrupt:
+    # answering it would skip it, so the client refuses before it calls pydantic-graph.
+    steps = [{"action": "start", "thread": 0, "crash": crash(1, "after-commit")}, resume(1)]
+    violated, session = run(steps, drain=False)
     assert violated == set()
     [late] = session.steps[-1]["outcome"]
     assert late["status"] == "refused" and late["detail"].startswith(ADAPTER_RULE)
-    assert late["by"] == "client"
+    assert "next to run: S2" in late["detail"] and late["by"] == "client"
 
 
 def test_a_refusal_counts_as_pydantic_graphs_only_where_pydantic_graph_raised_it():
@@ -190,8 +203,8 @@ def test_a_start_commits_up_to_the_first_interrupt_and_parks_there():
         session.close()
 
 
-def test_crash_free_run_holds_and_a_late_resume_is_refused():
-    violated, session = run([START, resume(1), resume(2), resume(1)])
+def test_crash_free_run_holds_and_a_late_resume_is_refused_by_iter_from_persistence():
+    violated, session = run([START, resume(1), resume(2), in_variant(resume(1), ITER_FROM_PERSISTENCE)])
     assert violated == set()
     assert statuses(session) == ["ok", "ok", "ok", "refused"]
     assert session.observation.threads[0].inputs == {3: 1, 4: 2}
@@ -245,13 +258,19 @@ def test_a_schema_invalid_resume_value_is_recorded_before_it_is_refused():
 
 
 @pytest.mark.parametrize("window", ["after-load", "after-execute"])
-def test_concurrent_deliveries_are_served_once_by_load_next(window):
+def test_concurrent_deliveries_under_load_next_are_all_taken_by_the_pattern(window):
+    # Both deliveries saw S3 parked. The one whose load_next comes second gets the next
+    # interrupt's snapshot (and answers it) or none (and the else branch starts a new run), or
+    # pydantic-graph's file lock fails under it: the client refuses neither.
     violated, session = run(
-        [START, {"action": "resume-together", "thread": 0, "values": [1, 2], "window": window}]
+        [START, {"action": "resume-together", "thread": 0, "values": [1, 2], "window": window}], drain=False
     )
-    assert violated == set()
     outcomes = session.steps[1]["outcome"]
-    assert sorted(o["status"] for o in outcomes) == ["ok", "refused"], outcomes
+    assert all(o["status"] == "ok" or o.get("by") == "framework" for o in outcomes), outcomes
+    if any("started a new run" in o["detail"] for o in outcomes):  # stage 0's effect fired again
+        assert "effect-exactly-once" in violated <= {"effect-exactly-once", "prefix-continuation"}
+    else:
+        assert violated == set()
 
 
 def test_newest_release_without_persistence_is_refused_with_a_reason(tmp_path, monkeypatch):
