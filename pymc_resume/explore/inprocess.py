@@ -8,7 +8,7 @@ from pymc_resume.explore import snapshot
 from pymc_resume.explore.limits import Limits, results_reserve
 from pymc_resume.explore.memory import peak_bytes
 from pymc_resume.explore.partition import Partition
-from pymc_resume.explore.reachability import GraphPiece
+from pymc_resume.explore.reachability import BackwardSearch
 from pymc_resume.explore.validate import ValidModel
 
 
@@ -31,6 +31,7 @@ class InProcess:
         self.started = started
         self.on_tick = on_tick
         self.stopped_because: str | None = None
+        self.backward: BackwardSearch | None = None  # while reachability is decided
 
     def __enter__(self) -> InProcess:
         return self
@@ -100,8 +101,19 @@ class InProcess:
     def worker_peak_rss(self) -> tuple[int, ...]:
         return ()  # no worker processes
 
-    def graph_pieces(self) -> list[GraphPiece]:
+    count = 1  # one partition, for the backward search (`reachability.shallowest_unable`)
+
+    def _backward(self) -> BackwardSearch:
+        assert self.backward is not None, "reach_begin first"
+        return self.backward
+
+    def reach_begin(self, prop: int) -> None:
         """Asked only of a model with reachability properties (goals)."""
-        p = self.partition
-        assert p.edge_sources is not None and p.edge_targets is not None  # kept with goals
-        return [GraphPiece(len(p), p.level_starts, p.goal_flags, p.edge_sources, p.edge_targets)]
+        self.backward = BackwardSearch(self.partition, prop)
+
+    def reach_round(self, inbound):
+        return [self._backward().round(inbound[0])]
+
+    def reach_end(self):
+        found, self.backward = self._backward().shallowest_unreached(), None
+        return [found]

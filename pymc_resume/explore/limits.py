@@ -2,10 +2,10 @@
 
 The memory budget is the whole run's: every process (coordinator and workers) at its peak, as
 the JSON result's `peak_rss_mib` total adds them up. Deciding reachability (liveness) after the
-search needs more: the coordinator gathers every edge and builds predecessor lists, and each
-worker packs its edges to send them. So while a model has reachability properties, the search
-also counts that future cost (`results_reserve`), and stops early enough for the run to end
-within the budget.
+search needs a little more: each partition keeps its edges where they are and marks its states
+in two flags a state, scanning its edges a chunk at a time (`reachability`). So while a model
+has reachability properties, the search also counts that future cost (`results_reserve`), and
+stops early enough for the run to end within the budget.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ import time
 
 import attrs
 
-# Bytes the post-search reachability costs per edge and per state, measured on the reference
-# semantics at `default` (the coordinator's arrays and lists, the workers' packed edges).
-RESERVE_PER_EDGE = 32
+# Bytes the post-search reachability adds per edge and per state: the edges are stored already;
+# a round's temporaries are bounded by its chunk of edges (`reachability.EDGE_CHUNK`, about 55
+# MB) and the states it finds (8 bytes each, twice while they are made unique), plus two flags.
+RESERVE_PER_EDGE = 1
 RESERVE_PER_STATE = 24
 
 

@@ -50,7 +50,6 @@ import attrs
 
 from pymc_resume.explore.limits import Limits
 from pymc_resume.explore.memory import peak_bytes
-from pymc_resume.explore.reachability import predecessor_lists
 from pymc_resume.explore.result import ExplorationResult, Step, Violation
 from pymc_resume.explore.temporal import SF, EventuallyAlways, InfinitelyOften, LeadsTo
 from pymc_resume.explore.validate import ValidModel
@@ -441,7 +440,7 @@ def find_lasso(prop, graph: Graph, fair: Fairness) -> Lasso | None:
                 if not_q[dst[e]]:
                     sources.append(v)
                     targets.append(dst[e])
-    start, preds = predecessor_lists(sources, targets, n)
+    start, preds = _predecessor_lists(sources, targets, n)
     doomed = bytearray(in_fair)
     pending = [v for v in range(n) if in_fair[v]]
     while pending:
@@ -540,3 +539,18 @@ def decide(
         stopped = f"temporal check stopped: {error}"
         return attrs.evolve(result, skipped={**result.skipped, **dict.fromkeys(names, stopped)})
     return attrs.evolve(result, violations=violations, seconds=time.monotonic() - started)
+
+
+def _predecessor_lists(sources: array, targets: array, state_count: int) -> tuple[array, array]:
+    """Group edges by target: the predecessors of `t` are `preds[start[t]:start[t + 1]]`."""
+    start = array("q", bytes(8 * (state_count + 1)))
+    for target in targets:
+        start[target + 1] += 1
+    for i in range(state_count):
+        start[i + 1] += start[i]
+    fill = array("q", start)
+    preds = array("i", bytes(4 * len(sources)))
+    for source, target in zip(sources, targets):
+        preds[fill[target]] = source
+        fill[target] += 1
+    return start, preds

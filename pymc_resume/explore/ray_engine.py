@@ -28,13 +28,14 @@ import time
 from collections.abc import Callable, Hashable
 from typing import Any
 
+import numpy as np
+
 from pymc_resume.errors import BadInput, EnvironmentProblem
 from pymc_resume.explore import snapshot
 from pymc_resume.explore.fingerprints import summed_risk
 from pymc_resume.explore.limits import Limits, results_reserve
 from pymc_resume.explore.memory import die_with_parent
 from pymc_resume.explore.partition import Partition, owner_of, state_hasher
-from pymc_resume.explore.reachability import GraphPiece
 from pymc_resume.explore.service import PartitionService, Stepped, own_peak_bytes
 from pymc_resume.explore.snapshot import Layout
 from pymc_resume.explore.target import is_file_module, load_file
@@ -106,6 +107,15 @@ class RayPartition:
 
     def results(self):
         return self.service.results()
+
+    def reach_begin(self, prop: int) -> None:
+        self.service.reach_begin(prop)
+
+    def reach_round(self, *inbound: bytes) -> list[bytes]:
+        return self.service.reach_round(list(inbound))
+
+    def reach_end(self):
+        return self.service.reach_end()
 
     def snapshot(self, *inbound: bytes):
         return self.service.snapshot(list(inbound))
@@ -292,7 +302,7 @@ class RayEngine:
 
     def first_bad(self) -> dict[str, tuple[int, int]]:
         merged: dict[str, tuple[int, int]] = {}
-        for first_bad, _piece, _peak, _risk in self._results():
+        for first_bad, _peak, _risk in self._results():
             for name, found in first_bad.items():
                 if name not in merged or found < merged[name]:
                     merged[name] = found
@@ -340,11 +350,23 @@ class RayEngine:
             memory += results_reserve(self._generated, self._size)
         return memory
 
-    def graph_pieces(self) -> list[GraphPiece]:
-        return [piece for _first_bad, piece, _peak, _risk in self._results()]
+    def reach_begin(self, prop: int) -> None:
+        self._get([actor.reach_begin.remote(prop) for actor in self.actors])
+
+    def reach_round(self, inbound: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
+        """One round of the backward search (`reachability`): int64 arrays of local ids."""
+        calls = [
+            actor.reach_round.remote(*(ids.tobytes() for ids in inbound[index]))
+            for index, actor in enumerate(self.actors)
+        ]
+        replies = self._get(calls)
+        return [[np.frombuffer(chunk, dtype=np.int64) for chunk in chunks] for chunks in replies]
+
+    def reach_end(self) -> list[tuple[int, int] | None]:
+        return self._get([actor.reach_end.remote() for actor in self.actors])
 
     def worker_peak_rss(self) -> tuple[int, ...]:
-        return tuple(peak for _first_bad, _piece, peak, _risk in self._results())
+        return tuple(peak for _first_bad, peak, _risk in self._results())
 
     def collision_probability(self) -> float | None:
-        return summed_risk(risk for _first_bad, _piece, _peak, risk in self._results())
+        return summed_risk(risk for _first_bad, _peak, risk in self._results())

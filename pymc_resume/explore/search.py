@@ -198,7 +198,7 @@ def _explore(
         # property -> (gid, successor index): see `Partition.first_bad`
         first_bad = {name: (gid, position) for name, (_level, gid, position) in backend.first_bad().items()}
         if complete and model.reachability:
-            found = shallowest_unable(backend.graph_pieces())
+            found = shallowest_unable(backend, len(model.reachability))
             for prop, gid in zip(model.reachability, found):
                 if gid is not None:
                     first_bad[prop.name] = (gid, -1)

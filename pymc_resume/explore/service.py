@@ -13,11 +13,12 @@ import resource
 from collections.abc import Callable, Hashable
 
 import attrs
+import numpy as np
 
 from pymc_resume.explore.batches import pack, unpack
 from pymc_resume.explore.memory import peak_bytes
 from pymc_resume.explore.partition import Partition, empty_batch
-from pymc_resume.explore.reachability import GraphPiece
+from pymc_resume.explore.reachability import BackwardSearch
 from pymc_resume.explore.snapshot import Layout
 from pymc_resume.explore.validate import ValidModel
 
@@ -61,6 +62,7 @@ class PartitionService:
         self.index, self.count = index, count
         self.limit_check = limit_check
         self.limit_reason: str | None = None
+        self.backward: BackwardSearch | None = None  # after the search, while reachability is decided
 
     def _tick(self) -> bool:
         self.limit_reason = self.limit_check(self.partition)
@@ -94,16 +96,31 @@ class PartitionService:
         local = self.partition.local_id(key)
         return None if local is None else self.partition.gid(local)
 
-    def results(self) -> tuple[dict, GraphPiece | None, int, float | None]:
-        """The first violation of each property found here, the graph piece reachability
-        needs (None without reachability properties), this process's peak bytes, and the
-        bound on a fingerprint collision here (None for an exact store)."""
+    def results(self) -> tuple[dict, int, float | None]:
+        """The first violation of each property found here, this process's peak bytes, and
+        the bound on a fingerprint collision here (None for an exact store)."""
         p = self.partition
-        piece = None
-        if p.goals:
-            assert p.edge_sources is not None and p.edge_targets is not None  # kept with goals
-            piece = GraphPiece(len(p), p.level_starts, p.goal_flags, p.edge_sources, p.edge_targets)
-        return p.first_bad, piece, own_peak_bytes(), p.collision_risk()
+        return p.first_bad, own_peak_bytes(), p.collision_risk()
+
+    def _backward(self) -> BackwardSearch:
+        assert self.backward is not None, "reach_begin first"
+        return self.backward
+
+    def reach_begin(self, prop: int) -> None:
+        """Start this partition's side of the backward search for reachability property
+        `prop` (the edges stay here: see `reachability`)."""
+        self.backward = BackwardSearch(self.partition, prop)
+
+    def reach_round(self, inbound: list[bytes]) -> list[bytes]:
+        """One round of it: the local ids sent here (int64 arrays as bytes) in, the sources
+        found for each partition out."""
+        arrivals = [np.frombuffer(chunk, dtype=np.int64) for chunk in inbound]
+        return [found.tobytes() for found in self._backward().round(arrivals)]
+
+    def reach_end(self) -> tuple[int, int] | None:
+        """(level, global id) of the shallowest state here that reaches no goal, or None."""
+        found, self.backward = self._backward().shallowest_unreached(), None
+        return found
 
     def snapshot(self, inbound: list[bytes]) -> tuple[int, list[int], bytes]:
         """Take the batches routed here for the next level, then this partition's checkpoint

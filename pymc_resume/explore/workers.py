@@ -6,8 +6,8 @@ runs) and returns its outbound batches as bytes (see `batches`: raw arrays for p
 states, else pickle protocol 5 in C, never multiprocess's dill), and the coordinator routes
 bytes to their owners without decoding them. Partitions agree on owners because owners come
 from a hash that is the same in every process (`partition.owner_of`). After the search the
-coordinator queries the workers for parents and ids to rebuild traces, and gathers their graph
-pieces for reachability.
+coordinator queries the workers for parents and ids to rebuild traces, and routes the rounds
+of the backward search that decides reachability (`reachability`: the edges stay in the workers).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import traceback
 from collections.abc import Callable, Hashable
 
 import multiprocess
+import numpy as np
 
 from pymc_resume.errors import EnvironmentProblem
 from pymc_resume.explore import snapshot
@@ -27,7 +28,6 @@ from pymc_resume.explore.limits import Limits, results_reserve
 from pymc_resume.explore.memory import die_with_parent, run_peak_bytes
 from pymc_resume.explore.partition import Partition, owner_of, state_hasher
 from pymc_resume.explore.raised import model_traceback
-from pymc_resume.explore.reachability import GraphPiece
 from pymc_resume.explore.service import PartitionService
 from pymc_resume.explore.validate import ModelError, ValidModel
 
@@ -156,6 +156,13 @@ def _handle(conn, service: PartitionService, kind: str, args, chunks) -> bool:
         _send(conn, (service.lookup(args[0]),))
     elif kind == "results":
         _send(conn, service.results())
+    elif kind == "reach_begin":
+        service.reach_begin(args[0])
+        _send(conn, ("began",))
+    elif kind == "reach_round":
+        _send(conn, ("reached",), service.reach_round(chunks))
+    elif kind == "reach_end":
+        _send(conn, (service.reach_end(),))
     elif kind == "snapshot":  # the coordinator's batches for this partition come along
         size, level_starts, data = service.snapshot(chunks)
         _send(conn, ("saved", size, level_starts), [data])
@@ -294,7 +301,7 @@ class WorkerPool:
 
     def first_bad(self) -> dict[str, tuple[int, int, int]]:
         merged: dict[str, tuple[int, int, int]] = {}
-        for first_bad, _piece, _peak, _risk in self._results():
+        for first_bad, _peak, _risk in self._results():
             for name, found in first_bad.items():
                 if name not in merged or found < merged[name]:
                     merged[name] = found
@@ -331,11 +338,19 @@ class WorkerPool:
             memory += results_reserve(self._generated, self._size)
         return memory
 
-    def graph_pieces(self) -> list[GraphPiece]:
-        return [piece for _first_bad, piece, _peak, _risk in self._results()]
+    def reach_begin(self, prop: int) -> None:
+        self._ask_all(lambda i: (("reach_begin", prop), ()))
+
+    def reach_round(self, inbound: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
+        """One round of the backward search (`reachability`): int64 arrays of local ids."""
+        replies = self._ask_all(lambda i: (("reach_round",), [ids.tobytes() for ids in inbound[i]]))
+        return [[np.frombuffer(chunk, dtype=np.int64) for chunk in chunks] for _message, chunks in replies]
+
+    def reach_end(self) -> list[tuple[int, int] | None]:
+        return [message[0] for message, _ in self._ask_all(lambda i: (("reach_end",), ()))]
 
     def worker_peak_rss(self) -> tuple[int, ...]:
-        return tuple(peak for _first_bad, _piece, peak, _risk in self._results())
+        return tuple(peak for _first_bad, peak, _risk in self._results())
 
     def collision_probability(self) -> float | None:
-        return summed_risk(risk for _first_bad, _piece, _peak, risk in self._results())
+        return summed_risk(risk for _first_bad, _peak, risk in self._results())
