@@ -419,6 +419,8 @@ class Session:
                         )
                     elif (parked := self._parked(before, t)) is not None:
                         history.refused_invalid[t] = parked
+                    if target is None:  # sent to a parked interrupt: a record of it is the thread's own
+                        history.sent.setdefault(t, []).append(value)
                 elif target is not None and outcome.status != REFUSED:
                     if self._rewound_across(before, t, target):
                         history.derived.append(
