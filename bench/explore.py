@@ -46,6 +46,10 @@ run's memory is its own. Reported per run:
                      state. baseline is the run process's RSS just before the call (imports done,
                      model built) plus, for W > 1, W times the RSS of a child forked at that point
                      (what a worker starts with).
+  worker_states, worker_busy_seconds, worker_idle_seconds
+                     for W > 1: each partition's states, the seconds it spent stepping levels,
+                     and the rest of the search, which it spent waiting (for the slowest worker,
+                     and for the coordinator's routing): how even the load is.
   ratios             per model: pymc_resume's speed-up from 1 to W workers, and pymc_resume's
                      states/s over minicheck's (same model, same distinct-state count).
 
@@ -223,6 +227,11 @@ def _prepare_pymc_resume(spec: dict):
             "tool_seconds": result.seconds,
             "violations": sorted(result.violations),
             "worker_peak_rss": list(result.worker_peak_rss),
+            # how even the partitions are: each worker's states, and its seconds stepping
+            # levels against the search's (the rest it waited for the slowest)
+            "worker_states": [states for states, _busy in result.worker_load],
+            "worker_busy_seconds": [round(busy, 2) for _states, busy in result.worker_load],
+            "worker_idle_seconds": [round(result.seconds - busy, 2) for _states, busy in result.worker_load],
             "collision_probability": result.collision_probability,
         }
 

@@ -101,6 +101,9 @@ class InProcess:
     def worker_peak_rss(self) -> tuple[int, ...]:
         return ()  # no worker processes
 
+    def worker_load(self) -> tuple[tuple[int, float], ...]:
+        return ()
+
     count = 1  # one partition, for the backward search (`reachability.shallowest_unable`)
 
     def _backward(self) -> BackwardSearch:

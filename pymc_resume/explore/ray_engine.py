@@ -302,7 +302,7 @@ class RayEngine:
 
     def first_bad(self) -> dict[str, tuple[int, int]]:
         merged: dict[str, tuple[int, int]] = {}
-        for first_bad, _peak, _risk in self._results():
+        for first_bad, _peak, _risk, _load in self._results():
             for name, found in first_bad.items():
                 if name not in merged or found < merged[name]:
                     merged[name] = found
@@ -366,7 +366,11 @@ class RayEngine:
         return self._get([actor.reach_end.remote() for actor in self.actors])
 
     def worker_peak_rss(self) -> tuple[int, ...]:
-        return tuple(peak for _first_bad, peak, _risk in self._results())
+        return tuple(peak for _first_bad, peak, _risk, _load in self._results())
 
     def collision_probability(self) -> float | None:
-        return summed_risk(risk for _first_bad, _peak, risk in self._results())
+        return summed_risk(risk for _first_bad, _peak, risk, _load in self._results())
+
+    def worker_load(self) -> tuple[tuple[int, float], ...]:
+        """Per partition: its states, and the seconds it spent stepping levels."""
+        return tuple(load for _first_bad, _peak, _risk, load in self._results())

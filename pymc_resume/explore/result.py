@@ -48,6 +48,9 @@ class ExplorationResult:
     skipped: dict[str, str] = attrs.Factory(dict)
     # Per worker process (none for one worker): its peak resident bytes, as it reported them.
     worker_peak_rss: tuple[int, ...] = ()
+    # Per worker process: its states, and the seconds it spent stepping levels (the rest of the
+    # search it waited for the slowest worker): how even the partitions are.
+    worker_load: tuple[tuple[int, float], ...] = ()
     # A bound on the chance that a fingerprint collision hid a state (0.0 where every
     # fingerprint was the state's key itself); None with an exact store (`--exact`).
     collision_probability: float | None = None

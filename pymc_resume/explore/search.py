@@ -210,6 +210,7 @@ def _explore(
         }
         size, generated = backend.size(), backend.generated()
         worker_peak_rss = backend.worker_peak_rss()
+        worker_load = backend.worker_load()
         collision = backend.collision_probability()
         counted = backend.coverage() if isinstance(backend, InProcess) else None  # (one worker)
         covered = None if counted is None else _coverage(model, counted, size, generated)
@@ -225,6 +226,7 @@ def _explore(
         violations=violations,
         stopped_because=stopped_because,
         worker_peak_rss=worker_peak_rss,
+        worker_load=worker_load,
         collision_probability=collision,
         coverage=covered,
     )

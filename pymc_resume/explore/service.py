@@ -10,6 +10,7 @@ them as actor calls. Both run exactly this code, so their counts cannot drift ap
 from __future__ import annotations
 
 import resource
+import time
 from collections.abc import Callable, Hashable
 
 import attrs
@@ -62,6 +63,7 @@ class PartitionService:
         self.index, self.count = index, count
         self.limit_check = limit_check
         self.limit_reason: str | None = None
+        self.busy = 0.0  # seconds spent stepping levels
         self.backward: BackwardSearch | None = None  # after the search, while reachability is decided
 
     def _tick(self) -> bool:
@@ -81,7 +83,9 @@ class PartitionService:
     def step(self, inbound: list[bytes], level: int) -> tuple[Stepped, list[bytes]]:
         """Run `level` on the batches sent here; what happened, and one batch per partition."""
         p = self.partition
+        began = time.perf_counter()
         outbound = p.step([unpack(chunk) for chunk in inbound], level, self._tick)
+        self.busy += time.perf_counter() - began
         stopped = (self.limit_reason or p.stop_reason) if p.stopped else None
         stepped = Stepped(
             p.level_size, len(p), p.generated, stopped, self._pending(outbound), own_peak_bytes()
@@ -96,11 +100,13 @@ class PartitionService:
         local = self.partition.local_id(key)
         return None if local is None else self.partition.gid(local)
 
-    def results(self) -> tuple[dict, int, float | None]:
-        """The first violation of each property found here, this process's peak bytes, and
-        the bound on a fingerprint collision here (None for an exact store)."""
+    def results(self) -> tuple[dict, int, float | None, tuple[int, float]]:
+        """The first violation of each property found here, this process's peak bytes, the
+        bound on a fingerprint collision here (None for an exact store), and this partition's
+        load: its states and the seconds it spent stepping levels (the rest of the run it
+        waited for the others)."""
         p = self.partition
-        return p.first_bad, own_peak_bytes(), p.collision_risk()
+        return p.first_bad, own_peak_bytes(), p.collision_risk(), (len(p), self.busy)
 
     def _backward(self) -> BackwardSearch:
         assert self.backward is not None, "reach_begin first"

@@ -301,7 +301,7 @@ class WorkerPool:
 
     def first_bad(self) -> dict[str, tuple[int, int, int]]:
         merged: dict[str, tuple[int, int, int]] = {}
-        for first_bad, _peak, _risk in self._results():
+        for first_bad, _peak, _risk, _load in self._results():
             for name, found in first_bad.items():
                 if name not in merged or found < merged[name]:
                     merged[name] = found
@@ -350,7 +350,11 @@ class WorkerPool:
         return [message[0] for message, _ in self._ask_all(lambda i: (("reach_end",), ()))]
 
     def worker_peak_rss(self) -> tuple[int, ...]:
-        return tuple(peak for _first_bad, peak, _risk in self._results())
+        return tuple(peak for _first_bad, peak, _risk, _load in self._results())
 
     def collision_probability(self) -> float | None:
-        return summed_risk(risk for _first_bad, _peak, risk in self._results())
+        return summed_risk(risk for _first_bad, _peak, risk, _load in self._results())
+
+    def worker_load(self) -> tuple[tuple[int, float], ...]:
+        """Per partition: its states, and the seconds it spent stepping levels."""
+        return tuple(load for _first_bad, _peak, _risk, load in self._results())

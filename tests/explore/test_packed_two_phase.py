@@ -83,3 +83,7 @@ def test_packed_parallel_matches_serial():
         serial.states_generated,
         serial.depth,
     )
+    # each worker says how many states it owns and how long it stepped levels (none for one)
+    assert serial.worker_load == () and len(parallel.worker_load) == 2
+    assert sum(states for states, _busy in parallel.worker_load) == parallel.distinct_states
+    assert all(0 < busy <= parallel.seconds for _states, busy in parallel.worker_load)
