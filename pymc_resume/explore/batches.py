@@ -39,6 +39,26 @@ class Columns:
         return zip(self.keys.tolist(), self.parents.tolist())
 
 
+@attrs.frozen
+class Repeats:
+    """A batch's repeated edges as columns: positions into its candidates and the parents' gids
+    (`array('q')` each, 16 bytes an edge where a list of pairs takes about 70). Iterating gives
+    (position, parent) pairs, as a list of pairs would."""
+
+    positions: array
+    parents: array
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def __iter__(self):
+        return zip(self.positions, self.parents)
+
+
+def no_repeats() -> Repeats:
+    return Repeats(array("q"), array("q"))
+
+
 def joined_columns(pieces: list[tuple[np.ndarray, np.ndarray]]) -> Columns:
     """One `Columns` from chunks of (keys, parents) arrays."""
     return Columns(
@@ -65,8 +85,11 @@ def _pack_candidates(candidates) -> tuple[bytes, bytes]:
 def pack(batch: tuple) -> bytes:
     candidates, repeats, tables = batch
     kind, body = _pack_candidates(candidates)
-    positions = array("q", [position for position, _ in repeats])
-    parents = array("q", [parent for _, parent in repeats])
+    if type(repeats) is Repeats:
+        positions, parents = repeats.positions, repeats.parents
+    else:
+        positions = array("q", [position for position, _ in repeats])
+        parents = array("q", [parent for _, parent in repeats])
     return (
         HEADER.pack(kind, len(body), len(repeats))
         + body
@@ -94,4 +117,4 @@ def unpack(data: bytes) -> tuple:
     positions, parents = array("q"), array("q")
     positions.frombytes(rest[: 8 * repeat_count])
     parents.frombytes(rest[8 * repeat_count : 16 * repeat_count])
-    return candidates, list(zip(positions, parents)), tables
+    return candidates, Repeats(positions, parents), tables

@@ -20,7 +20,7 @@ from typing import cast
 import numpy as np
 
 from pymc_resume.explore import persisted, snapshot
-from pymc_resume.explore.batches import Columns, joined_columns
+from pymc_resume.explore.batches import Columns, Repeats, joined_columns, no_repeats
 from pymc_resume.explore.fingerprints import FingerprintStore, collision_probability, fingerprints_of
 from pymc_resume.explore.plain import PlainCodec, fits_plain_codec, tuple_mapper
 from pymc_resume.explore.result import DEADLOCK
@@ -33,8 +33,9 @@ Candidate = tuple[Hashable, int]  # (state key, parent global id)
 # A batch for one partition: distinct candidates, plus the repeated edges into them as
 # (index into the candidates, parent gid), so each state travels once per level, plus, where
 # the keys are a wire codec's, (sender index, the sender's new table entries) or None. Packed
-# keys bound for another partition travel as `Columns` (two arrays) instead of a list.
-Batch = tuple[list[Candidate] | Columns, list[tuple[int, int]], tuple[int, object] | None]
+# keys bound for another partition travel as `Columns` (two arrays) instead of a list, and
+# repeated edges always as `Repeats` (two arrays).
+Batch = tuple[list[Candidate] | Columns, list[tuple[int, int]] | Repeats, tuple[int, object] | None]
 
 
 def empty_batch() -> Batch:
@@ -354,9 +355,16 @@ class Partition:
                     if parent >= 0:
                         self.edge_sources.append(parent)
                         self.edge_targets.append(target)  # type: ignore[union-attr]  # with sources
-                for position, parent in repeats:
-                    self.edge_sources.append(parent)
-                    self.edge_targets.append(stored[position])  # type: ignore[union-attr]
+                if type(repeats) is Repeats and len(repeats):  # columns: appended in numpy
+                    into = np.frombuffer(repeats.positions, dtype=np.int64)
+                    sources = np.frombuffer(repeats.parents, dtype=np.int64)
+                    self.edge_sources.frombytes(sources.astype(np.int32).tobytes())
+                    targets = np.asarray(stored, dtype=np.int32)[into]
+                    self.edge_targets.frombytes(targets.tobytes())  # type: ignore[union-attr]
+                else:
+                    for position, parent in repeats:
+                        self.edge_sources.append(parent)
+                        self.edge_targets.append(stored[position])  # type: ignore[union-attr]
             return
         store = cast(VisitedStore, self.store)
         ids = store.ids
@@ -418,7 +426,7 @@ class Partition:
         # the level for states of other partitions: each is sent to its owner once per run.
         count, own = self.count, self.index
         outbound: list[list[Candidate]] = [[] for _ in range(count)]
-        repeats: list[list[tuple[int, int]]] = [[] for _ in range(count)]
+        repeats = [no_repeats() for _ in range(count)]  # edges into candidates already listed
         keep_edges = self.edge_sources is not None
         # key -> (owner, position in its batch) with edges, else just the owner.
         seen: dict = {} if keep_edges or count == 1 else self.forwarded
@@ -524,7 +532,8 @@ class Partition:
                 elif keep_edges:
                     owner, position = sighted
                     if outbound[owner][position][1] != gid:
-                        repeats[owner].append((position, gid))
+                        repeats[owner].positions.append(position)
+                        repeats[owner].parents.append(gid)
             if check_deadlock and generated == before and DEADLOCK not in self.first_bad:
                 self.first_bad[DEADLOCK] = (level, gid, -1)
                 self._stop_if_first()
@@ -576,7 +585,7 @@ class Partition:
         # for this level in `seen` and sent to their owner, which stores them on arrival.
         count, own = self.count, self.index
         outbound: list[list[Candidate]] = [[] for _ in range(count)]
-        repeats: list[list[tuple[int, int]]] = [[] for _ in range(count)]
+        repeats = [no_repeats() for _ in range(count)]  # edges into candidates already listed
         keep_edges = self.edge_sources is not None
         seen: dict = {}  # another partition's key -> its owner, or (owner, position) with edges
         # States that are their own keys (ints, no codec) are placed by their hash: for ints in
@@ -654,7 +663,8 @@ class Partition:
                 elif keep_edges:
                     owner, position = sighted
                     if outbound[owner][position][1] != gid:
-                        repeats[owner].append((position, gid))
+                        repeats[owner].positions.append(position)
+                        repeats[owner].parents.append(gid)
             if check_deadlock and generated == before and DEADLOCK not in self.first_bad:
                 self.first_bad[DEADLOCK] = (level, gid, -1)
                 self._stop_if_first()
