@@ -46,9 +46,9 @@ Refusals say whose they are (`Outcome.by`). One that pydantic-graph raised to it
 (`_from_pydantic_graph`: the innermost frame of pydantic-graph or pymc_resume on the traceback
 is pydantic-graph's) is pydantic-graph's (`FRAMEWORK`). What to do when `load_next` finds no
 snapshot, the human-in-the-loop example says in its else branch (start a new run), and the
-client does that; where the client itself refuses (an answer to a node that is not an
-interrupt, a snapshot another delivery took), its refusal says that the rule is the adapter's
-(`ADAPTER_RULE`, `CLIENT`), never pydantic-graph's.
+client does that, and it answers whatever parked snapshot `load_next` returns, as the example
+does. Where the client itself refuses (an answer to a node that is not an interrupt), its
+refusal says that the rule is the adapter's (`ADAPTER_RULE`, `CLIENT`), never pydantic-graph's.
 
 Crash points are real SIGKILLs of the child process that runs the graph: before or after the
 node's code (in the node), or after the persistence appended the snapshot that records the
