@@ -68,9 +68,7 @@ def joined_columns(pieces: list[tuple[np.ndarray, np.ndarray]]) -> Columns:
 
 def _pack_candidates(candidates) -> tuple[bytes, bytes]:
     if type(candidates) is Columns:
-        return RAW, candidates.keys.astype(np.uint64, copy=False).tobytes() + candidates.parents.astype(
-            np.int64, copy=False
-        ).tobytes()
+        return RAW, candidates.keys.tobytes() + candidates.parents.tobytes()  # (uint64, int64)
     if candidates:
         try:
             keys = array("Q", [key for key, _ in candidates])
