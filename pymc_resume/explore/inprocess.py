@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 
 from pymc_resume.explore import snapshot
-from pymc_resume.explore.limits import Limits, results_reserve
+from pymc_resume.explore.limits import Limits, MemoryForecast, results_reserve
 from pymc_resume.explore.memory import peak_bytes
 from pymc_resume.explore.partition import Partition
 from pymc_resume.explore.reachability import BackwardSearch
@@ -31,6 +31,7 @@ class InProcess:
         self.started = started
         self.on_tick = on_tick
         self.stopped_because: str | None = None
+        self.forecast = MemoryForecast()
         self.backward: BackwardSearch | None = None  # while reachability is decided
 
     def __enter__(self) -> InProcess:
@@ -49,7 +50,9 @@ class InProcess:
         p = self.partition
         if self.on_tick:
             self.on_tick(len(p), p.generated, self.pending())
-        self.stopped_because = self.limits.exceeded(len(p), self.started, self.memory())
+        memory = self.memory()
+        headroom = self.forecast.headroom(memory)
+        self.stopped_because = self.limits.exceeded(len(p), self.started, memory, headroom)
         return self.stopped_because is not None
 
     def step(self, level: int) -> int:

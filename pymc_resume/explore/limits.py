@@ -33,16 +33,18 @@ class Limits:
     # Bytes of resident memory, every process of the run together, each at its peak (`memory`).
     max_memory: int | None = None
 
-    def exceeded(self, states: int, started: float, memory: int) -> str | None:
-        """Why the run must stop now, or None (`memory`: the run's peak resident bytes)."""
+    def exceeded(self, states: int, started: float, memory: int, headroom: int = 0) -> str | None:
+        """Why the run must stop now, or None (`memory`: the run's peak resident bytes;
+        `headroom`: what it may add before the next check, `MemoryForecast`)."""
         if self.max_states is not None and states >= self.max_states:
             return f"state limit of {self.max_states:,} reached"
         if self.max_seconds is not None and time.monotonic() - started > self.max_seconds:
             return f"time limit of {self.max_seconds:g}s reached"
-        if self.max_memory is not None and memory > self.max_memory:
+        if self.max_memory is not None and memory + headroom > self.max_memory:
+            ahead = f", and may add {headroom / 2**20:,.0f} MiB before its next check" if headroom else ""
             return self.memory_message(
                 f"the run reached {memory / 2**20:,.0f} MiB (its processes at their peaks, and "
-                "what deciding liveness still needs)"
+                f"what deciding liveness still needs){ahead}"
             )
         return None
 
@@ -52,3 +54,26 @@ class Limits:
             f"memory budget of {self.max_memory / 2**20:,.0f} MiB: {what}; to go on, raise "
             "--max-memory or check smaller bounds"
         )
+
+
+@attrs.define
+class MemoryForecast:
+    """How much a run's memory may grow before its next check: twice the largest growth seen
+    between two checks so far.
+
+    Memory is checked by sampling (every few thousand expansions); a level's admissions and
+    batches land between two samples, so a run that only compared its memory with the budget
+    would notice the budget was crossed one such step too late. Levels grow from one to the
+    next, so the forecast allows the next step twice the largest seen. One per checking
+    process, for the run's duration.
+    """
+
+    last: int | None = None
+    largest_step: int = 0
+
+    def headroom(self, memory: int) -> int:
+        """Record `memory` (the run's, at this check); what to keep free for the next step."""
+        if self.last is not None:
+            self.largest_step = max(self.largest_step, memory - self.last)
+        self.last = memory
+        return 2 * self.largest_step

@@ -33,7 +33,7 @@ import numpy as np
 from pymc_resume.errors import BadInput, EnvironmentProblem
 from pymc_resume.explore import snapshot
 from pymc_resume.explore.fingerprints import summed_risk
-from pymc_resume.explore.limits import Limits, results_reserve
+from pymc_resume.explore.limits import Limits, MemoryForecast, results_reserve
 from pymc_resume.explore.memory import die_with_parent
 from pymc_resume.explore.partition import Partition, owner_of, state_hasher
 from pymc_resume.explore.service import PartitionService, Stepped, own_peak_bytes
@@ -78,6 +78,7 @@ class RayPartition:
         # The driver's start on this host's monotonic clock.
         self.started = time.monotonic() - (time.time() - started_at)
         self.elsewhere = 0  # the peak bytes of the run's other processes, as last reported
+        self.forecast = MemoryForecast()
         self.count = count
         self.service = PartitionService(
             model, index, count, canonical, stop_at_first, self._limit_check, exact
@@ -88,7 +89,7 @@ class RayPartition:
         if partition.edge_sources is not None:  # the reachability still to decide, as if
             count = self.count  # every partition were this one
             memory += results_reserve(len(partition.edge_sources) * count, len(partition) * count)
-        return self.limits.exceeded(0, self.started, memory)
+        return self.limits.exceeded(0, self.started, memory, self.forecast.headroom(memory))
 
     def seed(self):
         pending, outbound = self.service.seed()

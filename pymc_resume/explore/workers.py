@@ -24,7 +24,7 @@ import numpy as np
 from pymc_resume.errors import EnvironmentProblem
 from pymc_resume.explore import snapshot
 from pymc_resume.explore.fingerprints import summed_risk
-from pymc_resume.explore.limits import Limits, results_reserve
+from pymc_resume.explore.limits import Limits, MemoryForecast, results_reserve
 from pymc_resume.explore.memory import die_with_parent, run_peak_bytes
 from pymc_resume.explore.partition import Partition, owner_of, state_hasher
 from pymc_resume.explore.raised import model_traceback
@@ -97,6 +97,7 @@ def _serve(
     # Ctrl-C reaches the whole process group: the coordinator handles it and stops the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     pids: list[int] = [coordinator, os.getpid()]  # the run's processes, completed by "pids"
+    forecast = MemoryForecast()
 
     def limit_check(partition: Partition) -> str | None:
         if os.getppid() != coordinator:
@@ -105,7 +106,7 @@ def _serve(
         if partition.goals:  # the reachability still to decide, as if every partition were ours
             assert partition.edge_sources is not None  # kept with goals
             memory += results_reserve(len(partition.edge_sources) * count, len(partition) * count)
-        return limits.exceeded(0, started, memory)
+        return limits.exceeded(0, started, memory, forecast.headroom(memory))
 
     service = PartitionService(model, index, count, canonical, stop_at_first, limit_check, exact)
     try:
