@@ -72,6 +72,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import json
 import os
 import sqlite3
@@ -240,6 +241,12 @@ def _crewai():
     from crewai.flow.flow import Flow, FlowState, listen, start
     from crewai.flow.persistence import SQLiteFlowPersistence, persist
     from pydantic import ConfigDict, ValidationError
+
+    # Every Flow builds a Memory on LanceDB, which imports its namespace client's models on first
+    # use: seconds of Pydantic schema building that each forked child would pay again. Imported
+    # here once, in the host, the children inherit them (pure Python, no threads; LanceDB itself
+    # starts a runtime a fork cannot carry, so it stays the child's own import).
+    importlib.import_module("lance_namespace")
 
     class PauseForHuman(HumanFeedbackProvider):
         """An async feedback provider: the flow pauses until a client resumes it."""
