@@ -7,6 +7,8 @@
     python bench/explore.py --only plain --n 8 --json b.json       # TwoPhase written plainly
     python bench/explore.py --only checkpoint --json cr.json       # CheckpointResume, N=4 K=5
     python bench/explore.py --only reference --skip-paper --json ref.json
+    python bench/explore.py --only plain --n 8 --stores fingerprints,unspilled --frontier-keys 100000 \
+        --skip-minicheck --json spill.json                         # the frontier on disk or not
 
 Models:
   twophase-N         TwoPhase.tla for N resource managers (N = 5..9, or --n), state packed into
@@ -155,6 +157,8 @@ def _cpu_seconds() -> float:
 
 RAY_TOOL = "pymc_resume-ray"
 EXACT_TOOL = "pymc_resume-exact"  # the multiprocess engine with --exact (whole keys, no fingerprints)
+# The multiprocess engine with the whole frontier in memory (`frontier.IN_MEMORY` unbounded).
+UNSPILLED_TOOL = "pymc_resume-unspilled"
 
 
 def _start_ray(workers: int) -> int:
@@ -185,7 +189,7 @@ def _start_ray(workers: int) -> int:
 def _prepare_pymc_resume(spec: dict):
     """Import and build everything first (so the baseline RSS includes it); return the run
     (for a Ray run, with the resident bytes a Ray worker starts with: `worker_start_rss`)."""
-    from pymc_resume.explore import explore
+    from pymc_resume.explore import explore, frontier
     from pymc_resume.explore.progress import ProgressPrinter
 
     if spec["model"].startswith("twophase-plain-"):
@@ -209,6 +213,10 @@ def _prepare_pymc_resume(spec: dict):
     progress = ProgressPrinter(sys.stderr, interval=15.0)
     engine = "ray" if spec["tool"] == RAY_TOOL else "multiprocess"
     exact = spec["tool"] == EXACT_TOOL
+    if spec["tool"] == UNSPILLED_TOOL:
+        frontier.IN_MEMORY = 2**62  # (this process and the workers it forks)
+    elif spec.get("frontier_keys"):
+        frontier.IN_MEMORY = spec["frontier_keys"]
     worker_start_rss = _start_ray(spec["workers"]) if engine == "ray" else 0
 
     def run() -> dict:
@@ -283,7 +291,7 @@ def run_one(spec: dict) -> dict:
     prepare = _prepare_minicheck if spec["tool"] == "minicheck" else _prepare_pymc_resume
     run = prepare(spec)
     on_ray = spec["tool"] == RAY_TOOL
-    ours = spec["tool"] in ("pymc_resume", EXACT_TOOL)
+    ours = spec["tool"] in ("pymc_resume", EXACT_TOOL, UNSPILLED_TOOL)
     workers = spec["workers"] if on_ray or (ours and spec["workers"] > 1) else 0
     per_worker = run.worker_start_rss if on_ray else (_forked_rss_bytes() if workers else 0)
     baseline = _rss_bytes() + workers * per_worker
@@ -328,6 +336,8 @@ def plan(args) -> list[dict]:
     stores = args.stores.split(",")
     if "exact" in stores:
         tools.append(EXACT_TOOL)
+    if "unspilled" in stores:
+        tools.append(UNSPILLED_TOOL)
     if "fingerprints" not in stores:
         tools = [tool for tool in tools if tool != "pymc_resume"]
     ours = [tool for tool in tools if tool != RAY_TOOL]
@@ -368,6 +378,10 @@ def plan(args) -> list[dict]:
                     runs.append(
                         {"model": f"reference-{bounds}", "tool": tool, "workers": workers, "bounds": bounds}
                     )
+    if args.frontier_keys:
+        for run in runs:
+            if run["tool"] == "pymc_resume":
+                run["frontier_keys"] = args.frontier_keys
     return runs
 
 
@@ -414,6 +428,13 @@ def ratios(runs: list[dict]) -> dict:
                     same["states_per_second"] / run["states_per_second"]
                 )
                 entry[f"fingerprints_over_exact_bytes_{workers}w"] = (
+                    same["bytes_per_state"] / run["bytes_per_state"]
+                )
+            if tool == UNSPILLED_TOOL and same:
+                entry[f"spilled_over_unspilled_speed_{workers}w"] = (
+                    same["states_per_second"] / run["states_per_second"]
+                )
+                entry[f"spilled_over_unspilled_bytes_{workers}w"] = (
                     same["bytes_per_state"] / run["bytes_per_state"]
                 )
             if tool != "pymc_resume":
@@ -512,8 +533,15 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--stores",
         default="fingerprints",
-        help="pymc_resume visited stores: fingerprints (the default store), exact (--exact), or "
-        "both comma-separated (default: fingerprints)",
+        help="pymc_resume visited stores: fingerprints (the default store), exact (--exact), "
+        "unspilled (fingerprints, the whole frontier in memory), comma-separated "
+        "(default: fingerprints)",
+    )
+    parser.add_argument(
+        "--frontier-keys",
+        type=int,
+        help="keys a partition keeps in memory before spilling its frontier to disk, for the "
+        "fingerprints store (default: the explorer's, frontier.IN_MEMORY)",
     )
     parser.add_argument("--skip-paper", action="store_true", help="skip reference-paper")
     parser.add_argument("--skip-minicheck", action="store_true", help="pymc_resume runs only")
@@ -522,8 +550,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if not set(args.engines.split(",")) <= {"multiprocess", "ray"}:
         parser.error(f"--engines: multiprocess, ray or both, got {args.engines!r}")
-    if not set(args.stores.split(",")) <= {"fingerprints", "exact"}:
-        parser.error(f"--stores: fingerprints, exact or both, got {args.stores!r}")
+    if not set(args.stores.split(",")) <= {"fingerprints", "exact", "unspilled"}:
+        parser.error(f"--stores: fingerprints, exact, unspilled, comma-separated, got {args.stores!r}")
 
     if args.run_one:
         measured = run_one(json.loads(args.run_one))

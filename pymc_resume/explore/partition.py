@@ -22,6 +22,7 @@ import numpy as np
 from pymc_resume.explore import persisted, snapshot
 from pymc_resume.explore.batches import Columns, Repeats, joined_columns, no_repeats
 from pymc_resume.explore.fingerprints import FingerprintStore, collision_probability, fingerprints_of
+from pymc_resume.explore.frontier import Frontier
 from pymc_resume.explore.plain import PlainCodec, fits_plain_codec, tuple_mapper
 from pymc_resume.explore.result import DEADLOCK
 from pymc_resume.explore.snapshot import Layout
@@ -143,8 +144,9 @@ class Partition:
         # With fingerprints, this partition's own successors are stored as they are found, so
         # the states of the level being filled are stored already, from `level_starts[-1]` on.
         # While every fingerprint is its key, the store itself holds those keys; from the first
-        # hashed one, `ahead` lists them (see `_store_own`).
-        self.ahead: list[Hashable] = []
+        # hashed one, `ahead` lists them, in memory up to a bound and on disk beyond it
+        # (see `_store_own` and `frontier`).
+        self.ahead = Frontier()
         self.level_size = 0  # states of the last level stepped
         self.goal_flags = [bytearray() for _ in self.goals]
         # Incoming edges, recorded by the owner of the target: (source gid, target local id).
@@ -238,7 +240,7 @@ class Partition:
             return len(self.store), self.level_starts
         return self.level_starts[-1], self.level_starts[:-1]
 
-    def ahead_keys(self) -> Sequence[Hashable]:
+    def ahead_keys(self) -> Sequence[Hashable] | Frontier:
         """With fingerprints, the keys of the states stored for the level being filled."""
         if self.exact or not self.level_starts:
             return []
@@ -296,6 +298,8 @@ class Partition:
             else:
                 self.level_starts.append(len(self.store))  # the next level's: stored as found
                 expanded = self._expand_fingerprinted(first, fresh, level, tick)
+                if type(fresh) is Frontier:
+                    fresh.close()  # (its spill file, if it had one: the level is expanded)
         except Exception as error:  # in the model's code, or ours on what the model gave
             raise model_raised(error) from error
         return self._keep_own(expanded)
@@ -336,7 +340,7 @@ class Partition:
             self._admit_batch(candidates, repeats, level, fresh, encoded=True)
         if not self.exact:  # every state of this level is stored: ids from `first` on
             fresh = self.ahead_keys()  # type: ignore[assignment]  # a sequence of keys
-            self.ahead = []
+            self.ahead = Frontier()
         return first, fresh
 
     def _admit_batch(self, candidates, repeats, level: int, fresh: list, encoded: bool) -> None:
@@ -564,7 +568,7 @@ class Partition:
         fingerprints, exact = fingerprinted or fingerprints_of(keys, self.int_tuple_keys)
         store = cast(FingerprintStore, self.store)
         if not exact and not store.hashed:  # the first hashed chunk: list the level so far
-            self.ahead = store.stored()[self.level_starts[-1] :].tolist()
+            self.ahead = Frontier(store.stored()[self.level_starts[-1] :].tolist())
         ids, new = store.add(fingerprints, parents, hashed=not exact)
         if store.hashed:
             self.ahead.extend(compress(keys, new.tolist()))

@@ -29,6 +29,7 @@ import attrs
 import numpy as np
 
 from pymc_resume.errors import EnvironmentProblem
+from pymc_resume.explore.frontier import Frontier
 from pymc_resume.explore.persisted import SnapshotError
 from pymc_resume.explore.result import DEADLOCK
 from pymc_resume.files import UnreadableFile, read_bounded, write_atomically
@@ -563,7 +564,7 @@ def restore_partition(partition, record: object, where: str, layout: Layout) -> 
     else:  # (a fingerprint names no state: the search checks each trace it rebuilds instead)
         partition.store.fill(fingerprints, parents)
         partition.store.hashed, partition.store.lookups = hashed, lookups
-        partition.ahead = []
+        partition.ahead = Frontier()
     partition.goal_flags = goal_flags
     partition.edge_sources, partition.edge_targets = (sources, targets) if partition.goals else (None, None)
     partition.first_bad = first_bad
