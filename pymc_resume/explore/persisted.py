@@ -34,6 +34,7 @@ from types import ModuleType
 from typing import Literal, cast
 
 import attrs
+import numpy as np
 
 from pymc_resume.errors import BadInput
 
@@ -44,6 +45,7 @@ HEADER = struct.Struct("<8sHQ32s")  # magic, format version, body length, SHA-25
 _U64 = struct.Struct("<Q")
 _I64 = struct.Struct("<q")
 _F64 = struct.Struct("<d")
+_TAGGED_I64 = struct.Struct("<cq")  # a tag byte and an 8-byte signed int
 _ARRAY_CODES = "bBhHiIlLqQfd"  # array typecodes of plain numbers (not the unicode 'u', 'w')
 _INT_LIST_MIN = 8  # lists at least this long, all ints, are written as one raw block
 _BIG_ENDIAN = sys.byteorder == "big"
@@ -101,7 +103,9 @@ def _attribute_names(cls: type, kind: str) -> tuple[str, ...]:
 
 class _Writer:
     def __init__(self) -> None:
-        self.parts: list[bytes] = []
+        # One growing buffer rather than a list of pieces: a piece is an object of 40 bytes or
+        # more, so a list of them took twice the file's size while it was written.
+        self.out = bytearray()
         # Tuples and instances already written, by identity, to their back-reference number.
         # Numbers are given after the children are written, as the reader builds them.
         self.written: dict[int, int] = {}
@@ -118,30 +122,32 @@ class _Writer:
             writer(self, value)
 
     def _none(self, value) -> None:
-        self.parts.append(NONE)
+        self.out += NONE
 
     def _bool(self, value) -> None:
-        self.parts.append(TRUE if value else FALSE)
+        self.out += TRUE if value else FALSE
 
     def _int(self, value) -> None:
         if -(2**63) <= value < 2**63:
-            self.parts.append(INT + _I64.pack(value))
+            self.out += INT + _I64.pack(value)
         else:
             size = (value.bit_length() + 8) // 8  # one more bit for the sign
-            self.parts.append(BIG_INT + _U64.pack(size) + value.to_bytes(size, "little", signed=True))
+            self.out += BIG_INT + _U64.pack(size) + value.to_bytes(size, "little", signed=True)
 
     def _float(self, value) -> None:
-        self.parts.append(FLOAT + _F64.pack(value))
+        self.out += FLOAT + _F64.pack(value)
 
     def _str(self, value) -> None:
         data = value.encode("utf-8", "surrogatepass")
-        self.parts.append(STR + _U64.pack(len(data)) + data)
+        self.out += STR + _U64.pack(len(data)) + data
 
     def _bytes(self, value) -> None:
-        self.parts += (BYTES + _U64.pack(len(value)), value)
+        self.out += BYTES + _U64.pack(len(value))
+        self.out += value
 
     def _bytearray(self, value) -> None:
-        self.parts += (BYTEARRAY + _U64.pack(len(value)), bytes(value))
+        self.out += BYTEARRAY + _U64.pack(len(value))
+        self.out += value
 
     def _remember(self, value) -> None:
         self.written[id(value)] = len(self.written)
@@ -150,16 +156,16 @@ class _Writer:
         number = self.written.get(id(value))
         if number is None:
             return False
-        self.parts.append(BACK_REFERENCE + _U64.pack(number))
+        self.out += BACK_REFERENCE + _U64.pack(number)
         return True
 
     def _items(self, tag: bytes, items) -> None:
-        parts = self.parts
-        parts.append(tag + _U64.pack(len(items)))
-        pack = _I64.pack
+        out = self.out
+        out += tag + _U64.pack(len(items))
+        pack = _TAGGED_I64.pack
         for item in items:
             if type(item) is int and -(2**63) <= item < 2**63:  # most items: inlined `_int`
-                parts.append(INT + pack(item))
+                out += pack(INT, item)
             else:
                 self.value(item)
 
@@ -193,11 +199,12 @@ class _Writer:
             data = b"".join(map(int.to_bytes, value, repeat(width), little))
         else:
             return False
-        self.parts += (INT_LIST + _U64.pack(width) + _U64.pack(len(value)), data)
+        self.out += INT_LIST + _U64.pack(width) + _U64.pack(len(value))
+        self.out += data
         return True
 
     def _dict(self, value) -> None:
-        self.parts.append(DICT + _U64.pack(len(value)))
+        self.out += DICT + _U64.pack(len(value))
         for key, item in value.items():
             self.value(key)
             self.value(item)
@@ -210,7 +217,19 @@ class _Writer:
             value.byteswap()
         data = value.tobytes()
         header = struct.pack("<cBQ", value.typecode.encode(), value.itemsize, len(data))
-        self.parts += (ARRAY + header, data)
+        self.out += ARRAY + header
+        self.out += data
+
+    def _ndarray(self, value: np.ndarray) -> None:
+        """A one-dimensional numpy array of plain numbers, written as the `array.array` of its
+        type would be (it reads back as one): the store's columns go out without a copy."""
+        typecode = _NUMPY_CODES.get(value.dtype.str.lstrip("<=|>")) if value.ndim == 1 else None
+        if typecode is None:
+            raise TypeError(f"cannot save a numpy array of {value.ndim} dimensions and dtype {value.dtype}")
+        data = np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("<"))
+        header = struct.pack("<cBQ", typecode.encode(), data.itemsize, data.nbytes)
+        self.out += ARRAY + header
+        self.out += data.data.cast("B") if data.nbytes else b""
 
     def _instance(self, value) -> None:
         if self._referenced(value):
@@ -222,11 +241,11 @@ class _Writer:
         number = self.classes.get(cls)
         if number is None:  # the class's first instance also names it
             number = self.classes[cls] = len(self.classes)
-            self.parts.append(INSTANCE + _U64.pack(number))
+            self.out += INSTANCE + _U64.pack(number)
             self._str(cls.__module__)
             self._str(cls.__qualname__)
         else:
-            self.parts.append(INSTANCE + _U64.pack(number))
+            self.out += INSTANCE + _U64.pack(number)
         if kind == NAMED_TUPLE:
             self._items(TUPLE, value)
         elif kind == ENUM:
@@ -249,19 +268,25 @@ _WRITERS = {
     dict: _Writer._dict,
     frozenset: _Writer._frozenset,
     array: _Writer._array,
+    np.ndarray: _Writer._ndarray,
 }
+# numpy's dtype (without its byte order) -> the typecode of the `array.array` it is saved as.
+_NUMPY_CODES = {
+    "i1": "b", "u1": "B", "i2": "h", "u2": "H", "i4": "i", "u4": "I", "i8": "q", "u8": "Q", "f8": "d"
+}  # fmt: skip
 
 
 def dumps(value: object) -> bytes:
-    """`value` as a file's bytes: header, then the tagged body."""
+    """`value` as a file's bytes: header, then the tagged body (a bytearray, built in place)."""
     writer = _Writer()
+    writer.out += bytes(HEADER.size)  # (the header's place, filled in once the body is written)
     writer.value(value)
-    digest = hashlib.sha256()
-    size = 0
-    for part in writer.parts:
-        digest.update(part)
-        size += len(part)
-    return b"".join([HEADER.pack(MAGIC, VERSION, size, digest.digest()), *writer.parts])
+    out = writer.out
+    with memoryview(out) as view:  # (no copy of the body, however large)
+        body = view[HEADER.size :]
+        HEADER.pack_into(out, 0, MAGIC, VERSION, len(body), hashlib.sha256(body).digest())
+        body.release()
+    return out  # type: ignore[return-value]  # a bytearray: bytes-like, and no copy of it
 
 
 # --- reading -------------------------------------------------------------------------------

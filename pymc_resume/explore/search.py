@@ -303,6 +303,7 @@ def _run_levels(
             snapshot.save(
                 snapshots.directory, snapshot.Snapshot(snapshots.run, depth, elapsed, partitions, layout)
             )
+            del partitions  # (written: not kept while the search goes on and the next is made)
             taken += 1
             last_saved = time.monotonic()
     return depth, None

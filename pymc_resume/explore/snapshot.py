@@ -306,7 +306,7 @@ def partition_record(partition) -> dict:
         store = partition.store
         keys = []
         fingerprints = {
-            "values": array("Q", store.stored()[:size].tobytes()),
+            "values": store.stored()[:size],  # (a view: written as it is, read as an array("Q"))
             "hashed": store.hashed,
             "lookups": store.lookups - (len(store) - size),  # (counted again when re-stored)
         }
@@ -360,11 +360,8 @@ def _ahead_as_candidates(partition, size: int):
         if source != parents[target]
     ]
     kept = ~into_ahead
-    return (
-        (candidates, repeats),
-        array("i", source_ids[kept].tobytes()),
-        array("i", target_ids[kept].tobytes()),
-    )
+    # numpy columns: `persisted` writes them as it writes an array("i"), and they read back as one
+    return (candidates, repeats), source_ids[kept], target_ids[kept]
 
 
 class _Check:
