@@ -5,11 +5,11 @@
 
 Runs `pymc-resume check`'s exploration of the reference semantics with `--checkpoint-dir` (a
 temporary folder) and `--checkpoint-every` (default 0: a snapshot after every level), timing each
-snapshot in two parts: `take` (the workers encode their partitions, `Partition.snapshot`) and
-`write` (the files written, flushed and published, `snapshot.save`). Then it recovers from the
-last snapshot and times `load` (the files read, `snapshot.load`) and `restore` (the workers check
-and take their state, `load_state`). Prints one line per part and the run's peak RSS (the
-coordinator's and the workers', as `check --json` reports them).
+snapshot, `write` (`snapshot.save`: a fresh folder, the partition files, the manifest, published),
+and within it `take` (each worker encodes and writes its partition's file, `save_state`). Then it
+recovers from the last snapshot and times `load` (the files read, `snapshot.load`) and `restore`
+(the workers check and take their state, `load_state`). Prints one line per part and the run's
+peak RSS (the coordinator's and the workers', as `check --json` reports them).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pymc_resume.explore.workers import WorkerPool
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.semantics import ResumeModel
 
-TIMES: dict[str, list[float]] = {"take": [], "write": [], "load": [], "restore": []}
+TIMES: dict[str, list[float]] = {"take": [], "write": [], "load": [], "restore": []}  # (take: in write)
 
 
 def timed(name, function):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
+from pathlib import Path
 
 from pymc_resume.explore import snapshot
 from pymc_resume.explore.limits import Limits, MemoryForecast, results_reserve
@@ -76,10 +77,12 @@ class InProcess:
     def first_bad(self) -> dict[str, tuple[int, int, int]]:
         return dict(self.partition.first_bad)
 
-    def save_state(self) -> tuple[list[bytes], snapshot.Layout]:
+    def save_state(self, folder: Path) -> snapshot.Layout:
+        """The partition's checkpoint file, written into `folder`; the layout of its levels."""
         p = self.partition
         size, level_starts = p.stored_levels()
-        return [p.snapshot()], snapshot.Layout((tuple(level_starts),), (size,))
+        snapshot.write_partition(snapshot.partition_file(folder, 0), p)
+        return snapshot.Layout((tuple(level_starts),), (size,))
 
     def load_state(self, saved: snapshot.Snapshot) -> None:
         self.partition.restore(saved.partitions[0], saved.files[0], saved.layout)

@@ -31,7 +31,7 @@ from array import array
 from itertools import repeat
 from operator import itemgetter
 from types import ModuleType
-from typing import Literal, cast
+from typing import BinaryIO, Literal, cast
 
 import attrs
 import numpy as np
@@ -46,6 +46,7 @@ _U64 = struct.Struct("<Q")
 _I64 = struct.Struct("<q")
 _F64 = struct.Struct("<d")
 _TAGGED_I64 = struct.Struct("<cq")  # a tag byte and an 8-byte signed int
+FLUSH_AT = 1 << 20  # bytes a streaming writer (`dump`) buffers before it writes them
 _ARRAY_CODES = "bBhHiIlLqQfd"  # array typecodes of plain numbers (not the unicode 'u', 'w')
 _INT_LIST_MIN = 8  # lists at least this long, all ints, are written as one raw block
 _BIG_ENDIAN = sys.byteorder == "big"
@@ -106,12 +107,18 @@ class _Writer:
         # One growing buffer rather than a list of pieces: a piece is an object of 40 bytes or
         # more, so a list of them took twice the file's size while it was written.
         self.out = bytearray()
+        # With a stream (`dump`), the buffer goes out a MiB at a time, hashed on the way.
+        self.stream: BinaryIO | None = None
+        self.digest = hashlib.sha256()
+        self.size = 0
         # Tuples and instances already written, by identity, to their back-reference number.
         # Numbers are given after the children are written, as the reader builds them.
         self.written: dict[int, int] = {}
         self.classes: dict[type, int] = {}
 
     def value(self, value: object) -> None:
+        if self.stream is not None and len(self.out) >= FLUSH_AT:
+            self.flush()
         # The table of writers is the class's (see below the class): bound methods kept on the
         # instance would make a reference cycle, never freed while a search runs with the
         # cyclic garbage collector off.
@@ -120,6 +127,26 @@ class _Writer:
             self._instance(value)
         else:
             writer(self, value)
+
+    def flush(self) -> None:
+        """Send the buffer to the stream, emptied in place (callers hold it as a local)."""
+        self._emit(self.out)
+        del self.out[:]
+
+    def _emit(self, data) -> None:
+        assert self.stream is not None  # (only with a stream)
+        self.stream.write(data)
+        self.digest.update(data)
+        self.size += len(data)
+
+    def _block(self, data) -> None:
+        """A large block of raw bytes: straight to the stream when there is one, not copied
+        into the buffer first."""
+        if self.stream is not None and len(data) >= FLUSH_AT:
+            self.flush()
+            self._emit(data)
+        else:
+            self.out += data
 
     def _none(self, value) -> None:
         self.out += NONE
@@ -143,11 +170,11 @@ class _Writer:
 
     def _bytes(self, value) -> None:
         self.out += BYTES + _U64.pack(len(value))
-        self.out += value
+        self._block(value)
 
     def _bytearray(self, value) -> None:
         self.out += BYTEARRAY + _U64.pack(len(value))
-        self.out += value
+        self._block(value)
 
     def _remember(self, value) -> None:
         self.written[id(value)] = len(self.written)
@@ -200,7 +227,7 @@ class _Writer:
         else:
             return False
         self.out += INT_LIST + _U64.pack(width) + _U64.pack(len(value))
-        self.out += data
+        self._block(data)
         return True
 
     def _dict(self, value) -> None:
@@ -218,7 +245,7 @@ class _Writer:
         data = value.tobytes()
         header = struct.pack("<cBQ", value.typecode.encode(), value.itemsize, len(data))
         self.out += ARRAY + header
-        self.out += data
+        self._block(data)
 
     def _ndarray(self, value: np.ndarray) -> None:
         """A one-dimensional numpy array of plain numbers, written as the `array.array` of its
@@ -229,7 +256,7 @@ class _Writer:
         data = np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("<"))
         header = struct.pack("<cBQ", typecode.encode(), data.itemsize, data.nbytes)
         self.out += ARRAY + header
-        self.out += data.data.cast("B") if data.nbytes else b""
+        self._block(data.data.cast("B") if data.nbytes else b"")
 
     def _instance(self, value) -> None:
         if self._referenced(value):
@@ -274,6 +301,22 @@ _WRITERS = {
 _NUMPY_CODES = {
     "i1": "b", "u1": "B", "i2": "h", "u2": "H", "i4": "i", "u4": "I", "i8": "q", "u8": "Q", "f8": "d"
 }  # fmt: skip
+
+
+def dump(value: object, stream: BinaryIO) -> None:
+    """Write `value` to the seekable binary `stream` as `dumps` gives it, a MiB at a time (a
+    checkpoint's partition file is never held whole in memory): the header's place first,
+    filled in at the end, when the body's length and digest are known."""
+    start = stream.tell()
+    stream.write(bytes(HEADER.size))
+    writer = _Writer()
+    writer.stream = stream
+    writer.value(value)
+    writer.flush()
+    end = stream.tell()
+    stream.seek(start)
+    stream.write(HEADER.pack(MAGIC, VERSION, writer.size, writer.digest.digest()))
+    stream.seek(end)
 
 
 def dumps(value: object) -> bytes:

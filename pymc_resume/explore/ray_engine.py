@@ -26,6 +26,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Hashable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -309,9 +310,10 @@ class RayEngine:
                     merged[name] = found
         return merged
 
-    def save_state(self) -> tuple[list[bytes], snapshot.Layout]:
-        """Every partition's checkpoint file, and the layout of their levels. Each actor first
-        takes the batches routed to it (they are its candidates from now on)."""
+    def save_state(self, folder: Path) -> snapshot.Layout:
+        """Every partition's checkpoint file, written into `folder` here (an actor may be on
+        another host: it sends its file's bytes), and the layout of their levels. Each actor
+        first takes the batches routed to it (they are its candidates from now on)."""
         saved = self._get(
             [actor.snapshot.remote(*self.routed[index]) for index, actor in enumerate(self.actors)]
         )
@@ -320,7 +322,9 @@ class RayEngine:
             tuple(tuple(starts) for _size, starts, _data in saved),
             tuple(size for size, _starts, _data in saved),
         )
-        return [data for _size, _starts, data in saved], layout
+        for index, (_size, _starts, data) in enumerate(saved):
+            snapshot.write_partition_bytes(snapshot.partition_file(folder, index), data)
+        return layout
 
     def load_state(self, saved: snapshot.Snapshot) -> None:
         """Restore every partition from `saved` (each actor checks its own file)."""

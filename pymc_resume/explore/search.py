@@ -298,12 +298,8 @@ def _run_levels(
         if not added:
             break
         if snapshots and time.monotonic() - last_saved >= snapshots.wait_after(taken):
-            partitions, layout = backend.save_state()
             elapsed = time.monotonic() - started
-            snapshot.save(
-                snapshots.directory, snapshot.Snapshot(snapshots.run, depth, elapsed, partitions, layout)
-            )
-            del partitions  # (written: not kept while the search goes on and the next is made)
+            snapshot.save(snapshots.directory, snapshots.run, depth, elapsed, backend.save_state)
             taken += 1
             last_saved = time.monotonic()
     return depth, None

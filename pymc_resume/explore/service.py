@@ -16,6 +16,7 @@ from collections.abc import Callable, Hashable
 import attrs
 import numpy as np
 
+from pymc_resume.explore import snapshot
 from pymc_resume.explore.batches import pack, unpack
 from pymc_resume.explore.memory import peak_bytes
 from pymc_resume.explore.partition import Partition, empty_batch
@@ -130,11 +131,21 @@ class PartitionService:
 
     def snapshot(self, inbound: list[bytes]) -> tuple[int, list[int], bytes]:
         """Take the batches routed here for the next level, then this partition's checkpoint
-        file: its size, the start of each of its levels, and the file's bytes."""
+        file: its size, the start of each of its levels, and the file's bytes (for a
+        coordinator that may be on another host: Ray's)."""
         p = self.partition
         p.take([unpack(chunk) for chunk in inbound])
         size, level_starts = p.stored_levels()
         return size, level_starts, p.snapshot()
+
+    def snapshot_to(self, inbound: list[bytes], path: str) -> tuple[int, list[int]]:
+        """As `snapshot`, but this partition writes its file at `path` itself, a MiB at a
+        time: its size and the start of each of its levels."""
+        p = self.partition
+        p.take([unpack(chunk) for chunk in inbound])
+        size, level_starts = p.stored_levels()
+        snapshot.write_partition(path, p)
+        return size, level_starts
 
     def restore(self, data: bytes, where: str, layout: Layout) -> tuple[int, int]:
         """Take a checkpoint file's state (SnapshotError if it does not fit): states

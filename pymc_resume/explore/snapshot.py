@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 from array import array
+from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn, TypeVar, cast
 
@@ -29,6 +30,7 @@ import attrs
 import numpy as np
 
 from pymc_resume.errors import EnvironmentProblem
+from pymc_resume.explore import persisted
 from pymc_resume.explore.frontier import Frontier
 from pymc_resume.explore.persisted import SnapshotError
 from pymc_resume.explore.result import DEADLOCK
@@ -56,6 +58,8 @@ __all__ = [
     "remove_stale",
     "restore_partition",
     "save",
+    "write_partition",
+    "write_partition_bytes",
 ]
 
 
@@ -98,6 +102,20 @@ def _write_file(path: Path, data: bytes) -> None:
         os.fsync(stream.fileno())
 
 
+def write_partition(path: str | Path, partition) -> None:
+    """Write `partition`'s checkpoint file (`partition_record`, in the `persisted` format) at
+    `path`, a MiB at a time: where the partition lives, without its bytes held whole."""
+    with open(path, "wb") as stream:
+        persisted.dump(partition_record(partition), stream)
+        stream.flush()
+        os.fsync(stream.fileno())
+
+
+def write_partition_bytes(path: str | Path, data: bytes) -> None:
+    """Write a partition's checkpoint file that was encoded elsewhere (a Ray actor's)."""
+    _write_file(Path(path), data)
+
+
 def _sync_folder(folder: Path) -> None:
     """Make the folder's new entries durable (the files' names, not only their bytes)."""
     handle = os.open(folder, os.O_RDONLY)
@@ -107,27 +125,32 @@ def _sync_folder(folder: Path) -> None:
         os.close(handle)
 
 
-def save(directory: str | Path, snapshot: Snapshot) -> None:
-    """Write `snapshot` into a fresh folder, then publish it and remove what it supersedes."""
+def save(
+    directory: str | Path, run: dict, depth: int, elapsed: float, write_partitions: Callable[[Path], Layout]
+) -> None:
+    """Write a snapshot into a fresh folder, then publish it and remove what it supersedes.
+
+    `write_partitions(folder)` writes every partition's file there (`partition_file`; each
+    where its partition lives, see `write_partition`) and returns the layout of their levels;
+    then the manifest is written and the pointer moved to the folder, atomically."""
     root = Path(directory)
-    name = f"level-{snapshot.depth:06d}"
+    name = f"level-{depth:06d}"
     folder = root / name
-    manifest = {
-        "format": FORMAT,
-        "run": snapshot.run,
-        "depth": snapshot.depth,
-        "elapsed": snapshot.elapsed,
-        "partitions": [
-            {"states": size, "level_starts": list(starts)}
-            for starts, size in zip(snapshot.layout.level_starts, snapshot.layout.sizes)
-        ],
-    }
     try:
         root.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(folder, ignore_errors=True)  # a folder of this depth a killed run left
         folder.mkdir()
-        for index, data in enumerate(snapshot.partitions):
-            _write_file(partition_file(folder, index), data)
+        layout = write_partitions(folder)
+        manifest = {
+            "format": FORMAT,
+            "run": run,
+            "depth": depth,
+            "elapsed": elapsed,
+            "partitions": [
+                {"states": size, "level_starts": list(starts)}
+                for starts, size in zip(layout.level_starts, layout.sizes)
+            ],
+        }
         _write_file(folder / MANIFEST, (json.dumps(manifest, indent=2) + "\n").encode())
         _sync_folder(folder)
         write_atomically(root / POINTER, name + "\n")

@@ -17,6 +17,7 @@ import pickle
 import signal
 import traceback
 from collections.abc import Callable, Hashable
+from pathlib import Path
 
 import multiprocess
 import numpy as np
@@ -62,6 +63,8 @@ def _reply(conn, index: int):
         raise WorkerError(f"an explorer worker failed:\n{message[1]}")
     if message[0] == "refused":
         raise snapshot.SnapshotError(message[1])
+    if message[0] == "oserror":
+        raise OSError(message[1], message[2])
     if message[0] == "model":
         error = ModelError(message[1])
         error.model_traceback = message[2]  # for --traceback (`raised`)
@@ -165,8 +168,12 @@ def _handle(conn, service: PartitionService, kind: str, args, chunks) -> bool:
     elif kind == "reach_end":
         _send(conn, (service.reach_end(),))
     elif kind == "snapshot":  # the coordinator's batches for this partition come along
-        size, level_starts, data = service.snapshot(chunks)
-        _send(conn, ("saved", size, level_starts), [data])
+        try:
+            size, level_starts = service.snapshot_to(chunks, args[0])
+        except OSError as error:  # (the disk's: the coordinator says it as a checkpoint's)
+            _send(conn, ("oserror", error.errno or 0, error.strerror or str(error)))
+        else:
+            _send(conn, ("saved", size, level_starts))
     elif kind == "restore":
         where, layout = args
         _send(conn, ("restored", *service.restore(chunks[0], where, layout)))
@@ -308,15 +315,17 @@ class WorkerPool:
                     merged[name] = found
         return merged
 
-    def save_state(self) -> tuple[list[bytes], snapshot.Layout]:
-        """Every partition's checkpoint file, and the layout of their levels. Each worker first
-        takes the batches routed to it (they are its candidates from now on)."""
-        replies = self._ask_all(lambda i: (("snapshot",), self.routed[i]))
+    def save_state(self, folder: Path) -> snapshot.Layout:
+        """Every partition's checkpoint file, written into `folder` by its worker; the layout
+        of their levels. Each worker first takes the batches routed to it (they are its
+        candidates from now on)."""
+        replies = self._ask_all(
+            lambda i: (("snapshot", str(snapshot.partition_file(folder, i))), self.routed[i])
+        )
         self.routed = [[] for _ in range(self.count)]
-        layout = snapshot.Layout(
+        return snapshot.Layout(
             tuple(tuple(message[2]) for message, _ in replies), tuple(message[1] for message, _ in replies)
         )
-        return [chunks[0] for _message, chunks in replies], layout
 
     def load_state(self, saved: snapshot.Snapshot) -> None:
         """Restore every partition from `saved` (each worker checks its own file)."""

@@ -2,6 +2,7 @@
 
 import pytest
 
+from pymc_resume.errors import EnvironmentProblem
 from pymc_resume.explore import explore, snapshot
 from pymc_resume.explore.search import SnapshotSchedule
 from pymc_resume.model.bounds import load_bounds
@@ -34,6 +35,22 @@ def test_only_the_latest_snapshot_is_kept_and_published_atomically(tmp_path):
     folders = [p.name for p in tmp_path.iterdir() if p.is_dir()]
     assert folders == [(tmp_path / "current").read_text().strip()]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".current")]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_partition_file_that_cannot_be_written_is_one_line_about_the_checkpoint(
+    tmp_path, monkeypatch, workers
+):
+    """Each worker writes its own partition's file: a full disk there is the checkpoint's
+    problem, said in one line, as a failure to write the manifest is."""
+
+    def disk_full(path, partition):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(snapshot, "write_partition", disk_full)  # (workers fork with it)
+    model = ResumeModel(load_bounds("small"))
+    with pytest.raises(EnvironmentProblem, match="cannot write a checkpoint into .*No space left"):
+        explore(model, canonical=model.canonical, workers=workers, snapshots=SnapshotSchedule(str(tmp_path)))
 
 
 def test_recovering_with_another_worker_count_is_refused(tmp_path):
