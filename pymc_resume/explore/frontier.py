@@ -17,6 +17,7 @@ from __future__ import annotations
 import struct
 import tempfile
 from collections.abc import Hashable, Iterable, Iterator
+from itertools import chain
 from typing import IO
 
 import numpy as np
@@ -39,10 +40,11 @@ def _write_piece(file: IO[bytes], keys: list[Hashable]) -> None:
     """Keys that are tuples of ints of one length (a plain codec's) go as one int64 table;
     others in the `persisted` format."""
     table = None
-    if type(keys[0]) is tuple:
+    # Only plain tuples of plain ints: numpy would take a float or a bool for an int silently.
+    if all(type(key) is tuple for key in keys) and set(map(type, chain.from_iterable(keys))) == {int}:  # type: ignore[arg-type]
         try:
             table = np.array(keys, dtype=np.int64)
-        except (ValueError, TypeError, OverflowError):  # ragged, or not all ints in 64 bits
+        except (ValueError, OverflowError):  # ragged, or an int beyond 64 bits
             table = None
     if table is not None and table.ndim == 2 and table.dtype == np.int64:
         file.write(_HEADER.pack(_INT_TABLE, *table.shape))

@@ -16,6 +16,7 @@ from pymc_resume.explore.frontier import Frontier
     [
         [(i, -(2**40) * i, 7) for i in range(25)],  # a plain codec's: one int64 table a piece
         [(i, "x" * (i % 3), (i, -i)) for i in range(25)],  # any other: `persisted`
+        [(i, 0.5 * i, i % 2 == 0) for i in range(25)],  # floats and bools stay what they are
     ],
 )
 def test_keys_read_back_in_order_across_spills_and_the_file_has_no_name(monkeypatch, keys):
@@ -25,6 +26,7 @@ def test_keys_read_back_in_order_across_spills_and_the_file_has_no_name(monkeypa
         spilling.extend(keys[start : start + 5])
     assert spilling.spilled > 0 and len(spilling) == 25 and spilling[0] == keys[0]
     assert list(spilling) == keys and list(spilling) == keys  # read again, the same
+    assert [tuple(map(type, key)) for key in spilling] == [tuple(map(type, key)) for key in keys]
     assert spilling.file is not None and os.fstat(spilling.file.fileno()).st_nlink == 0
     spilling.close()
     with pytest.raises(IndexError):
