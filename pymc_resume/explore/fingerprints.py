@@ -53,6 +53,8 @@ def fingerprints_of(keys: Sequence[Hashable], int_tuples: bool = False) -> tuple
     (another PYTHONHASHSEED, another host) finds the states a killed one stored. `int_tuples`
     says every key is a tuple of ints (the plain codec's): CPython's tuple hash, in C, never
     salted for ints. Anything else goes through `stable_hash` (a Python call a part)."""
+    if not len(keys):  # (an empty chunk hashes nothing: it must not mark a store hashed)
+        return np.empty(0, dtype=np.uint64), True
     if int_tuples:
         hashes = np.fromiter(map(hash, keys), dtype=np.int64, count=len(keys))
         return hashes.view(np.uint64), False
@@ -136,7 +138,7 @@ class FingerprintStore:
         self._place(added, np.arange(self.count, self.count + len(added), dtype=np.int64))
         self._append(added)
         if isinstance(parents, np.ndarray):
-            self.parents.extend(parents[firsts].tolist())
+            self.parents.frombytes(parents[firsts].astype(np.int64, copy=False).tobytes())
         else:
             self.parents.extend(map(parents.__getitem__, firsts.tolist()))
         return ids, new

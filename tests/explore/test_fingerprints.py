@@ -5,7 +5,9 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pytest
 
+from pymc_resume.explore import explore
 from pymc_resume.explore.fingerprints import (
     FingerprintStore,
     collision_probability,
@@ -47,3 +49,23 @@ def test_the_collision_bound_is_the_union_bound_and_sums_over_partitions():
     assert collision_probability(2**20, 2**24) == 2.0**-20
     assert summed_risk([0.0, 2.0**-20]) == 2.0**-20 and summed_risk([None, None]) is None
     assert collision_probability(2**40, 2**40) == 1.0
+
+
+class IntCounter:
+    """States that are small ints: every fingerprint is its state."""
+
+    def initial_states(self):
+        return [0]
+
+    def successors(self, n):
+        if n < 3000:
+            yield "inc", n + 1
+            yield "double", min(2 * n, 3000)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_int_states_run_with_no_collision_risk_even_through_an_empty_chunk(workers):
+    # (an empty chunk hashes nothing: it once marked the store hashed, and the run at risk)
+    assert fingerprints_of([])[1]
+    result = explore(IntCounter(), workers=workers)
+    assert result.distinct_states == 3001 and result.collision_probability == 0.0
