@@ -38,8 +38,9 @@ from pymc_resume.files import UnreadableFile, read_bounded, write_atomically
 
 _T = TypeVar("_T")
 
-FORMAT = 4  # 3: partition files in the `persisted` format, the manifest holds every level's start;
-# 4: with the derived plain codec, partitions store (and carry) states, not keys
+FORMAT = 5  # 3: partition files in the `persisted` format, the manifest holds every level's start;
+# 4: with the derived plain codec, partitions store (and carry) states, not keys; 5: a set's
+# stable hash spreads its parts' hashes, and exchanging partitions store stable fingerprints
 POINTER = "current"
 MANIFEST = "manifest.json"
 _FOLDER = re.compile(r"level-\d{6}")

@@ -31,6 +31,17 @@ def text_hash(text: str) -> int:
     return int.from_bytes(digest, "little")
 
 
+def spread(part_hash: int) -> int:
+    """A part's hash with its bits mixed (splitmix64's finalizer), before a set sums it: small
+    ints hash to themselves, and a plain sum would make {1, 2} and {0, 3} one set. With
+    workers that exchange fingerprints the hash *is* the state's fingerprint, so a collision
+    would lose a state, not just place one."""
+    z = part_hash & MASK
+    z = ((z ^ (z >> 30)) * 0xBF58_476D_1CE4_E5B9) & MASK
+    z = ((z ^ (z >> 27)) * 0x94D0_49BB_1331_11EB) & MASK
+    return z ^ (z >> 31)
+
+
 def combine(part_hashes) -> int:
     """Combine the hashes of a sequence's parts, in order: CPython's hash of the tuple of
     them, which holds only ints and so is not salted (it is computed in C, which matters: the
@@ -66,7 +77,7 @@ def stable_hash(value: Hashable) -> int:
     if isinstance(value, tuple):  # named tuples equal plain tuples, so they hash alike
         return combine(map(stable_hash, value))
     if isinstance(value, frozenset):  # order-free: equal sets iterate in different orders
-        return (FROZENSET_SEED + sum(map(stable_hash, value)) * MULTIPLIER + len(value)) & MASK
+        return (FROZENSET_SEED + sum(map(spread, map(stable_hash, value))) * MULTIPLIER + len(value)) & MASK
     if isinstance(value, (int, float)):  # IntEnum, IntFlag: equal to their number
         return hash(value)
     if isinstance(value, str):  # StrEnum: equal to its text

@@ -213,6 +213,12 @@ def test_equal_states_hash_alike_whatever_their_type():
     assert stable_hash(True) == stable_hash(1)
 
 
+def test_sets_with_equal_sums_of_parts_hash_apart():
+    # (exchanging workers take the hash for the state's fingerprint: {1, 2} once lost {0, 3})
+    assert stable_hash(frozenset({1, 2})) != stable_hash(frozenset({0, 3}))
+    assert stable_hash((frozenset({1, 2}), 0)) != stable_hash((frozenset({0, 3}), 0))
+
+
 def test_initial_states_outside_the_constraint_are_checked_not_explored():
     class StartsOutside(Bounded):
         def initial_states(self):
