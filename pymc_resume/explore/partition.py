@@ -19,7 +19,7 @@ from typing import cast
 
 import numpy as np
 
-from pymc_resume.explore import persisted, snapshot
+from pymc_resume.explore import exchange, persisted, snapshot
 from pymc_resume.explore.batches import Columns, Repeats, joined_columns, no_repeats
 from pymc_resume.explore.fingerprints import FingerprintStore, collision_probability, fingerprints_of
 from pymc_resume.explore.frontier import Frontier
@@ -54,10 +54,13 @@ PRIME = 1_000_003
 MERSENNE_61 = 2**61 - 1  # CPython's modulus for the hash of an int
 
 
-def state_hasher(model: ValidModel) -> Callable[[Hashable], int]:
-    """The hash that places a (canonical) state: the same in every process, so that a run and
-    its recovery, started apart with different string-hash salts, agree on every owner. A model
-    with a codec of its own keeps Python's `hash()`: its states must not hash strings."""
+def state_hasher(model: ValidModel, count: int, exact: bool) -> Callable[[Hashable], int]:
+    """The hash that places a (canonical) state among `count` partitions: the same in every
+    process, so that a run and its recovery, started apart with different string-hash salts,
+    agree on every owner. A model with a codec of its own keeps Python's `hash()`: its states
+    must not hash strings. Partitions that exchange fingerprints place a state by its own."""
+    if exchange.exchanges_fingerprints(model, count, exact):
+        return exchange.fingerprint_of_state
     if model.partition_key is not None:  # (mypy does not carry this into the lambda)
         return lambda state: stable_hash(model.partition_key(state))  # type: ignore[misc]
     return hash if model.codec is not None else stable_hash
@@ -123,7 +126,9 @@ class Partition:
         self.int_tuple_keys = isinstance(self.codec, PlainCodec) and not self.whole
         # Where a state belongs: the plain codec hashes a key from its tables' cached hashes.
         self.partition_key = model.partition_key
-        self.state_hash = hash if self.codec is None and not self.partition_key else state_hasher(model)
+        self.state_hash = (
+            hash if self.codec is None and not self.partition_key else state_hasher(model, count, exact)
+        )
         self.key_hash = (
             self.codec.owner_hash if isinstance(self.codec, PlainCodec) and not self.partition_key else None
         )
@@ -165,6 +170,15 @@ class Partition:
         self.forwarded: dict = {}
         # This partition's own candidates for the next level: they never leave the process.
         self.carry: list[Batch] = []
+        # Between workers, a plainly written model's partitions exchange fingerprints, not
+        # states (`exchange`): this level's queries, the share of them shipped whole, and the
+        # states this partition keeps for other owners (their keys here, their ids there).
+        self.exchange = exchange.exchanges_fingerprints(model, count, exact)
+        self.hash_keys = exchange.HashKeys(self.codec) if self.exchange else None
+        self.queries = exchange.Queries(count)
+        self.ship_ratio = 0.0
+        self.foreign = Frontier()
+        self.foreign_gids = array("q")
 
     def __len__(self) -> int:
         return len(self.store)
@@ -226,11 +240,23 @@ class Partition:
 
     def local_id(self, state: Hashable) -> int | None:
         """The local id of a (canonical) state, or None if it was never admitted here."""
+        if self.exchange:
+            fingerprint = np.array([exchange.fingerprint_of_state(state)], dtype=np.int64)
+            return cast(FingerprintStore, self.store).local_id(int(fingerprint.view(np.uint64)[0]))
         key = self._store_key(state)
         if isinstance(self.store, FingerprintStore):
-            fingerprint, _exact = fingerprints_of([key], self.int_tuple_keys)
+            fingerprint, _exact = self._fingerprints([key])
             return self.store.local_id(int(fingerprint[0]))
         return self.store.local_id(key)
+
+    def _fingerprints(self, keys: Sequence[Hashable]) -> tuple[np.ndarray, bool]:
+        """The fingerprints of keys of ours (`fingerprints_of`); exchanging, the stable hashes
+        of their states, which every partition computes alike (`exchange`)."""
+        if self.exchange:
+            fingerprint = cast(exchange.HashKeys, self.hash_keys).fingerprint
+            hashes = np.fromiter(map(fingerprint, keys), dtype=np.int64, count=len(keys))
+            return hashes.view(np.uint64), False
+        return fingerprints_of(keys, self.int_tuple_keys)
 
     def stored_levels(self) -> tuple[int, list[int]]:
         """The states a checkpoint stores and where each level starts: with fingerprints, the
@@ -244,6 +270,8 @@ class Partition:
         """With fingerprints, the keys of the states stored for the level being filled."""
         if self.exact or not self.level_starts:
             return []
+        if self.exchange:  # (its keys are `HashKeys`'; a checkpoint saves the plain codec's)
+            return exchange.DenseKeys(self.ahead, self.hash_keys)  # type: ignore[return-value, arg-type]
         if self.store.hashed:  # type: ignore[union-attr]  # a FingerprintStore
             return self.ahead
         return StoredKeys(self.store, self.level_starts[-1], len(self.store))  # type: ignore[arg-type]
@@ -258,7 +286,7 @@ class Partition:
 
     def carried(self) -> int:
         """How many of this partition's own candidates wait for the next level."""
-        return sum(len(batch[0]) for batch in self.carry) + len(self.ahead_keys())
+        return sum(len(batch[0]) for batch in self.carry) + len(self.ahead_keys()) + len(self.foreign)
 
     def initial_candidates(self) -> list[Batch]:
         """The initial states as level-1 batches for the other partitions (this partition
@@ -285,10 +313,13 @@ class Partition:
             cast(list, outbound[owner][0]).append((key, -1))
         return self._keep_own(self._with_tables(outbound))
 
-    def step(self, inbound: list[Batch], level: int, tick: Callable[[], bool] | None = None):
+    def step(self, inbound: list, level: int, tick: Callable[[], bool] | None = None):
         """Admit the candidates of this level (`inbound` from other partitions, and this
         partition's own), expand the new states, and return the next level's batches for the
-        other partitions."""
+        other partitions. Exchanging (`exchange`), `inbound` are the answers to this
+        partition's queries, and the batches returned hold the states it ships."""
+        if self.exchange:
+            return self._step_exchanging(inbound, level, tick)
         try:
             first, fresh = self._admit(inbound, level)
             self.carry = []
@@ -303,6 +334,31 @@ class Partition:
         except Exception as error:  # in the model's code, or ours on what the model gave
             raise model_raised(error) from error
         return self._keep_own(expanded)
+
+    def _step_exchanging(self, answers: list, level: int, tick: Callable[[], bool] | None) -> list[Batch]:
+        try:
+            exchange.receive_answers(self, answers)
+            while len(self.level_starts) < level:
+                self.level_starts.append(len(self.store))
+            first = self.level_starts[level - 1]
+            from_dense = cast(exchange.HashKeys, self.hash_keys).from_dense
+            for candidates, _repeats, _tables in self.carry:  # a seed's, or a checkpoint's
+                self._store_own(
+                    [from_dense(key) for key, _ in candidates], [parent for _, parent in candidates], False
+                )
+            self.carry = []
+            fresh, self.ahead = self.ahead, Frontier()
+            self.level_starts.append(len(self.store))  # the next level's: stored as found
+            foreign, gids = self.foreign, self.foreign_gids
+            self.foreign, self.foreign_gids = Frontier(), array("q")
+            states = exchange.frontier(first, fresh, foreign, gids, self.count, self.index)
+            shipped = exchange.expand(self, states, level, tick)
+            for done in (fresh, foreign):
+                if type(done) is Frontier:
+                    done.close()
+        except Exception as error:  # in the model's code, or ours on what the model gave
+            raise model_raised(error) from error
+        return exchange.batches_of(self, shipped)
 
     def _keep_own(self, outbound: list[Batch]) -> list[Batch]:
         self.carry.append(outbound[self.index])
@@ -565,7 +621,7 @@ class Partition:
         While every fingerprint is its key (ints below 2**64: packed states), the store holds
         the level's keys itself and nothing else is kept: a wide level costs no memory beyond
         the store. From the first hashed key on, the new keys are listed in `ahead`."""
-        fingerprints, exact = fingerprinted or fingerprints_of(keys, self.int_tuple_keys)
+        fingerprints, exact = fingerprinted or self._fingerprints(keys)
         store = cast(FingerprintStore, self.store)
         if not exact and not store.hashed:  # the first hashed chunk: list the level so far
             self.ahead = Frontier(store.stored()[self.level_starts[-1] :].tolist())
@@ -704,18 +760,19 @@ class Partition:
                 (stable_hash(key) % PRIME % self.count for key in keys), dtype=np.uint64, count=len(keys)
             )
         mine = owners == self.index
+        parent_ids = np.array(parents, dtype=np.int64)
         if mine.any():
-            at = np.flatnonzero(mine).tolist()
-            self._store_own(
-                [keys[i] for i in at], [parents[i] for i in at], False, (fingerprints[mine], exact)
-            )
+            # The keys themselves are needed only once the store lists them (`_store_own`).
+            hashed = cast(FingerprintStore, self.store).hashed or not exact
+            own_keys = list(compress(keys, mine.tolist())) if hashed else []
+            self._store_own(own_keys, parent_ids[mine], False, (fingerprints[mine], exact))
         others = np.flatnonzero(~mine)
         if not others.size:
             return
-        _ids, first_sent = sent.add(fingerprints[others], np.zeros(len(others), np.int64), hashed=not exact)
+        _ids, first_sent = sent.add(fingerprints[others], parent_ids[others], hashed=not exact)
         going = others[first_sent]
         if exact:  # the fingerprints are the keys: the batch is two arrays
-            going_parents = np.array(parents, dtype=np.int64)[going]
+            going_parents = parent_ids[going]
             going_owners = owners[going]
             for owner in range(self.count):
                 if owner != self.index:
@@ -783,7 +840,13 @@ def model_raised(error: Exception) -> ModelError:
     where = frames[-1].f_code.co_name if frames else "?"
     parts = [f"the model raised {type(error).__name__}: {' '.join(str(error).split())[:300]} in {where}()"]
     for frame in reversed(frames):
-        if frame.f_code.co_name in ("_expand", "_expand_fingerprinted", "_initial_candidates", "_admit"):
+        if frame.f_code.co_name in (
+            "_expand",
+            "_expand_fingerprinted",
+            "expand",
+            "_initial_candidates",
+            "_admit",
+        ):
             state, action = frame.f_locals.get("state"), frame.f_locals.get("action")
             if state is not None:
                 parts.append(f"while expanding state {short(state, 120)}")

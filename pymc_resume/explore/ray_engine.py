@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from pymc_resume.errors import BadInput, EnvironmentProblem
-from pymc_resume.explore import snapshot
+from pymc_resume.explore import exchange, snapshot
 from pymc_resume.explore.fingerprints import summed_risk
 from pymc_resume.explore.limits import Limits, MemoryForecast, results_reserve
 from pymc_resume.explore.memory import die_with_parent
@@ -96,10 +96,17 @@ class RayPartition:
         pending, outbound = self.service.seed()
         return (*outbound, (pending, own_peak_bytes()))
 
-    def step(self, level: int, elsewhere: int, *inbound: bytes):
+    def step(self, level: int, elsewhere: int, ship_ratio: float, *inbound: bytes):
         self.elsewhere = elsewhere
-        stepped, outbound = self.service.step(list(inbound), level)
+        stepped, outbound = self.service.step(list(inbound), level, ship_ratio)
         return (*outbound, stepped)
+
+    def answer(self, *inbound: bytes):
+        held, news, outbound = self.service.answer(list(inbound))
+        return (*outbound, (held, news))
+
+    def handover(self, *inbound: bytes):
+        return (*self.service.handover(list(inbound)), None)
 
     def parent(self, gid: int) -> int:
         return self.service.parent(gid)
@@ -197,7 +204,10 @@ class RayEngine:
     ) -> None:
         _require_ray()
         self.count = count
-        self.state_hash = state_hasher(model)
+        self.state_hash = state_hasher(model, count, exact)
+        # Whether the actors exchange fingerprints (`exchange`): then a level is two rounds.
+        self.exchange = exchange.exchanges_fingerprints(model, count, exact)
+        self.ship_ratios = [0.0] * count
         self.goals = bool(model.reachability)
         self.limits = limits
         self.started_ray = _start(address, count)
@@ -264,6 +274,19 @@ class RayEngine:
         counters = self._route(calls)
         self._pending = sum(pending for pending, _peak in counters)
         self.peaks = [peak for _pending, peak in counters]
+        if self.exchange:
+            self._answer()
+
+    def _answer(self) -> None:
+        """Exchanging, a level's second round (as `workers.WorkerPool._answer`)."""
+        calls = [
+            actor.answer.options(num_returns=self.count + 1).remote(*self.routed[index])
+            for index, actor in enumerate(self.actors)
+        ]
+        counters = self._route(calls)
+        held = [own + sum(news[i] for _own, news in counters) for i, (own, _news) in enumerate(counters)]
+        self._pending = sum(held)
+        self.ship_ratios = exchange.ship_ratios(held)
 
     def pending(self) -> int:
         return self._pending
@@ -272,7 +295,7 @@ class RayEngine:
         total = own_peak_bytes() + sum(self.peaks)
         calls = [
             actor.step.options(num_returns=self.count + 1).remote(
-                level, total - self.peaks[index], *self.routed[index]
+                level, total - self.peaks[index], self.ship_ratios[index], *self.routed[index]
             )
             for index, actor in enumerate(self.actors)
         ]
@@ -284,6 +307,8 @@ class RayEngine:
         reasons = [c.stopped_because for c in counters if c.stopped_because]
         if reasons:
             self.stopped_because = reasons[0]
+        if self.exchange:
+            self._answer()
         return sum(c.added for c in counters)
 
     def size(self) -> int:
@@ -313,7 +338,14 @@ class RayEngine:
     def save_state(self, folder: Path) -> snapshot.Layout:
         """Every partition's checkpoint file, written into `folder` here (an actor may be on
         another host: it sends its file's bytes), and the layout of their levels. Each actor
-        first takes the batches routed to it (they are its candidates from now on)."""
+        first takes the batches routed to it (they are its candidates from now on); exchanging,
+        the actors first hand each other the states they hold for other owners."""
+        if self.exchange:
+            calls = [
+                actor.handover.options(num_returns=self.count + 1).remote(*self.routed[index])
+                for index, actor in enumerate(self.actors)
+            ]
+            self._route(calls)
         saved = self._get(
             [actor.snapshot.remote(*self.routed[index]) for index, actor in enumerate(self.actors)]
         )

@@ -16,7 +16,7 @@ from collections.abc import Callable, Hashable
 import attrs
 import numpy as np
 
-from pymc_resume.explore import snapshot
+from pymc_resume.explore import exchange, snapshot
 from pymc_resume.explore.batches import pack, unpack
 from pymc_resume.explore.memory import peak_bytes
 from pymc_resume.explore.partition import Partition, empty_batch
@@ -79,19 +79,65 @@ class PartitionService:
         and one batch for each partition."""
         p = self.partition
         outbound = p.initial_candidates() if self.index == 0 else [empty_batch() for _ in range(self.count)]
-        return self._pending(outbound), [pack(batch) for batch in outbound]
+        return self._pending(outbound), self._packed(outbound)
 
-    def step(self, inbound: list[bytes], level: int) -> tuple[Stepped, list[bytes]]:
-        """Run `level` on the batches sent here; what happened, and one batch per partition."""
+    def _packed(self, outbound: list) -> list[bytes]:
+        """One chunk per partition: a batch, or exchanging, the batch shipped and the queries."""
+        if not self.partition.exchange:
+            return [pack(batch) for batch in outbound]
+        queries = self.partition.queries
+        chunks = [
+            exchange.pack_outbound(batch, prints, parents)
+            for batch, prints, parents in zip(outbound, queries.fingerprints, queries.parents)
+        ]
+        # (sent: the keys stay until the answers come)
+        queries.fingerprints, queries.parents = [[] for _ in outbound], [[] for _ in outbound]
+        return chunks
+
+    def step(self, inbound: list[bytes], level: int, ship_ratio: float = 0.0) -> tuple[Stepped, list[bytes]]:
+        """Run `level` on the batches sent here (exchanging: the answers to this partition's
+        queries, and `ship_ratio` from `exchange.ship_ratios`); what happened, and one chunk
+        per partition."""
         p = self.partition
         began = time.perf_counter()
-        outbound = p.step([unpack(chunk) for chunk in inbound], level, self._tick)
+        if p.exchange:
+            p.ship_ratio = ship_ratio
+            answers = [np.frombuffer(chunk, dtype=np.int64) for chunk in inbound]
+            outbound = p.step(answers, level, self._tick)
+        else:
+            outbound = p.step([unpack(chunk) for chunk in inbound], level, self._tick)
         self.busy += time.perf_counter() - began
         stopped = (self.limit_reason or p.stop_reason) if p.stopped else None
         stepped = Stepped(
             p.level_size, len(p), p.generated, stopped, self._pending(outbound), own_peak_bytes()
         )
-        return stepped, [pack(batch) for batch in outbound]
+        return stepped, self._packed(outbound)
+
+    def answer(self, inbound: list[bytes]) -> tuple[int, list[int], list[bytes]]:
+        """Exchanging, the level's second round: admit the states shipped here and answer the
+        queries (one chunk from each partition, in order). Returns the states this partition
+        holds for the next level, how many of each partition's queries were new (the states
+        it holds for the next level), and one answer per partition."""
+        p = self.partition
+        began = time.perf_counter()
+        answers = exchange.answer(p, [exchange.unpack_outbound(chunk) for chunk in inbound])
+        self.busy += time.perf_counter() - began
+        news = [int((gids >= 0).sum()) for gids in answers]
+        return p.carried(), news, [gids.tobytes() for gids in answers]
+
+    def handover(self, inbound: list[bytes]) -> list[bytes]:
+        """Exchanging, before a checkpoint: take the answers sent here, and hand the states
+        held for other owners to them (`exchange.handover`), one batch per partition."""
+        p = self.partition
+        exchange.receive_answers(p, [np.frombuffer(chunk, dtype=np.int64) for chunk in inbound])
+        return [pack(batch) for batch in exchange.batches_of(p, exchange.handover(p))]
+
+    def _take(self, inbound: list[bytes]) -> None:
+        batches = [unpack(chunk) for chunk in inbound]
+        if self.partition.exchange:
+            exchange.take_handover(self.partition, batches)
+        else:
+            self.partition.take(batches)
 
     def parent(self, gid: int) -> int:
         return self.partition.store.parents[gid // self.count]
@@ -134,7 +180,7 @@ class PartitionService:
         file: its size, the start of each of its levels, and the file's bytes (for a
         coordinator that may be on another host: Ray's)."""
         p = self.partition
-        p.take([unpack(chunk) for chunk in inbound])
+        self._take(inbound)
         size, level_starts = p.stored_levels()
         return size, level_starts, p.snapshot()
 
@@ -142,7 +188,7 @@ class PartitionService:
         """As `snapshot`, but this partition writes its file at `path` itself, a MiB at a
         time: its size and the start of each of its levels."""
         p = self.partition
-        p.take([unpack(chunk) for chunk in inbound])
+        self._take(inbound)
         size, level_starts = p.stored_levels()
         snapshot.write_partition(path, p)
         return size, level_starts

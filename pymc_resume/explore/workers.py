@@ -23,7 +23,7 @@ import multiprocess
 import numpy as np
 
 from pymc_resume.errors import EnvironmentProblem
-from pymc_resume.explore import snapshot
+from pymc_resume.explore import exchange, snapshot
 from pymc_resume.explore.fingerprints import summed_risk
 from pymc_resume.explore.limits import Limits, MemoryForecast, results_reserve
 from pymc_resume.explore.memory import die_with_parent, run_peak_bytes
@@ -143,8 +143,8 @@ def _handle(conn, service: PartitionService, kind: str, args, chunks) -> bool:
         pending, outbound = service.seed()
         _send(conn, ("seeded", pending), outbound)
     elif kind == "step":
-        (level,) = args
-        stepped, outbound = service.step(chunks, level)
+        level, ship_ratio = args
+        stepped, outbound = service.step(chunks, level, ship_ratio)
         reply = (
             "stepped",
             stepped.added,
@@ -154,6 +154,11 @@ def _handle(conn, service: PartitionService, kind: str, args, chunks) -> bool:
             stepped.pending,
         )
         _send(conn, reply, outbound)
+    elif kind == "answer":
+        held, news, outbound = service.answer(chunks)
+        _send(conn, ("answered", held, news), outbound)
+    elif kind == "handover":
+        _send(conn, ("handed",), service.handover(chunks))
     elif kind == "parent":
         _send(conn, (service.parent(args[0]),))
     elif kind == "lookup":
@@ -198,8 +203,11 @@ class WorkerPool:
         exact: bool = False,
     ) -> None:
         self.count = count
-        self.state_hash = state_hasher(model)
+        self.state_hash = state_hasher(model, count, exact)
         self.goals = bool(model.reachability)
+        # Whether the workers exchange fingerprints (`exchange`): then a level is two rounds.
+        self.exchange = exchange.exchanges_fingerprints(model, count, exact)
+        self.ship_ratios = [0.0] * count
         self.limits = limits
         self.started = started
         context = multiprocess.get_context("fork" if hasattr(os, "fork") else "spawn")
@@ -258,12 +266,12 @@ class WorkerPool:
                 process.join()
 
     def _gather(self, replies) -> None:
-        """Route every worker's outbound batches to their owners' inboxes."""
+        """Route every worker's outbound chunks to their owners' inboxes (each gets one from
+        every worker, in the workers' order)."""
         self.routed = [[] for _ in range(self.count)]
         for _message, chunks in replies:
             for owner, chunk in enumerate(chunks):
                 self.routed[owner].append(chunk)
-        self._pending = sum(message[-1] for message, _ in replies)
 
     def _ask_all(self, message_for) -> list:
         for index, conn in enumerate(self.connections):
@@ -272,13 +280,29 @@ class WorkerPool:
         return [_reply(conn, index) for index, conn in enumerate(self.connections)]
 
     def seed(self) -> None:
-        self._gather(self._ask_all(lambda i: (("seed",), ())))
+        replies = self._ask_all(lambda i: (("seed",), ()))
+        self._gather(replies)
+        self._pending = sum(message[1] for message, _ in replies)
+        if self.exchange:
+            self._answer()
+
+    def _answer(self) -> None:
+        """Exchanging, a level's second round: each worker admits what was shipped to it and
+        answers the queries; the answers go back to the askers with their next step. The
+        next level's frontiers decide the next ship ratios."""
+        replies = self._ask_all(lambda i: (("answer",), self.routed[i]))
+        self._gather(replies)
+        held = [
+            message[1] + sum(other[2][i] for other, _ in replies) for i, (message, _) in enumerate(replies)
+        ]
+        self._pending = sum(held)
+        self.ship_ratios = exchange.ship_ratios(held)
 
     def pending(self) -> int:
         return self._pending
 
     def step(self, level: int) -> int:
-        replies = self._ask_all(lambda i: (("step", level), self.routed[i]))
+        replies = self._ask_all(lambda i: (("step", level, self.ship_ratios[i]), self.routed[i]))
         added = sum(message[1] for message, _ in replies)
         self._size = sum(message[2] for message, _ in replies)
         self._generated = sum(message[3] for message, _ in replies)
@@ -286,6 +310,9 @@ class WorkerPool:
         if reasons:
             self.stopped_because = reasons[0]
         self._gather(replies)
+        self._pending = sum(message[-1] for message, _ in replies)
+        if self.exchange:
+            self._answer()
         return added
 
     def size(self) -> int:
@@ -318,7 +345,10 @@ class WorkerPool:
     def save_state(self, folder: Path) -> snapshot.Layout:
         """Every partition's checkpoint file, written into `folder` by its worker; the layout
         of their levels. Each worker first takes the batches routed to it (they are its
-        candidates from now on)."""
+        candidates from now on); exchanging, the workers first hand each other the states they
+        hold for other owners, so that each file holds its partition's next level whole."""
+        if self.exchange:
+            self._gather(self._ask_all(lambda i: (("handover",), self.routed[i])))
         replies = self._ask_all(
             lambda i: (("snapshot", str(snapshot.partition_file(folder, i))), self.routed[i])
         )

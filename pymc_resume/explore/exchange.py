@@ -1,0 +1,413 @@
+"""Workers that exchange fingerprints, not states: a state found by one worker stays with it.
+
+Between several workers, a plainly written model's partitions (`exchanges_fingerprints`) run a
+level in two rounds, as TLC's distributed mode does:
+
+1. `expand`: a partition expands the states it holds, its own and the *foreign* ones it keeps
+   for other owners. A successor it owns is stored at once. For another owner's it sends that
+   owner a *query*, the state's fingerprint and its parent's global id (16 bytes), and keeps
+   the key. A share of them (`ship_ratios`, which evens out the workers' frontiers) travels
+   whole instead, as every successor did before: the owner admits it into its own frontier.
+2. `answer`: the owner admits the shipped states, then stores each queried fingerprint; a new
+   one gets an id in the owner's numbering (its parent stays there, for traces), and the answer
+   says which. The asker keeps the states answered new as its foreign frontier for the next
+   level (`receive_answers`).
+
+A fingerprint must be the same in every process, so that owners, lookups and a recovery under
+another PYTHONHASHSEED agree: an exchanging partition keys a plain tuple state by the tuple of
+its fields' stable hashes (`HashKeys`), which one table lookup a field gives, like the plain
+codec's ids, and whose Python hash is then the fingerprint (`fingerprint_of_state`). So a
+successor costs what it costs on one worker plus 16 bytes and a table probe at its owner: no
+second pass over its fields for an owner, no encoding for the wire, no pickling, no translation
+into the owner's tables. Where keys leave the partition as states (shipped, handed over,
+checkpointed) they are the plain codec's, as without the exchange.
+
+A checkpoint is taken as without the exchange: first every partition hands its foreign
+frontier to the owners (`handover`, `take_handover`), who then hold every state of the next
+level with its key, so a checkpoint is nothing but partitions, whichever way they ran.
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+from array import array
+from collections.abc import Callable, Iterable, Iterator
+from itertools import compress
+from typing import Any, cast
+
+import numpy as np
+
+from pymc_resume.explore import partition as _partition  # (a cycle: read at call time)
+from pymc_resume.explore.batches import no_repeats, pack, unpack
+from pymc_resume.explore.fingerprints import FingerprintStore
+from pymc_resume.explore.frontier import Frontier
+from pymc_resume.explore.plain import fits_plain_codec
+from pymc_resume.explore.result import DEADLOCK
+from pymc_resume.explore.stable_hash import stable_hash
+from pymc_resume.explore.validate import ModelError, ValidModel
+
+# A query's fingerprint decides whether it is shipped whole: its bits 40 to 63, against the
+# ship ratio scaled to 24 bits (the owner uses the hash modulo a prime: independent bits).
+SHIP_BITS = 24
+_HEADER = struct.Struct("<QQ")  # bytes of the shipped batch, number of queries
+# A field's hash in a key: non-negative, so that a key of hashes never starts with a negative
+# number, which marks the plain codec's keys of other shapes (attrs, named tuples, ...).
+MASK63 = (1 << 63) - 1
+
+
+def part_hash(value) -> int:
+    """A field value's hash in a key of hashes (`HashKeys`)."""
+    return stable_hash(value) & MASK63
+
+
+def fingerprint_of_state(state) -> int:
+    """A state's fingerprint between exchanging partitions, the same in every process: a plain
+    tuple's from its fields' `part_hash`es (the hash of its key of hashes), any other state's
+    `stable_hash` (the plain codec's `owner_hash` of its key)."""
+    if type(state) is tuple:
+        return hash(tuple(map(part_hash, state)))
+    return stable_hash(state)
+
+
+@functools.lru_cache(maxsize=64)
+def field_mapper(arity: int) -> Callable[[tuple, Any], tuple]:
+    """`mapper(values, tables)` is `(tables[0][values[0]], tables[1][values[1]], ...)` for
+    `arity` values, as straight-line code (see `plain.tuple_mapper`): one table a field. It
+    raises KeyError for a value not in its table, IndexError for a field without a table, and
+    ValueError for a tuple of another length."""
+    if arity == 0:
+        return _empty_mapper
+    fields = [f"f{i}" for i in range(arity)]
+    source = (
+        f"def mapper(values, tables):\n    {''.join(f + ', ' for f in fields)}= values\n"
+        f"    return ({''.join(f'tables[{i}][{f}], ' for i, f in enumerate(fields))})\n"
+    )
+    namespace: dict = {}
+    exec(source, namespace)
+    return namespace["mapper"]
+
+
+def _hash_keys(p: _partition.Partition) -> HashKeys:
+    assert p.hash_keys is not None, "an exchanging partition has its HashKeys"
+    return p.hash_keys
+
+
+def _translations(p: _partition.Partition) -> list:
+    assert p.translations is not None, "a plain codec is a wire codec"
+    return p.translations
+
+
+def _empty_mapper(values: tuple, tables) -> tuple:
+    if values:
+        raise ValueError("a tuple of another length")
+    return ()
+
+
+class HashKeys:
+    """An exchanging partition's keys: a plain tuple state as the tuple of its fields'
+    `part_hash`es, any other state as its plain codec key (which starts with a negative tag).
+    A key's Python hash is then the state's fingerprint with no second pass over its fields.
+
+    Each field position has its own tables: values that are equal but not alike, such as
+    (0, 1) and (False, True), are one value to a hash and a dict, and a field of ints must not
+    come back as bools because another field held them first. Two field values with one hash
+    would be one value: that is refused, not guessed."""
+
+    __slots__ = ("codec", "of_value", "value_of")
+
+    def __init__(self, codec) -> None:
+        self.codec = codec  # the partition's PlainCodec: for other states, and for the wire
+        self.of_value: list[dict] = []  # per field: value -> its part hash
+        self.value_of: list[dict] = []  # per field: part hash -> the value (one shared copy)
+
+    def _intern(self, position: int, value) -> int:
+        found = part_hash(value)
+        known = self.value_of[position].setdefault(found, value)
+        if known is not value and known != value:
+            raise ModelError(
+                f"two field values share a 63-bit stable hash ({known!r:.60} and {value!r:.60}): "
+                "run with --exact"
+            )
+        self.of_value[position][value] = found
+        return found
+
+    def key(self, state: Any) -> tuple:
+        if type(state) is not tuple:
+            return self.codec.encode(state)
+        while len(self.of_value) < len(state):
+            self.of_value.append({})
+            self.value_of.append({})
+        try:
+            return field_mapper(len(state))(state, self.of_value)
+        except KeyError:  # a field value never seen before
+            return tuple(map(self._intern, range(len(state)), state))
+
+    def state(self, key: Any) -> Any:
+        if key and key[0] < 0:
+            return self.codec.decode(key)
+        return field_mapper(len(key))(key, self.value_of)
+
+    def fingerprint(self, key: Any) -> int:
+        return self.codec.owner_hash(key) if key and key[0] < 0 else hash(key)
+
+    def dense(self, key: Any) -> tuple:
+        """The plain codec's key of the same state (for the wire and checkpoints)."""
+        return key if key and key[0] < 0 else self.codec.encode(self.state(key))
+
+    def from_dense(self, key: Any) -> tuple:
+        return key if key and key[0] < 0 else self.key(self.codec.decode(key))
+
+
+class DenseKeys:
+    """A frontier of `HashKeys` keys read as the plain codec's (what a checkpoint saves)."""
+
+    def __init__(self, keys: Frontier, hash_keys: HashKeys) -> None:
+        self.keys, self.hash_keys = keys, hash_keys
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __iter__(self) -> Iterator:
+        return map(self.hash_keys.dense, self.keys)
+
+
+def exchanges_fingerprints(model: ValidModel, count: int, exact: bool) -> bool:
+    """Whether `count` partitions of `model` exchange fingerprints: several of them, a
+    fingerprint store, a plainly written model (the derived plain codec gives the stable
+    fingerprint), and no reachability property (whose edges and goal flags live with the
+    owners; those models ship their states as before)."""
+    return (
+        count > 1
+        and not exact
+        and model.codec is None
+        and model.partition_key is None
+        and not model.reachability
+        and fits_plain_codec(model.model)
+    )
+
+
+def ship_ratios(sizes: list[int]) -> list[float]:
+    """Per worker, the share of its queries to ship whole next level: 0 for the smallest
+    frontier, and for a larger one what brings it down to the smallest (with one worker
+    holding everything, as after a single initial state, all of them: then every state goes to
+    its owner, as without the exchange)."""
+    low = min(sizes)
+    return [0.0 if size == 0 else 1.0 - low / size for size in sizes]
+
+
+def pack_outbound(batch: tuple, fingerprints: list[np.ndarray], parents: list[np.ndarray]) -> bytes:
+    """One partition's level for one owner: the shipped batch and the queries, as bytes."""
+    shipped = pack(batch)
+    prints = np.concatenate(fingerprints) if fingerprints else np.empty(0, np.uint64)
+    sources = np.concatenate(parents) if parents else np.empty(0, np.int64)
+    return _HEADER.pack(len(shipped), len(prints)) + shipped + prints.tobytes() + sources.tobytes()
+
+
+def unpack_outbound(data: bytes) -> tuple[tuple, np.ndarray, np.ndarray]:
+    """(shipped batch, query fingerprints (uint64), their parents' gids (int64))."""
+    size, count = _HEADER.unpack_from(data)
+    view = memoryview(data)[_HEADER.size :]
+    batch = unpack(bytes(view[:size]))
+    prints = np.frombuffer(view[size : size + 8 * count], dtype=np.uint64)
+    parents = np.frombuffer(view[size + 8 * count : size + 16 * count], dtype=np.int64)
+    return batch, prints, parents
+
+
+class Queries:
+    """A partition's queries of one level, per owner: fingerprints and parents as numpy
+    pieces (sent after the level), and the keys, kept until the answers come."""
+
+    __slots__ = ("fingerprints", "parents", "keys")
+
+    def __init__(self, count: int) -> None:
+        self.fingerprints: list[list[np.ndarray]] = [[] for _ in range(count)]
+        self.parents: list[list[np.ndarray]] = [[] for _ in range(count)]
+        self.keys: list[list] = [[] for _ in range(count)]
+
+
+def frontier(
+    first: int, own: Iterable, foreign: Frontier, foreign_gids: array, count: int, index: int
+) -> Iterator[tuple[int, object]]:
+    """The level's states as (global id, key): this partition's own (ids on from `first`),
+    then the foreign ones it keeps (their owners' ids)."""
+    gid = first * count + index
+    for key in own:
+        yield gid, key
+        gid += count
+    yield from zip(foreign_gids, foreign)
+
+
+def expand(
+    p: _partition.Partition, states: Iterator, level: int, tick: Callable[[], bool] | None
+) -> list[list]:
+    """The hot loop of an exchanging partition: expand `states` ((gid, key) pairs), storing its
+    own successors and querying (or shipping) the others' a chunk at a time (`_route`). Returns
+    the shipped (key, parent) pairs per owner; the queries are left in `p.queries`."""
+    tick_every, chunk = _partition.TICK_EVERY, _partition.FINGERPRINT_CHUNK
+    outbound: list[list] = [[] for _ in range(p.count)]
+    sent = FingerprintStore()  # other partitions' fingerprints met this level
+    keys: list = []  # successors of the chunk, their fingerprints and their parents' gids
+    prints: list[int] = []
+    parents: list[int] = []
+    hash_keys = _hash_keys(p)
+    of_value, value_of = hash_keys.of_value, hash_keys.value_of  # (extended in place)
+    key_of, state_of, fingerprint_of, check = hash_keys.key, hash_keys.state, hash_keys.fingerprint, p._check
+    successors, canonical = p.model.successors, p.canonical
+    constrained = p.model.constraint is not None or p.model.action_constraint is not None
+    check_deadlock = p.model.deadlock_is_error
+    plain_map = None
+    generated = expanded = 0
+    for gid, key in states:
+        if p.stopped or (tick is not None and expanded % tick_every == tick_every - 1 and tick()):
+            p.stopped = True
+            break
+        expanded += 1
+        if plain_map is None:  # straight-line code for the first key's length (`field_mapper`)
+            plain_map = field_mapper(len(key) if type(key) is tuple else 0)
+        try:  # `HashKeys.state` of a plain tuple's key, inlined
+            state = plain_map(key, value_of)
+        except (KeyError, IndexError, ValueError):  # another shape's key (a negative tag), or length
+            state = state_of(key)
+        check(state, gid, level)
+        before = generated
+        for action, successor in successors(state):
+            generated += 1
+            if constrained and not p._inside(state, action, successor):
+                p._check_outside(successor, level + 1, gid, generated - before - 1)
+                continue
+            world = canonical(successor) if canonical else successor
+            try:  # `HashKeys.key` and `fingerprint` of a plain tuple, inlined
+                if type(world) is not tuple:
+                    raise ValueError
+                key = plain_map(world, of_value)
+                fingerprint = hash(key)
+            except (KeyError, IndexError, ValueError):  # a new value, another shape or length
+                key = key_of(world)
+                fingerprint = fingerprint_of(key)
+            keys.append(key)
+            prints.append(fingerprint)
+            parents.append(gid)
+        if check_deadlock and generated == before and DEADLOCK not in p.first_bad:
+            p.first_bad[DEADLOCK] = (level, gid, -1)
+            p._stop_if_first()
+        if len(keys) >= chunk:
+            _route(p, keys, prints, parents, outbound, sent)
+            keys, prints, parents = [], [], []
+    if keys:
+        _route(p, keys, prints, parents, outbound, sent)
+    p.generated += generated
+    p.level_size = expanded
+    return outbound
+
+
+def _route(p: _partition.Partition, keys: list, prints: list, parents: list, outbound: list, sent) -> None:
+    """Place a chunk of successors: store this partition's, and for each other owner, once a
+    level, ship the state or keep it and query its fingerprint."""
+    fingerprints = np.array(prints, dtype=np.int64)
+    parent_ids = np.array(parents, dtype=np.int64)
+    owners = fingerprints % _partition.PRIME % p.count  # (numpy's % of a negative int is Python's)
+    unsigned = fingerprints.view(np.uint64)
+    mine = owners == p.index
+    if mine.any():
+        p._store_own(list(compress(keys, mine.tolist())), parent_ids[mine], False, (unsigned[mine], False))
+    others = np.flatnonzero(~mine)
+    if not others.size:
+        return
+    _ids, first = sent.add(unsigned[others], parent_ids[others], hashed=True)
+    going = others[first]
+    threshold = int(p.ship_ratio * (1 << SHIP_BITS))
+    shipped = (unsigned[going] >> np.uint64(64 - SHIP_BITS)) < np.uint64(threshold)
+    going_owners = owners[going]
+    queries = p.queries
+    for owner in range(p.count):
+        if owner == p.index:
+            continue
+        to_owner = going_owners == owner
+        if threshold:
+            for i in going[to_owner & shipped].tolist():
+                outbound[owner].append((keys[i], parents[i]))
+            to_owner &= ~shipped
+        asked = going[to_owner]
+        if asked.size:
+            queries.fingerprints[owner].append(unsigned[asked])
+            queries.parents[owner].append(parent_ids[asked])
+            queries.keys[owner].extend(map(keys.__getitem__, asked.tolist()))
+
+
+def answer(
+    p: _partition.Partition, inbound: list[tuple[tuple, np.ndarray, np.ndarray] | None]
+) -> list[np.ndarray]:
+    """Admit the states shipped to `p`, then store the fingerprints queried: per sender, the
+    global id given to each new one, -1 for one stored before."""
+    if not p.level_starts:  # (after the seed: the first level is being filled)
+        p.level_starts.append(len(p.store))
+    for item in inbound:  # shipped first: their ids follow p's own states
+        if item is None:
+            continue
+        (candidates, _repeats, tables), _prints, _parents = item
+        if tables is not None:
+            source, delta = tables
+            p.codec.absorb(_translations(p)[source], delta)
+            candidates = p._translated(candidates, _translations(p)[source])
+        from_dense = _hash_keys(p).from_dense
+        p._store_own([from_dense(key) for key, _ in candidates], [parent for _, parent in candidates], False)
+    answers = []
+    for item in inbound:
+        if item is None or not len(item[1]):
+            answers.append(np.empty(0, dtype=np.int64))
+            continue
+        _batch, prints, parents = item
+        ids, new = cast(FingerprintStore, p.store).add(prints, parents, hashed=True)
+        answers.append(np.where(new, ids * p.count + p.index, -1))
+    return answers
+
+
+def receive_answers(p: _partition.Partition, answers: list[np.ndarray | None]) -> None:
+    """Keep, as the foreign frontier, the queried states their owners answered new."""
+    for owner, gids in enumerate(answers):
+        keys = p.queries.keys[owner]
+        if gids is None or not len(gids):
+            continue
+        if len(gids) != len(keys):
+            raise ValueError(f"partition {owner} answered {len(gids)} queries of {len(keys)}")
+        new = gids >= 0
+        p.foreign.extend(compress(keys, new.tolist()))
+        p.foreign_gids.frombytes(gids[new].tobytes())
+    p.queries = Queries(p.count)
+
+
+def handover(p: _partition.Partition) -> list[list]:
+    """The foreign frontier as (key, gid) pairs per owner, given up: before a checkpoint."""
+    outbound: list[list] = [[] for _ in range(p.count)]
+    for gid, key in zip(p.foreign_gids, p.foreign):
+        outbound[gid % p.count].append((key, gid))  # (`batches_of` makes the keys dense)
+    p.foreign.close()
+    p.foreign, p.foreign_gids = Frontier(), array("q")
+    return outbound
+
+
+def take_handover(p: _partition.Partition, inbound: list[tuple]) -> None:
+    """Take the keys of the states queried here that other partitions held (`handover`): they
+    complete this partition's next level, in id order."""
+    pairs: list = []
+    for candidates, _repeats, tables in inbound:
+        if tables is not None:
+            source, delta = tables
+            p.codec.absorb(_translations(p)[source], delta)
+            candidates = p._translated(candidates, _translations(p)[source])
+        pairs.extend(candidates)
+    pairs.sort(key=lambda pair: pair[1])
+    start = p.level_starts[-1] + len(p.ahead) if p.level_starts else 0
+    expected = [(start + offset) * p.count + p.index for offset in range(len(pairs))]
+    if [gid for _key, gid in pairs] != expected or start + len(pairs) != len(p.store):
+        raise ValueError(f"partition {p.index}: the handed-over states do not fill its next level")
+    p.ahead.extend(_hash_keys(p).from_dense(key) for key, _gid in pairs)
+
+
+def batches_of(p: _partition.Partition, outbound: list[list]) -> list[tuple]:
+    """Shipped (key, parent) pairs as batches of the plain codec's keys, with the table
+    entries each owner has not seen."""
+    dense = _hash_keys(p).dense
+    batches = [([(dense(key), parent) for key, parent in pairs], no_repeats(), None) for pairs in outbound]
+    return p._with_tables(cast(list, batches))

@@ -1,0 +1,79 @@
+"""Workers that exchange fingerprints (`explore.exchange`): every state is found once, traces
+stay shortest, a checkpoint taken while states are held for other owners recovers, and keys
+keep each field's values as they were."""
+
+import pytest
+from two_phase import TwoPhase
+
+from pymc_resume.explore import Invariant, explore, snapshot
+from pymc_resume.explore.exchange import HashKeys, fingerprint_of_state, ship_ratios
+from pymc_resume.explore.partition import Partition
+from pymc_resume.explore.plain import PlainCodec
+from pymc_resume.explore.search import SnapshotSchedule
+from pymc_resume.explore.validate import validated
+
+
+class NeverAllCommitted(TwoPhase):
+    """TwoPhase with an invariant the protocol breaks, deep in the graph."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__(n)
+        self.invariants = [*self.invariants, Invariant("NeverAllCommitted", self.not_all_committed)]
+
+    def not_all_committed(self, state) -> bool:
+        return set(state[0]) != {"committed"}
+
+
+def summary(result):
+    lengths = {name: len(v.trace) for name, v in result.violations.items()}
+    return result.distinct_states, result.states_generated, result.depth, lengths
+
+
+@pytest.fixture(scope="module")
+def one_worker():
+    return summary(explore(NeverAllCommitted(4)))
+
+
+def test_a_plain_model_exchanges_fingerprints_between_workers_only():
+    model = validated(TwoPhase(3))
+    assert Partition(model, 0, 2).exchange
+    assert not Partition(model, 0, 1).exchange
+    assert not Partition(model, 0, 2, exact=True).exchange
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_exchanging_workers_find_every_state_once_and_the_shortest_trace(workers, one_worker):
+    found = summary(explore(NeverAllCommitted(4), workers=workers))
+    assert found == one_worker
+    assert found[3]["NeverAllCommitted"] > 3  # (a trace through several partitions)
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_a_checkpoint_taken_while_states_are_held_for_other_owners_recovers(tmp_path, workers, one_worker):
+    model = NeverAllCommitted(4)
+    snapshots = SnapshotSchedule(str(tmp_path), every=0.0, run={"what": "two-phase"})
+    first = explore(model, workers=workers, max_states=1500, snapshots=snapshots)
+    assert not first.complete
+    saved = snapshot.load(tmp_path)
+    assert saved.depth > 3
+    recovered = explore(model, workers=workers, from_snapshot=saved, snapshots=snapshots)
+    assert summary(recovered) == one_worker
+
+
+def test_the_smallest_frontier_ships_nothing_and_a_lone_one_ships_everything():
+    assert ship_ratios([100, 100]) == [0.0, 0.0]
+    assert ship_ratios([1, 0]) == [1.0, 0.0]
+    assert ship_ratios([150, 100, 120]) == pytest.approx([1 / 3, 0.0, 1 / 6])
+
+
+def test_keys_keep_each_fields_values_as_they_were():
+    # (0, 1) == (False, True): one value to a dict, but each field must come back as it was.
+    keys = HashKeys(PlainCodec())
+    first, second = (False, True), (0, 1)
+    bools_first = keys.key((first, second))
+    ints_first = keys.key((second, first))
+    assert [type(v) for v in keys.state(bools_first)[0]] == [bool, bool]
+    assert [type(v) for v in keys.state(bools_first)[1]] == [int, int]
+    assert [type(v) for v in keys.state(ints_first)[0]] == [bool, bool]  # its first field's table
+    # A key's hash is the state's fingerprint, the same in every process.
+    assert hash(bools_first) == fingerprint_of_state((first, second))
