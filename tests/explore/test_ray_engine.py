@@ -74,10 +74,25 @@ def test_reference_counts_verdicts_and_trace_lengths_match_the_multiprocess_engi
         assert (after.action, after.state) in list(model.successors(before.state))
 
 
-def test_a_plain_model_matches_too(cluster):
-    """TwoPhase written plainly: the derived codec's keys and tables cross between nodes."""
+def test_a_plain_model_matches_too_and_recovers_from_states_held_for_other_owners(cluster, tmp_path):
+    """TwoPhase written plainly: the actors exchange fingerprints across nodes (`exchange`),
+    and a checkpoint first hands the states each holds for the other to it."""
     on_ray = explore(TwoPhase(4), workers=2, engine="ray", address=cluster.address)
     assert summary(on_ray) == summary(explore(TwoPhase(4), workers=2))
+    snapshots = SnapshotSchedule(str(tmp_path), every=0.0)
+    first = explore(
+        TwoPhase(4), workers=2, engine="ray", address=cluster.address, max_states=1200, snapshots=snapshots
+    )
+    assert not first.complete
+    resumed = explore(
+        TwoPhase(4),
+        workers=2,
+        engine="ray",
+        address=cluster.address,
+        from_snapshot=snapshot.load(tmp_path),
+        snapshots=snapshots,
+    )
+    assert summary(resumed) == summary(on_ray)
 
 
 def test_a_ray_run_stopped_midway_recovers_on_ray_to_the_same_result(cluster, explored, tmp_path):
