@@ -247,9 +247,11 @@ def expand(
     tick_every, chunk = _partition.TICK_EVERY, _partition.FINGERPRINT_CHUNK
     outbound: list[list] = [[] for _ in range(p.count)]
     sent = FingerprintStore()  # other partitions' fingerprints met this level
-    keys: list = []  # successors of the chunk, their fingerprints and their parents' gids
-    prints: list[int] = []
+    keys: list = []  # successors of the chunk, and their parents' gids
     parents: list[int] = []
+    # Whether the chunk holds a key of another shape than a plain tuple's (its fingerprint is
+    # `HashKeys.fingerprint`, not the key's hash): rare, so a plain chunk is hashed in C.
+    odd = False
     hash_keys = _hash_keys(p)
     of_value, value_of = hash_keys.of_value, hash_keys.value_of  # (extended in place)
     key_of, state_of, fingerprint_of, check = hash_keys.key, hash_keys.state, hash_keys.fingerprint, p._check
@@ -277,34 +279,35 @@ def expand(
                 p._check_outside(successor, level + 1, gid, generated - before - 1)
                 continue
             world = canonical(successor) if canonical else successor
-            try:  # `HashKeys.key` and `fingerprint` of a plain tuple, inlined
+            try:  # `HashKeys.key` of a plain tuple, inlined
                 if type(world) is not tuple:
                     raise ValueError
                 key = plain_map(world, of_value)
-                fingerprint = hash(key)
             except (KeyError, IndexError, ValueError):  # a new value, another shape or length
                 key = key_of(world)
-                fingerprint = fingerprint_of(key)
+                odd = odd or type(world) is not tuple
             keys.append(key)
-            prints.append(fingerprint)
             parents.append(gid)
         if check_deadlock and generated == before and DEADLOCK not in p.first_bad:
             p.first_bad[DEADLOCK] = (level, gid, -1)
             p._stop_if_first()
         if len(keys) >= chunk:
-            _route(p, keys, prints, parents, outbound, sent)
-            keys, prints, parents = [], [], []
+            _route(p, keys, map(fingerprint_of if odd else hash, keys), parents, outbound, sent)
+            keys, parents, odd = [], [], False
     if keys:
-        _route(p, keys, prints, parents, outbound, sent)
+        _route(p, keys, map(fingerprint_of if odd else hash, keys), parents, outbound, sent)
     p.generated += generated
     p.level_size = expanded
     return outbound
 
 
-def _route(p: _partition.Partition, keys: list, prints: list, parents: list, outbound: list, sent) -> None:
-    """Place a chunk of successors: store this partition's, and for each other owner, once a
-    level, ship the state or keep it and query its fingerprint."""
-    fingerprints = np.array(prints, dtype=np.int64)
+def _route(
+    p: _partition.Partition, keys: list, prints: Iterator[int], parents: list, outbound: list, sent
+) -> None:
+    """Place a chunk of successors (`prints`: their fingerprints, computed as they are read):
+    store this partition's, and for each other owner, once a level, ship the state or keep it
+    and query its fingerprint."""
+    fingerprints = np.fromiter(prints, dtype=np.int64, count=len(keys))
     parent_ids = np.array(parents, dtype=np.int64)
     owners = fingerprints % _partition.PRIME % p.count  # (numpy's % of a negative int is Python's)
     unsigned = fingerprints.view(np.uint64)
