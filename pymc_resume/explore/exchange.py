@@ -42,7 +42,7 @@ from pymc_resume.explore import partition as _partition  # (a cycle: read at cal
 from pymc_resume.explore.batches import no_repeats, pack, unpack
 from pymc_resume.explore.fingerprints import FingerprintStore
 from pymc_resume.explore.frontier import Frontier
-from pymc_resume.explore.plain import fits_plain_codec
+from pymc_resume.explore.plain import fits_plain_codec, straight_line
 from pymc_resume.explore.result import DEADLOCK
 from pymc_resume.explore.stable_hash import stable_hash
 from pymc_resume.explore.validate import ModelError, ValidModel
@@ -76,16 +76,9 @@ def field_mapper(arity: int) -> Callable[[tuple, Any], tuple]:
     `arity` values, as straight-line code (see `plain.tuple_mapper`): one table a field. It
     raises KeyError for a value not in its table, IndexError for a field without a table, and
     ValueError for a tuple of another length."""
-    if arity == 0:
-        return _empty_mapper
-    fields = [f"f{i}" for i in range(arity)]
-    source = (
-        f"def mapper(values, tables):\n    {''.join(f + ', ' for f in fields)}= values\n"
-        f"    return ({''.join(f'tables[{i}][{f}], ' for i, f in enumerate(fields))})\n"
-    )
-    namespace: dict = {}
-    exec(source, namespace)
-    return namespace["mapper"]
+    if not 0 < arity <= 64:
+        return functools.partial(_any_length, arity)
+    return straight_line(arity, lambda position, field: f"table[{position}][{field}]")
 
 
 def _hash_keys(p: _partition.Partition) -> HashKeys:
@@ -98,10 +91,13 @@ def _translations(p: _partition.Partition) -> list:
     return p.translations
 
 
-def _empty_mapper(values: tuple, tables) -> tuple:
-    if values:
+def _any_length(arity: int, values: tuple, tables) -> tuple:
+    """`field_mapper` for an arity it does not compile (none, or more than 64 fields)."""
+    if len(values) != arity:
         raise ValueError("a tuple of another length")
-    return ()
+    if len(tables) < arity:
+        raise IndexError("a field without a table")
+    return tuple(table[value] for table, value in zip(tables, values))
 
 
 class HashKeys:

@@ -60,10 +60,16 @@ def tuple_mapper(arity: int) -> Callable[[tuple, Any], tuple]:
     a value not in `table`; for a tuple of another length it raises ValueError."""
     if not 0 < arity <= 64:
         return lambda values, table: tuple(map(table.__getitem__, values))
+    return straight_line(arity, lambda position, field: f"table[{field}]")
+
+
+def straight_line(arity: int, lookup: Callable[[int, str], str]) -> Callable[[tuple, Any], tuple]:
+    """`mapper(values, table)`: unpack `arity` values into f0, f1, ... and return the tuple of
+    `lookup(position, name)` expressions, compiled once (`tuple_mapper`, `exchange.field_mapper`)."""
     fields = [f"f{i}" for i in range(arity)]
     source = (
         f"def mapper(values, table):\n    {', '.join(fields)}, = values\n"
-        f"    return ({', '.join(f'table[{field}]' for field in fields)},)\n"
+        f"    return ({', '.join(lookup(i, field) for i, field in enumerate(fields))},)\n"
     )
     namespace: dict = {}
     exec(source, namespace)
