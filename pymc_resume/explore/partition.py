@@ -356,6 +356,8 @@ class Partition:
             for done in (fresh, foreign):
                 if type(done) is Frontier:
                     done.close()
+        except ModelError:  # (ours: two field values with one hash, `exchange.HashKeys`)
+            raise
         except Exception as error:  # in the model's code, or ours on what the model gave
             raise model_raised(error) from error
         return exchange.batches_of(self, shipped)

@@ -5,12 +5,12 @@ keep each field's values as they were."""
 import pytest
 from two_phase import TwoPhase
 
-from pymc_resume.explore import Invariant, explore, snapshot
+from pymc_resume.explore import Invariant, exchange, explore, snapshot
 from pymc_resume.explore.exchange import HashKeys, fingerprint_of_state, ship_ratios
 from pymc_resume.explore.partition import Partition
 from pymc_resume.explore.plain import PlainCodec
 from pymc_resume.explore.search import SnapshotSchedule
-from pymc_resume.explore.validate import validated
+from pymc_resume.explore.validate import ModelError, validated
 
 
 class NeverAllCommitted(TwoPhase):
@@ -77,3 +77,11 @@ def test_keys_keep_each_fields_values_as_they_were():
     assert [type(v) for v in keys.state(ints_first)[0]] == [bool, bool]  # its first field's table
     # A key's hash is the state's fingerprint, the same in every process.
     assert hash(bools_first) == fingerprint_of_state((first, second))
+
+
+def test_two_field_values_with_one_hash_are_refused_not_merged(monkeypatch):
+    keys = HashKeys(PlainCodec())
+    monkeypatch.setattr(exchange, "part_hash", lambda value: 7)
+    keys.key(("a",))
+    with pytest.raises(ModelError, match="share a 63-bit stable hash"):
+        keys.key(("b",))
