@@ -52,16 +52,19 @@ def read_bounded(path: str | Path, limit: int | None, what: str) -> bytes:
         os.close(handle)
 
 
-def write_atomically(path: str | Path, text: str) -> None:
-    """Write to a temporary file beside `path`, flush it to disk, then rename it over `path`."""
+def write_atomically(path: str | Path, text: str | bytes, durable: bool = True) -> None:
+    """Write to a temporary file beside `path`, flush it to disk (unless not `durable`: a
+    cache), then rename it over `path`. The temporary file goes on every way out, an
+    interrupt included; its name starts with a dot, so readers of the folder can skip it."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(text.encode() if isinstance(text, str) else text)
+            if durable:
+                stream.flush()
+                os.fsync(stream.fileno())
         os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

@@ -38,7 +38,6 @@ from pathlib import Path
 import attrs
 from hypothesis import Verbosity, settings
 from hypothesis import seed as hypothesis_seed
-from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.errors import Flaky, FlakyStrategyDefinition
 from hypothesis.stateful import run_state_machine_as_test
 
@@ -46,6 +45,7 @@ from pymc_resume.bridge.adapter import declared_variants, unsupported_operations
 from pymc_resume.bridge.adapter.sink import SinkEvent
 from pymc_resume.bridge.fuzzing.budget import Budget, BudgetSpent, past
 from pymc_resume.bridge.fuzzing.machine import fuzz_settings, machine_class
+from pymc_resume.bridge.fuzzing.saved_examples import SavedExamples
 from pymc_resume.bridge.fuzzing.shrink import minimize
 from pymc_resume.bridge.hosting.host import AdapterInfo
 from pymc_resume.bridge.hosting.registry import AdapterBuilder, factory
@@ -520,7 +520,7 @@ class FuzzRun:
         """One example database per adapter configuration, keyed by the adapter's spec and every
         option it was built with (two adapters, or one with two option sets, never share saved
         failures); the name starts with the adapter's own name and options, to be told apart."""
-        return DirectoryBasedExampleDatabase(
+        return SavedExamples(
             str(
                 self.target.repro_dir
                 / "hypothesis-db"
