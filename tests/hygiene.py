@@ -70,6 +70,21 @@ def _entries(folders: list[Path]) -> set[Path]:
     return {entry for folder in folders for entry in folder.iterdir() if not entry.name.startswith(NOT_OURS)}
 
 
+def _describe(entry: Path) -> str:
+    """Enough of a leftover to tell who made it: its kind, when it was made, and its contents
+    (a folder's names, a file's first bytes); a library's temp file has no telling name."""
+    try:
+        made = time.strftime("%H:%M:%S", time.localtime(entry.lstat().st_mtime))
+        if entry.is_dir():
+            names = sorted(child.name for child in entry.iterdir())
+            return f"a folder modified at {made}, holding {names[:5]}{' ...' if len(names) > 5 else ''}"
+        with entry.open("rb") as file:
+            head = file.read(80)
+        return f"a file of {entry.stat().st_size} bytes modified at {made}, starting {head!r}"
+    except OSError as error:
+        return f"unreadable: {error}"
+
+
 def _become_subreaper() -> bool:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
@@ -141,7 +156,7 @@ class Hygiene(RunCheck):
         if self.own_basetemp is not None:
             shutil.rmtree(self.own_basetemp, ignore_errors=True)
         new = sorted(_entries(self.folders) - self.before)
-        self.found += [f"new in {entry.parent}: {entry.name}" for entry in new]
+        self.found += [f"new in {entry.parent}: {entry.name} ({_describe(entry)})" for entry in new]
         self.fail_on_findings(session)
 
 
