@@ -102,8 +102,8 @@ class RayPartition:
         return (*outbound, stepped)
 
     def answer(self, *inbound: bytes):
-        held, news, outbound = self.service.answer(list(inbound))
-        return (*outbound, (held, news))
+        held, news, size, outbound = self.service.answer(list(inbound))
+        return (*outbound, (held, news, size))
 
     def handover(self, *inbound: bytes):
         return (*self.service.handover(list(inbound)), None)
@@ -284,7 +284,11 @@ class RayEngine:
             for index, actor in enumerate(self.actors)
         ]
         counters = self._route(calls)
-        held = [own + sum(news[i] for _own, news in counters) for i, (own, _news) in enumerate(counters)]
+        self._size = sum(size for _own, _news, size in counters)  # with what the answers admitted
+        held = [
+            own + sum(news[i] for _own, news, _size in counters)
+            for i, (own, _news, _size) in enumerate(counters)
+        ]
         self._pending = sum(held)
         self.ship_ratios = exchange.ship_ratios(held)
 

@@ -113,17 +113,17 @@ class PartitionService:
         )
         return stepped, self._packed(outbound)
 
-    def answer(self, inbound: list[bytes]) -> tuple[int, list[int], list[bytes]]:
+    def answer(self, inbound: list[bytes]) -> tuple[int, list[int], int, list[bytes]]:
         """Exchanging, the level's second round: admit the states shipped here and answer the
         queries (one chunk from each partition, in order). Returns the states this partition
         holds for the next level, how many of each partition's queries were new (the states
-        it holds for the next level), and one answer per partition."""
+        it holds for the next level), the states it has stored, and one answer per partition."""
         p = self.partition
         began = time.perf_counter()
         answers = exchange.answer(p, [exchange.unpack_outbound(chunk) for chunk in inbound])
         self.busy += time.perf_counter() - began
         news = [int((gids >= 0).sum()) for gids in answers]
-        return p.carried(), news, [gids.tobytes() for gids in answers]
+        return p.carried(), news, len(p), [gids.tobytes() for gids in answers]
 
     def handover(self, inbound: list[bytes]) -> list[bytes]:
         """Exchanging, before a checkpoint: take the answers sent here, and hand the states

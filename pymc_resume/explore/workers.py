@@ -155,8 +155,8 @@ def _handle(conn, service: PartitionService, kind: str, args, chunks) -> bool:
         )
         _send(conn, reply, outbound)
     elif kind == "answer":
-        held, news, outbound = service.answer(chunks)
-        _send(conn, ("answered", held, news), outbound)
+        held, news, size, outbound = service.answer(chunks)
+        _send(conn, ("answered", held, news, size), outbound)
     elif kind == "handover":
         _send(conn, ("handed",), service.handover(chunks))
     elif kind == "parent":
@@ -292,6 +292,7 @@ class WorkerPool:
         next level's frontiers decide the next ship ratios."""
         replies = self._ask_all(lambda i: (("answer",), self.routed[i]))
         self._gather(replies)
+        self._size = sum(message[3] for message, _ in replies)  # with what the answers admitted
         held = [
             message[1] + sum(other[2][i] for other, _ in replies) for i, (message, _) in enumerate(replies)
         ]

@@ -3,6 +3,7 @@ stay shortest, a checkpoint taken while states are held for other owners recover
 keep each field's values as they were."""
 
 import pytest
+from run_summary import summary
 from two_phase import TwoPhase
 
 from pymc_resume.explore import Invariant, exchange, explore, snapshot
@@ -22,11 +23,6 @@ class NeverAllCommitted(TwoPhase):
 
     def not_all_committed(self, state) -> bool:
         return set(state[0]) != {"committed"}
-
-
-def summary(result):
-    lengths = {name: len(v.trace) for name, v in result.violations.items()}
-    return result.distinct_states, result.states_generated, result.depth, lengths
 
 
 @pytest.fixture(scope="module")
@@ -85,3 +81,15 @@ def test_two_field_values_with_one_hash_are_refused_not_merged(monkeypatch):
     keys.key(("a",))
     with pytest.raises(ModelError, match="share a 63-bit stable hash"):
         keys.key(("b",))
+
+
+def test_every_level_reports_the_states_found_so_far_as_one_worker_does():
+    """Progress lines and `--max-states` read the count after each level: a state an owner
+    answered as new counts at its level, not one level late."""
+
+    def levels(workers):
+        seen = []
+        explore(TwoPhase(4), workers=workers, progress=lambda at, final=False: seen.append(at))
+        return {at.depth: (at.distinct_states, at.queue) for at in seen}  # each level's last line
+
+    assert levels(2) == levels(1)
