@@ -17,6 +17,7 @@ import pytest
 
 ray = pytest.importorskip("ray")  # the ray extra; CI installs it (.ci/run), where skips fail
 
+import run_summary
 from ray.cluster_utils import Cluster
 from two_phase import TwoPhase
 
@@ -32,8 +33,7 @@ NODE = {"num_cpus": 1, "object_store_memory": 80 * 2**20}
 
 
 def summary(result):
-    lengths = {name: len(v.trace) for name, v in result.violations.items()}
-    return (result.distinct_states, result.states_generated, result.depth, lengths, result.complete)
+    return (*run_summary.summary(result), result.complete)
 
 
 @pytest.fixture(scope="module")

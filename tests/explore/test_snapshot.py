@@ -1,17 +1,13 @@
 """The explorer's own snapshots: a run continued from one reaches what an uninterrupted run reaches."""
 
 import pytest
+from run_summary import summary
 
 from pymc_resume.errors import EnvironmentProblem
 from pymc_resume.explore import explore, snapshot
 from pymc_resume.explore.search import SnapshotSchedule
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.semantics import ResumeModel
-
-
-def summary(result):
-    lengths = {name: len(v.trace) for name, v in result.violations.items()}
-    return result.distinct_states, result.states_generated, result.depth, lengths
 
 
 @pytest.mark.parametrize("workers", [1, 2])

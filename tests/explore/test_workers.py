@@ -1,16 +1,12 @@
 """The multi-process explorer finds exactly what the in-process one finds."""
 
 import pytest
+from run_summary import summary
 from two_phase import TwoPhase
 
 from pymc_resume.explore import explore
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.semantics import ResumeModel
-
-
-def summary(result):
-    lengths = {name: len(v.trace) for name, v in result.violations.items()}
-    return result.distinct_states, result.states_generated, result.depth, lengths
 
 
 @pytest.fixture(scope="module")
