@@ -95,8 +95,7 @@ class InProcess:
         p = self.partition
         if not p.goals:
             return peak_bytes()
-        assert p.edge_sources is not None  # kept with goals
-        return peak_bytes() + results_reserve(len(p.edge_sources), len(p))
+        return peak_bytes() + results_reserve(p.edge_count(), len(p))
 
     def coverage(self):
         return self.partition.coverage

@@ -19,12 +19,13 @@ from typing import cast
 
 import numpy as np
 
-from pymc_resume.explore import exchange, persisted, snapshot
+from pymc_resume.explore import exchange, persisted, settled_edges, snapshot
 from pymc_resume.explore.batches import Columns, Repeats, joined_columns, no_repeats
 from pymc_resume.explore.fingerprints import FingerprintStore, collision_probability, fingerprints_of
 from pymc_resume.explore.frontier import Frontier
 from pymc_resume.explore.plain import PlainCodec, fits_plain_codec, tuple_mapper
 from pymc_resume.explore.result import DEADLOCK
+from pymc_resume.explore.settled_edges import SettledEdges
 from pymc_resume.explore.snapshot import Layout
 from pymc_resume.explore.stable_hash import stable_hash
 from pymc_resume.explore.validate import ModelError, ValidModel, short
@@ -154,9 +155,13 @@ class Partition:
         self.ahead = Frontier()
         self.level_size = 0  # states of the last level stepped
         self.goal_flags = [bytearray() for _ in self.goals]
-        # Incoming edges, recorded by the owner of the target: (source gid, target local id).
+        # Incoming edges, recorded by the owner of the target: (source gid, target local id),
+        # the recent ones in memory, the settled ones on disk once they are many
+        # (`settled_edges`; `edge_count` and `edge_chunks` read both).
         self.edge_sources = array("i") if self.goals else None
         self.edge_targets = array("i") if self.goals else None
+        self.settled_edges = SettledEdges()
+        self.edges_before_last_level = 0  # edges in memory when the last level began
         # property -> (level, gid, successor index): the first state found that violates it,
         # or, for a successor outside the constraints (never stored), its parent's gid and its
         # position among the parent's successors (else -1).
@@ -182,6 +187,33 @@ class Partition:
 
     def __len__(self) -> int:
         return len(self.store)
+
+    def edge_count(self) -> int:
+        return len(self.settled_edges) + len(self.edge_sources or ())
+
+    def edge_chunks(self, size: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Every edge kept, as (source gids, target local ids) int32 arrays of at most `size`:
+        the settled ones from disk, then those in memory."""
+        yield from self.settled_edges.chunks(size)
+        if self.edge_sources:
+            sources = np.frombuffer(self.edge_sources, dtype=np.int32)
+            targets = np.frombuffer(self.edge_targets, dtype=np.int32)  # type: ignore[arg-type]  # with sources
+            for start in range(0, len(sources), size):
+                yield sources[start : start + size], targets[start : start + size]
+
+    def _settle_edges(self) -> None:
+        """At a level's start, the edges that were in memory when the last level began go to
+        disk, once there are `settled_edges.IN_MEMORY` of them: every one of them is into a
+        state stored before the level being filled (see `settled_edges`)."""
+        sources, targets = self.edge_sources, self.edge_targets
+        if sources is None or targets is None:
+            return
+        settled = self.edges_before_last_level
+        if settled >= settled_edges.IN_MEMORY:
+            with memoryview(sources) as from_sources, memoryview(targets) as from_targets:
+                self.settled_edges.write(from_sources[:settled], from_targets[:settled])
+            del sources[:settled], targets[:settled]
+        self.edges_before_last_level = len(sources)
 
     def _bind_codec(self) -> None:
         self.encode = self.codec.encode if self.codec else None
@@ -320,6 +352,7 @@ class Partition:
         partition's queries, and the batches returned hold the states it ships."""
         if self.exchange:
             return self._step_exchanging(inbound, level, tick)
+        self._settle_edges()
         try:
             first, fresh = self._admit(inbound, level)
             self.carry = []

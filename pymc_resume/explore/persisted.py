@@ -28,6 +28,7 @@ import hashlib
 import struct
 import sys
 from array import array
+from collections.abc import Callable, Iterable
 from itertools import repeat
 from operator import itemgetter
 from types import ModuleType
@@ -100,6 +101,17 @@ def _attribute_names(cls: type, kind: str) -> tuple[str, ...]:
 
 
 # --- writing -------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class ArrayPieces:
+    """An array too large to gather before it is written (a partition's settled edges, on
+    disk): `length` items of `typecode`, given by `pieces()` as one-dimensional numpy arrays.
+    It is written as the one `array.array` it would be, and reads back as one."""
+
+    typecode: str
+    length: int
+    pieces: Callable[[], Iterable[np.ndarray]]
 
 
 class _Writer:
@@ -258,6 +270,17 @@ class _Writer:
         self.out += ARRAY + header
         self._block(data.data.cast("B") if data.nbytes else b"")
 
+    def _array_pieces(self, value: ArrayPieces) -> None:
+        itemsize = array(value.typecode).itemsize
+        self.out += ARRAY + struct.pack("<cBQ", value.typecode.encode(), itemsize, value.length * itemsize)
+        written = 0
+        for piece in value.pieces():
+            data = np.ascontiguousarray(piece, dtype=np.dtype(value.typecode).newbyteorder("<"))
+            self._block(data.data.cast("B") if data.nbytes else b"")
+            written += data.nbytes
+        if written != value.length * itemsize:  # (the header said otherwise: a broken file)
+            raise ValueError(f"array pieces held {written} bytes, not the {value.length * itemsize} declared")
+
     def _instance(self, value) -> None:
         if self._referenced(value):
             return
@@ -296,6 +319,7 @@ _WRITERS = {
     frozenset: _Writer._frozenset,
     array: _Writer._array,
     np.ndarray: _Writer._ndarray,
+    ArrayPieces: _Writer._array_pieces,
 }
 # numpy's dtype (without its byte order) -> the typecode of the `array.array` it is saved as.
 _NUMPY_CODES = {

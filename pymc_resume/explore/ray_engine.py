@@ -89,7 +89,7 @@ class RayPartition:
         memory = own_peak_bytes() + self.elsewhere
         if partition.edge_sources is not None:  # the reachability still to decide, as if
             count = self.count  # every partition were this one
-            memory += results_reserve(len(partition.edge_sources) * count, len(partition) * count)
+            memory += results_reserve(partition.edge_count() * count, len(partition) * count)
         return self.limits.exceeded(0, self.started, memory, self.forecast.headroom(memory))
 
     def seed(self):

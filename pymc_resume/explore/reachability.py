@@ -8,10 +8,11 @@ edges into the states it marked last, and sends each source to its owner. When a
 nothing, every state that can reach a goal is marked; of the unmarked states, the one admitted
 at the smallest level is reported: it has the shortest trace.
 
-A round scans a partition's edges once (a chunk at a time, so that its temporaries stay small),
-and there are as many rounds as the longest backward distance to a goal: at the `paper` bounds,
-about fifty scans of 25 million edges a worker, a few seconds, where gathering the edges into
-the coordinator took its memory to 1.1 GiB.
+A round scans a partition's edges once, a chunk at a time, so that its temporaries stay small
+(the settled ones are read back from disk, `settled_edges`), and there are as many rounds as
+the longest backward distance to a goal: at the `paper` bounds, about fifty scans of 25
+million edges a worker, a few seconds, where gathering the edges into the coordinator took its
+memory to 1.1 GiB.
 """
 
 from __future__ import annotations
@@ -33,8 +34,7 @@ class BackwardSearch:
     def __init__(self, partition, prop: int) -> None:
         self.count, self.index = partition.count, partition.index
         self.level_starts = partition.level_starts
-        self.sources = _int32_view(partition.edge_sources)  # global ids
-        self.targets = _int32_view(partition.edge_targets)  # local ids
+        self.edge_chunks = partition.edge_chunks  # (source global ids, target local ids)
         flags = partition.goal_flags[prop]
         self.reached = np.zeros(len(partition), dtype=bool)
         self.reached[: len(flags)] = np.frombuffer(bytes(flags), dtype=np.uint8).astype(bool)
@@ -50,9 +50,8 @@ class BackwardSearch:
         if not self.marked.any():
             return [NOTHING] * self.count
         found = []
-        for start in range(0, len(self.targets), EDGE_CHUNK):
-            into_marked = self.marked[self.targets[start : start + EDGE_CHUNK]]
-            found.append(np.unique(self.sources[start : start + EDGE_CHUNK][into_marked]))
+        for sources, targets in self.edge_chunks(EDGE_CHUNK):
+            found.append(np.unique(sources[self.marked[targets]]))
         self.marked[:] = False
         sources = np.unique(np.concatenate(found)).astype(np.int64) if found else NOTHING
         if self.count == 1:
@@ -68,11 +67,6 @@ class BackwardSearch:
             return None
         local = int(unreached[0])
         return bisect_right(self.level_starts, local), local * self.count + self.index
-
-
-def _int32_view(edges) -> np.ndarray:
-    """An `array('i')` of edge ends as numpy, without a copy."""
-    return np.frombuffer(edges, dtype=np.int32) if len(edges) else np.empty(0, dtype=np.int32)
 
 
 class BackwardRounds(Protocol):

@@ -23,6 +23,7 @@ import re
 import shutil
 from array import array
 from collections.abc import Callable
+from itertools import chain
 from pathlib import Path
 from typing import NoReturn, TypeVar, cast
 
@@ -312,6 +313,10 @@ RECORD_KEYS = frozenset(
 )
 
 
+# Settled edges read back at a time while a checkpoint file is written: 4 MB a column.
+SAVED_PIECE = 1 << 20
+
+
 def partition_record(partition) -> dict:
     """Everything `partition` knows, except the model, as plain values for `persisted`.
 
@@ -337,6 +342,8 @@ def partition_record(partition) -> dict:
         if len(store) > size:  # stored already, saved as the first waiting candidates
             ahead, edge_sources, edge_targets = _ahead_as_candidates(partition, size)
             carry.insert(0, ahead)
+    if edge_sources is not None and len(partition.settled_edges):
+        edge_sources, edge_targets = _with_settled(partition.settled_edges, edge_sources, edge_targets)
     return {
         "partition": partition.index,
         "partitions": partition.count,
@@ -365,6 +372,25 @@ def partition_record(partition) -> dict:
     }
 
 
+def _with_settled(settled, sources, targets) -> tuple[persisted.ArrayPieces, persisted.ArrayPieces]:
+    """The edges to save: the settled ones, read back from disk while the file is written (never
+    gathered in memory), then the recent ones (`sources`, `targets`: arrays or numpy columns).
+    Settled edges are all into states stored before the level being filled, so none of them
+    is into a state saved as a waiting candidate (`settled_edges`)."""
+
+    def column(which: int, recent) -> persisted.ArrayPieces:
+        recent = recent if isinstance(recent, np.ndarray) else _int32_column(recent)
+        return persisted.ArrayPieces(
+            "i", len(settled) + len(recent), lambda: chain(settled.column(which, SAVED_PIECE), [recent])
+        )
+
+    return column(0, sources), column(1, targets)
+
+
+def _int32_column(values: array) -> np.ndarray:
+    return np.frombuffer(values, dtype=np.int32) if len(values) else np.empty(0, dtype=np.int32)
+
+
 def _ahead_as_candidates(partition, size: int):
     """The next level's states a fingerprint store holds already (ids from `size` on), as the
     batch of candidates an exact store would hold instead: each with its parent, and every
@@ -375,8 +401,7 @@ def _ahead_as_candidates(partition, size: int):
     sources, targets = partition.edge_sources, partition.edge_targets
     if sources is None:
         return (candidates, []), None, None
-    source_ids = np.frombuffer(sources, dtype=np.int32)
-    target_ids = np.frombuffer(targets, dtype=np.int32)
+    source_ids, target_ids = _int32_column(sources), _int32_column(targets)
     into_ahead = target_ids >= size
     repeats = [
         (target - size, source)
@@ -588,6 +613,8 @@ def restore_partition(partition, record: object, where: str, layout: Layout) -> 
         partition.ahead = Frontier()
     partition.goal_flags = goal_flags
     partition.edge_sources, partition.edge_targets = (sources, targets) if partition.goals else (None, None)
+    partition.settled_edges.close()  # (all in memory now, settled again from the next level)
+    partition.edges_before_last_level = 0
     partition.first_bad = first_bad
     partition.level_starts = list(layout.level_starts[index])
     if not partition.exact:  # the level being filled starts after the stored ones

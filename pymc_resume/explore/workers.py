@@ -107,8 +107,7 @@ def _serve(
             raise _CoordinatorGone
         memory = run_peak_bytes(pids)
         if partition.goals:  # the reachability still to decide, as if every partition were ours
-            assert partition.edge_sources is not None  # kept with goals
-            memory += results_reserve(len(partition.edge_sources) * count, len(partition) * count)
+            memory += results_reserve(partition.edge_count() * count, len(partition) * count)
         return limits.exceeded(0, started, memory, forecast.headroom(memory))
 
     service = PartitionService(model, index, count, canonical, stop_at_first, limit_check, exact)
