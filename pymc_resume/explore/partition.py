@@ -523,7 +523,8 @@ class Partition:
         outbound: list[list[Candidate]] = [[] for _ in range(count)]
         repeats = [no_repeats() for _ in range(count)]  # edges into candidates already listed
         keep_edges = self.edge_sources is not None
-        # key -> (owner, position in its batch) with edges, else just the owner.
+        # key -> its owner; with edges, its position in the owner's batch too, as one int
+        # (`position * count + owner`: a tuple would cost 56 bytes a successor sent).
         seen: dict = {} if keep_edges or count == 1 else self.forwarded
         edge_sources, edge_targets = self.edge_sources, self.edge_targets
         known = cast(VisitedStore, self.store).ids
@@ -603,7 +604,7 @@ class Partition:
                                 owner = state_hash(world) % PRIME % count
                             world = copy_of(key)  # type: ignore[misc]  # whole: a codec
                         batch = outbound[owner]
-                        seen[world] = (owner, len(batch)) if keep_edges else owner
+                        seen[world] = len(batch) * count + owner if keep_edges else owner
                         batch.append((world if owner == own else key, gid))
                         continue
                     if count == 1:
@@ -622,10 +623,10 @@ class Partition:
                         owner = state_hash(world) % PRIME % count  # as owner_of
                     batch = outbound[owner]
                     # (Without edges only "sighted" matters: a small int costs no allocation.)
-                    seen[key] = (owner, len(batch)) if keep_edges else owner
+                    seen[key] = len(batch) * count + owner if keep_edges else owner
                     batch.append((key, gid))
                 elif keep_edges:
-                    owner, position = sighted
+                    position, owner = divmod(sighted, count)
                     if outbound[owner][position][1] != gid:
                         repeats[owner].positions.append(position)
                         repeats[owner].parents.append(gid)
@@ -682,7 +683,7 @@ class Partition:
         outbound: list[list[Candidate]] = [[] for _ in range(count)]
         repeats = [no_repeats() for _ in range(count)]  # edges into candidates already listed
         keep_edges = self.edge_sources is not None
-        seen: dict = {}  # another partition's key -> its owner, or (owner, position) with edges
+        seen: dict = {}  # another partition's key -> as in `_expand`
         # States that are their own keys (ints, no codec) are placed by their hash: for ints in
         # [0, 2**64) numpy computes it for a whole chunk (`_route_in_bulk`), so that on several
         # workers a successor costs what it costs on one.
@@ -753,10 +754,10 @@ class Partition:
                 sighted = seen.get(key)
                 if sighted is None:
                     batch = outbound[owner]
-                    seen[key] = (owner, len(batch)) if keep_edges else owner
+                    seen[key] = len(batch) * count + owner if keep_edges else owner
                     batch.append((key, gid))
                 elif keep_edges:
-                    owner, position = sighted
+                    position, owner = divmod(sighted, count)
                     if outbound[owner][position][1] != gid:
                         repeats[owner].positions.append(position)
                         repeats[owner].parents.append(gid)
