@@ -25,7 +25,7 @@ from pymc_resume.explore.fingerprints import FingerprintStore, collision_probabi
 from pymc_resume.explore.frontier import Frontier
 from pymc_resume.explore.plain import PlainCodec, fits_plain_codec, tuple_mapper
 from pymc_resume.explore.result import DEADLOCK
-from pymc_resume.explore.settled_edges import SettledEdges
+from pymc_resume.explore.settled_edges import SettledEdges, int32_view
 from pymc_resume.explore.snapshot import Layout
 from pymc_resume.explore.stable_hash import stable_hash
 from pymc_resume.explore.validate import ModelError, ValidModel, short
@@ -195,11 +195,9 @@ class Partition:
         """Every edge kept, as (source gids, target local ids) int32 arrays of at most `size`:
         the settled ones from disk, then those in memory."""
         yield from self.settled_edges.chunks(size)
-        if self.edge_sources:
-            sources = np.frombuffer(self.edge_sources, dtype=np.int32)
-            targets = np.frombuffer(self.edge_targets, dtype=np.int32)  # type: ignore[arg-type]  # with sources
-            for start in range(0, len(sources), size):
-                yield sources[start : start + size], targets[start : start + size]
+        sources, targets = int32_view(self.edge_sources or ()), int32_view(self.edge_targets or ())
+        for start in range(0, len(sources), size):
+            yield sources[start : start + size], targets[start : start + size]
 
     def _settle_edges(self) -> None:
         """At a level's start, the edges that were in memory when the last level began go to

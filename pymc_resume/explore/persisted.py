@@ -255,8 +255,7 @@ class _Writer:
             value = array(value.typecode, value)
             value.byteswap()
         data = value.tobytes()
-        header = struct.pack("<cBQ", value.typecode.encode(), value.itemsize, len(data))
-        self.out += ARRAY + header
+        self._array_header(value.typecode, value.itemsize, len(data))
         self._block(data)
 
     def _ndarray(self, value: np.ndarray) -> None:
@@ -265,21 +264,28 @@ class _Writer:
         typecode = _NUMPY_CODES.get(value.dtype.str.lstrip("<=|>")) if value.ndim == 1 else None
         if typecode is None:
             raise TypeError(f"cannot save a numpy array of {value.ndim} dimensions and dtype {value.dtype}")
-        data = np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("<"))
-        header = struct.pack("<cBQ", typecode.encode(), data.itemsize, data.nbytes)
-        self.out += ARRAY + header
-        self._block(data.data.cast("B") if data.nbytes else b"")
+        self._array_header(typecode, value.itemsize, value.nbytes)
+        self._little_endian_block(value)
 
     def _array_pieces(self, value: ArrayPieces) -> None:
         itemsize = array(value.typecode).itemsize
-        self.out += ARRAY + struct.pack("<cBQ", value.typecode.encode(), itemsize, value.length * itemsize)
+        self._array_header(value.typecode, itemsize, value.length * itemsize)
         written = 0
         for piece in value.pieces():
-            data = np.ascontiguousarray(piece, dtype=np.dtype(value.typecode).newbyteorder("<"))
-            self._block(data.data.cast("B") if data.nbytes else b"")
-            written += data.nbytes
+            written += self._little_endian_block(np.asarray(piece, dtype=value.typecode))
         if written != value.length * itemsize:  # (the header said otherwise: a broken file)
             raise ValueError(f"array pieces held {written} bytes, not the {value.length * itemsize} declared")
+
+    def _array_header(self, typecode: str, itemsize: int, nbytes: int) -> None:
+        """What opens an `array.array`: its typecode, item size and length in bytes."""
+        self.out += ARRAY + struct.pack("<cBQ", typecode.encode(), itemsize, nbytes)
+
+    def _little_endian_block(self, values: np.ndarray) -> int:
+        """A numpy array's items as little-endian bytes, without a copy where they are so
+        already; returns how many bytes."""
+        data = np.ascontiguousarray(values, dtype=values.dtype.newbyteorder("<"))
+        self._block(data.data.cast("B") if data.nbytes else b"")
+        return data.nbytes
 
     def _instance(self, value) -> None:
         if self._referenced(value):

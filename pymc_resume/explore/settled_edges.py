@@ -71,3 +71,8 @@ class SettledEdges:
             self.file.close()
             self.file = None
         self.runs, self.count = [], 0
+
+
+def int32_view(values) -> np.ndarray:
+    """An `array('i')` of edge ends (or an empty sequence) as numpy, without a copy."""
+    return np.frombuffer(values, dtype=np.int32) if len(values) else np.empty(0, dtype=np.int32)

@@ -35,6 +35,7 @@ from pymc_resume.explore import persisted
 from pymc_resume.explore.frontier import Frontier
 from pymc_resume.explore.persisted import SnapshotError
 from pymc_resume.explore.result import DEADLOCK
+from pymc_resume.explore.settled_edges import int32_view
 from pymc_resume.files import UnreadableFile, read_bounded, write_atomically
 
 _T = TypeVar("_T")
@@ -379,16 +380,12 @@ def _with_settled(settled, sources, targets) -> tuple[persisted.ArrayPieces, per
     is into a state saved as a waiting candidate (`settled_edges`)."""
 
     def column(which: int, recent) -> persisted.ArrayPieces:
-        recent = recent if isinstance(recent, np.ndarray) else _int32_column(recent)
+        recent = recent if isinstance(recent, np.ndarray) else int32_view(recent)
         return persisted.ArrayPieces(
             "i", len(settled) + len(recent), lambda: chain(settled.column(which, SAVED_PIECE), [recent])
         )
 
     return column(0, sources), column(1, targets)
-
-
-def _int32_column(values: array) -> np.ndarray:
-    return np.frombuffer(values, dtype=np.int32) if len(values) else np.empty(0, dtype=np.int32)
 
 
 def _ahead_as_candidates(partition, size: int):
@@ -401,7 +398,7 @@ def _ahead_as_candidates(partition, size: int):
     sources, targets = partition.edge_sources, partition.edge_targets
     if sources is None:
         return (candidates, []), None, None
-    source_ids, target_ids = _int32_column(sources), _int32_column(targets)
+    source_ids, target_ids = int32_view(sources), int32_view(targets)
     into_ahead = target_ids >= size
     repeats = [
         (target - size, source)
