@@ -8,7 +8,9 @@ protocol 5, in C. Repeats are always two raw arrays.
 
 A batch of packed keys may also hold its candidates as `Columns` (two numpy arrays) instead of a
 list of pairs: 16 bytes a candidate where a list of pairs of Python ints takes about 130, which is
-what a wide level sent to another worker costs (TwoPhase N=10 sends millions a level).
+what a wide level sent to another worker costs (TwoPhase N=10 sends millions a level). Keys of
+any other kind (the reference semantics' wide ints, tuples) may travel as `KeyColumns`: a list
+of keys, pickled, and an array of parents.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from array import array
 import attrs
 import numpy as np
 
-RAW, PICKLED = b"R", b"P"
+RAW, PICKLED, KEYED = b"R", b"P", b"K"
 HEADER = struct.Struct("<cQQ")  # kind, bytes of the candidates part, number of repeats
+COUNT = struct.Struct("<Q")  # candidates in a `KeyColumns` part
 
 
 @attrs.frozen
@@ -37,6 +40,22 @@ class Columns:
 
     def __iter__(self):
         return zip(self.keys.tolist(), self.parents.tolist())
+
+
+@attrs.frozen
+class KeyColumns:
+    """Candidates as a list of keys of any kind and an array of their parents' gids (int64):
+    a list of pairs would cost a tuple and an int object more a candidate. Iterating gives
+    (key, parent) pairs, as a list of candidates would."""
+
+    keys: list
+    parents: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __iter__(self):
+        return zip(self.keys, self.parents.tolist())
 
 
 @attrs.frozen
@@ -69,6 +88,9 @@ def joined_columns(pieces: list[tuple[np.ndarray, np.ndarray]]) -> Columns:
 def _pack_candidates(candidates) -> tuple[bytes, bytes]:
     if type(candidates) is Columns:
         return RAW, candidates.keys.tobytes() + candidates.parents.tobytes()  # (uint64, int64)
+    if type(candidates) is KeyColumns:  # how many, the parents (int64), the pickled keys
+        gids = candidates.parents.astype(np.int64, copy=False)
+        return KEYED, COUNT.pack(len(gids)) + gids.tobytes() + pickle.dumps(candidates.keys, 5)
     if candidates:
         try:
             keys = array("Q", [key for key, _ in candidates])
@@ -104,6 +126,12 @@ def unpack(data: bytes) -> tuple:
     tables = pickle.loads(rest[16 * repeat_count :])
     if kind == PICKLED:
         candidates = pickle.loads(body)
+    elif kind == KEYED:  # (the parents copied: the chunk's bytes are not kept for them)
+        (count,) = COUNT.unpack_from(body)
+        end = COUNT.size + 8 * count
+        candidates = KeyColumns(
+            pickle.loads(body[end:]), np.frombuffer(body[COUNT.size : end], np.int64).copy()
+        )
     elif tables is None:  # packed keys as they came: numpy reads the bytes in place
         half = size // 2
         candidates = Columns(np.frombuffer(body[:half], np.uint64), np.frombuffer(body[half:], np.int64))
@@ -116,3 +144,15 @@ def unpack(data: bytes) -> tuple:
     positions.frombytes(rest[: 8 * repeat_count])
     parents.frombytes(rest[8 * repeat_count : 16 * repeat_count])
     return candidates, Repeats(positions, parents), tables
+
+
+def unpack_all(chunks: list[bytes]) -> list[tuple]:
+    """Every chunk's batch (`unpack`), letting go of each chunk's bytes once it is read: the
+    list is emptied, so a level's batches are not held twice, as bytes and as batches."""
+    batches = []
+    for position, chunk in enumerate(chunks):
+        chunks[position] = b""
+        batches.append(unpack(chunk))
+        del chunk
+    chunks.clear()
+    return batches

@@ -20,9 +20,10 @@ from typing import cast
 import numpy as np
 
 from pymc_resume.explore import exchange, persisted, settled_edges, snapshot
-from pymc_resume.explore.batches import Columns, Repeats, joined_columns, no_repeats
+from pymc_resume.explore.batches import Columns, KeyColumns, Repeats, joined_columns, no_repeats
 from pymc_resume.explore.fingerprints import FingerprintStore, collision_probability, fingerprints_of
 from pymc_resume.explore.frontier import Frontier
+from pymc_resume.explore.outbound import Outbound
 from pymc_resume.explore.plain import PlainCodec, fits_plain_codec, tuple_mapper
 from pymc_resume.explore.result import DEADLOCK
 from pymc_resume.explore.settled_edges import SettledEdges, int32_view
@@ -253,6 +254,12 @@ class Partition:
         the store keeps states whole, as our interned states."""
         if self.whole:
             return self.codec.states_of_batch(candidates, translation)
+        if type(candidates) is KeyColumns:
+            keys = getattr(self.codec, "translate_keys", None)
+            if keys is not None:
+                return KeyColumns(keys(candidates.keys, translation), candidates.parents)  # type: ignore[return-value]
+            translate = self.codec.translate
+            return KeyColumns([translate(key, translation) for key in candidates.keys], candidates.parents)  # type: ignore[return-value]
         batch = getattr(self.codec, "translate_batch", None)
         if batch is not None:
             return batch(candidates, translation)
@@ -412,12 +419,16 @@ class Partition:
     def _admit(self, inbound: list[Batch], level: int) -> tuple[int, list[Hashable]]:
         """Admit this level's candidates; return the first new local id and the new keys
         (their local ids follow on from it). Keys, not states: a level's states are decoded one
-        at a time as they are expanded, so a wide level costs 8 bytes a state, not a state."""
+        at a time as they are expanded, so a wide level costs 8 bytes a state, not a state.
+        `inbound` is emptied as it is admitted."""
         while len(self.level_starts) < level:
             self.level_starts.append(len(self.store))
         first = self.level_starts[level - 1] if not self.exact else len(self.store)
         fresh: list[Hashable] = []  # (with fingerprints, `_admit_batch` stores them instead)
-        for candidates, repeats, tables in inbound:
+        for position, (candidates, repeats, tables) in enumerate(inbound):
+            # Admitted, a batch is not needed any more: let go of it now, not once the level
+            # is expanded (a wide level's batches would stay beside everything it sends).
+            inbound[position] = empty_batch()
             if tables is not None:  # another partition's keys, and its new table entries
                 source, delta = tables  # (tables come only to a wire partition: translations)
                 self.codec.absorb(self.translations[source], delta)  # type: ignore[index]
@@ -439,6 +450,14 @@ class Partition:
                 hashed = cast(FingerprintStore, self.store).hashed  # (else the keys are not needed)
                 keys = candidates.keys.tolist() if hashed else []
                 stored = self._store_own(keys, candidates.parents, False, (candidates.keys, True))
+            elif type(candidates) is KeyColumns:
+                keys = candidates.keys
+                if not encoded and self.encode:
+                    keys = [self.encode(state) for state in keys]
+                stored = self._store_own(keys, candidates.parents, False)
+                if self.edge_sources is not None:
+                    self._record_edges(candidates.parents, stored, repeats)
+                return
             else:
                 encode = None if encoded else self.encode
                 keys = [encode(state) if encode else state for state, _ in candidates]
@@ -482,6 +501,21 @@ class Partition:
         for position, parent in repeats:  # (repeats come only where edges are kept)
             edge_sources.append(parent)  # type: ignore[union-attr]
             edge_targets.append(locals_[position])  # type: ignore[union-attr]
+
+    def _record_edges(self, parents: np.ndarray, stored: list[int], repeats: Repeats) -> None:
+        """The edges of a `KeyColumns` batch just stored (`stored`: each candidate's local id):
+        one from each candidate's parent (an initial state has none), then the repeated ones."""
+        sources, targets = cast(array, self.edge_sources), cast(array, self.edge_targets)
+        into = np.asarray(stored, dtype=np.int32)
+        has_parent = parents >= 0
+        sources.frombytes(parents[has_parent].astype(np.int32).tobytes())
+        targets.frombytes(into[has_parent].tobytes())
+        if len(repeats):
+            if type(repeats) is not Repeats:  # (pairs, as a checkpoint's carry holds them)
+                repeats = Repeats(array("q", [p for p, _ in repeats]), array("q", [g for _, g in repeats]))
+            positions = np.frombuffer(repeats.positions, dtype=np.int64)
+            sources.frombytes(np.frombuffer(repeats.parents, dtype=np.int64).astype(np.int32).tobytes())
+            targets.frombytes(into[positions].tobytes())
 
     def _check(self, state: Hashable, gid: int, level: int) -> None:
         all_hold = self.all_hold
@@ -675,18 +709,22 @@ class Partition:
     ) -> list[Batch]:
         # The hot loop with a fingerprint store. This partition's own successors are gathered
         # and stored a chunk at a time (`_store_own`: numpy probes the table for the whole
-        # chunk), becoming the next level's states at once; another partition's are deduplicated
-        # for this level in `seen` and sent to their owner, which stores them on arrival.
+        # chunk), becoming the next level's states at once; another partition's are gathered a
+        # chunk at a time too, deduplicated for this level (`Outbound`) and sent to their
+        # owner, which stores them on arrival.
         count, own = self.count, self.index
         outbound: list[list[Candidate]] = [[] for _ in range(count)]
-        repeats = [no_repeats() for _ in range(count)]  # edges into candidates already listed
         keep_edges = self.edge_sources is not None
-        seen: dict = {}  # another partition's key -> as in `_expand`
         # States that are their own keys (ints, no codec) are placed by their hash: for ints in
         # [0, 2**64) numpy computes it for a whole chunk (`_route_in_bulk`), so that on several
         # workers a successor costs what it costs on one.
         in_bulk = count > 1 and not keep_edges and self.codec is None and self.partition_key is None
         sent = FingerprintStore() if in_bulk else None  # other partitions' states sent this level
+        # Any other partition's successors, with their parents' gids and their owners.
+        others = Outbound(count, own, keep_edges) if count > 1 and not in_bulk else None
+        other_keys: list = []
+        other_parents: list[int] = []
+        other_owners: list[int] = []
         columns: list[list] = [[] for _ in range(count)]  # what `_route_in_bulk` sends, as arrays
         taken: list[str] | None = [] if self.coverage is not None else None  # every action taken
         actions: list[str] | None = [] if self.coverage is not None else None  # each key's action
@@ -749,16 +787,9 @@ class Partition:
                     if actions is not None:
                         actions.append(action)
                     continue
-                sighted = seen.get(key)
-                if sighted is None:
-                    batch = outbound[owner]
-                    seen[key] = len(batch) * count + owner if keep_edges else owner
-                    batch.append((key, gid))
-                elif keep_edges:
-                    position, owner = divmod(sighted, count)
-                    if outbound[owner][position][1] != gid:
-                        repeats[owner].positions.append(position)
-                        repeats[owner].parents.append(gid)
+                other_keys.append(key)
+                other_parents.append(gid)
+                other_owners.append(owner)
             if check_deadlock and generated == before and DEADLOCK not in self.first_bad:
                 self.first_bad[DEADLOCK] = (level, gid, -1)
                 self._stop_if_first()
@@ -768,6 +799,9 @@ class Partition:
                 else:
                     self._store_own(keys, parents, keep_edges, actions=actions)
                 keys, parents, actions = [], [], (None if actions is None else [])
+            if len(other_keys) >= FINGERPRINT_CHUNK:
+                cast(Outbound, others).add(other_keys, other_parents, other_owners)
+                other_keys, other_parents, other_owners = [], [], []
         if keys and sent is not None:
             self._route_in_bulk(keys, parents, outbound, columns, sent)
         elif keys:
@@ -775,8 +809,12 @@ class Partition:
         self.generated += generated
         if self.coverage is not None:
             self.coverage[0].update(taken)  # type: ignore[arg-type]  # a list with coverage
+        if others is not None:
+            if other_keys:
+                others.add(other_keys, other_parents, other_owners)
+            return self._with_tables(cast(list, others.batches()))
         batches = [_joined(batch, pieces) for batch, pieces in zip(outbound, columns)]
-        return self._with_tables([(batch, extra, None) for batch, extra in zip(batches, repeats)])
+        return self._with_tables([(batch, no_repeats(), None) for batch in batches])
 
     def _route_in_bulk(
         self, keys: list, parents: list, outbound: list, columns: list, sent: FingerprintStore

@@ -181,21 +181,22 @@ class PlainCodec(InternerTables):
             return tuple(map(values.__getitem__, key))
         return (-1 - shapes[-1 - key[0]], *map(values.__getitem__, key[1:]))
 
-    def translate_batch(self, candidates: list, translation: list[list[int]]) -> list:
-        """`translate` of each (key, parent) pair of a batch, the plain tuples' keys by
-        `tuple_mapper` (no method call per key); any other key by `translate`."""
+    def translate_keys(self, keys: list, translation: list[list[int]]) -> list:
+        """`translate` of each key of a batch, the plain tuples' by `tuple_mapper` (no method
+        call per key); any other key by `translate`."""
         values = translation[1]
-        mapper = tuple_mapper(len(candidates[0][0]) if candidates else 0)
+        mapper = tuple_mapper(len(keys[0]) if keys else 0)
         try:
-            return [
-                (mapper(key, values), parent)
-                for key, parent in candidates
-                if key and key[0] >= 0 or _not_plain()
-            ]
+            return [mapper(key, values) for key in keys if key and key[0] >= 0 or _not_plain()]
         except (_NotPlain, ValueError):  # a tagged key, an empty one, or another length
             pass
         translate = self.translate
-        return [(translate(key, translation), parent) for key, parent in candidates]
+        return [translate(key, translation) for key in keys]
+
+    def translate_batch(self, candidates: list, translation: list[list[int]]) -> list:
+        """`translate_keys` of a batch of (key, parent) pairs."""
+        keys = self.translate_keys([key for key, _ in candidates], translation)
+        return list(zip(keys, [parent for _, parent in candidates]))
 
     def states_of_batch(self, candidates: list, translation: list[list[int]]) -> list:
         """Each (key, parent) pair of another partition's batch as (state, parent): its key

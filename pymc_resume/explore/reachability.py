@@ -23,8 +23,10 @@ from typing import Protocol
 
 import numpy as np
 
-# Edges scanned at once in a round: the temporaries of a chunk take about 13 bytes an edge.
-EDGE_CHUNK = 1 << 22
+# Edges scanned at once in a round: the temporaries of a chunk take about 13 bytes an edge, and
+# the search's peak memory is the search's own plus theirs (13 MiB; numpy's cost a call is nothing
+# at a million edges).
+EDGE_CHUNK = 1 << 20
 NOTHING = np.empty(0, dtype=np.int64)
 
 
@@ -49,15 +51,21 @@ class BackwardSearch:
             self.marked[new] = True
         if not self.marked.any():
             return [NOTHING] * self.count
-        found = []
+        # The sources found, as one flag per global id (a byte a state of the whole run, and
+        # no sorting): partition p's are then every count-th flag from p, in local id order.
+        found = np.zeros(0, dtype=bool)
         for sources, targets in self.edge_chunks(EDGE_CHUNK):
-            found.append(np.unique(sources[self.marked[targets]]))
+            hits = sources[self.marked[targets]]
+            if hits.size:
+                highest = int(hits.max())
+                if highest >= len(found):
+                    found = np.concatenate([found, np.zeros(highest + 1 - len(found), dtype=bool)])
+                found[hits] = True
         self.marked[:] = False
-        sources = np.unique(np.concatenate(found)).astype(np.int64) if found else NOTHING
-        if self.count == 1:
-            return [sources]
-        owners = sources % self.count
-        return [sources[owners == owner] // self.count for owner in range(self.count)]
+        return [
+            np.flatnonzero(found[owner :: self.count]).astype(np.int64, copy=False)
+            for owner in range(self.count)
+        ]
 
     def shallowest_unreached(self) -> tuple[int, int] | None:
         """(level, global id) of the first state admitted here that reaches no goal, or None.
@@ -90,6 +98,7 @@ def shallowest_unable(engine: BackwardRounds, properties: int) -> list[int | Non
         while True:
             outbound = engine.reach_round(inbound)  # per partition: its sources, by owner
             inbound = [[sent[to] for sent in outbound if len(sent[to])] for to in range(engine.count)]
+            del outbound  # (its arrays are `inbound`'s: an engine may let go of them once sent)
             if not any(inbound):
                 break
         candidates = [candidate for candidate in engine.reach_end() if candidate is not None]

@@ -17,7 +17,7 @@ import attrs
 import numpy as np
 
 from pymc_resume.explore import exchange, snapshot
-from pymc_resume.explore.batches import pack, unpack
+from pymc_resume.explore.batches import pack, unpack, unpack_all
 from pymc_resume.explore.memory import peak_bytes
 from pymc_resume.explore.partition import Partition, empty_batch
 from pymc_resume.explore.reachability import BackwardSearch
@@ -105,7 +105,7 @@ class PartitionService:
             answers = [np.frombuffer(chunk, dtype=np.int64) for chunk in inbound]
             outbound = p.step(answers, level, self._tick)
         else:
-            outbound = p.step([unpack(chunk) for chunk in inbound], level, self._tick)
+            outbound = p.step(unpack_all(inbound), level, self._tick)
         self.busy += time.perf_counter() - began
         stopped = (self.limit_reason or p.stop_reason) if p.stopped else None
         stepped = Stepped(

@@ -274,8 +274,10 @@ class WorkerPool:
 
     def _ask_all(self, message_for) -> list:
         for index, conn in enumerate(self.connections):
-            message, chunks = message_for(index)
-            _send(conn, message, chunks)
+            _send(conn, *message_for(index))
+            # Sent, the batches routed to this worker are its own: let go of them before the
+            # replies come, so that the coordinator holds one level's batches, not two.
+            self.routed[index] = []
         return [_reply(conn, index) for index, conn in enumerate(self.connections)]
 
     def seed(self) -> None:
@@ -383,7 +385,14 @@ class WorkerPool:
 
     def reach_round(self, inbound: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
         """One round of the backward search (`reachability`): int64 arrays of local ids."""
-        replies = self._ask_all(lambda i: (("reach_round",), [ids.tobytes() for ids in inbound[i]]))
+
+        def message_for(index: int) -> tuple[tuple, list]:
+            # Sent as they are (no copy), then let go of: the coordinator does not hold one
+            # round's ids while the next round's come.
+            arrays, inbound[index] = inbound[index], []
+            return ("reach_round",), [ids.data for ids in arrays]
+
+        replies = self._ask_all(message_for)
         return [[np.frombuffer(chunk, dtype=np.int64) for chunk in chunks] for _message, chunks in replies]
 
     def reach_end(self) -> list[tuple[int, int] | None]:
