@@ -512,7 +512,8 @@ class Partition:
         targets.frombytes(into[has_parent].tobytes())
         if len(repeats):
             if type(repeats) is not Repeats:  # (pairs, as a checkpoint's carry holds them)
-                repeats = Repeats(array("q", [p for p, _ in repeats]), array("q", [g for _, g in repeats]))
+                pairs = list(repeats)
+                repeats = Repeats(array("q", [at for at, _ in pairs]), array("q", [gid for _, gid in pairs]))
             positions = np.frombuffer(repeats.positions, dtype=np.int64)
             sources.frombytes(np.frombuffer(repeats.parents, dtype=np.int64).astype(np.int32).tobytes())
             targets.frombytes(into[positions].tobytes())
