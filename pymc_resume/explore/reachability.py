@@ -41,6 +41,7 @@ class BackwardSearch:
         self.reached = np.zeros(len(partition), dtype=bool)
         self.reached[: len(flags)] = np.frombuffer(bytes(flags), dtype=np.uint8).astype(bool)
         self.marked = self.reached.copy()  # reached since the last round: whose sources to find
+        self.flag_count = 0  # flags a round's sources took last round (the edges do not change)
 
     def round(self, arrivals: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Mark the states (local ids) that arrived; return, for each partition, the local ids
@@ -53,15 +54,17 @@ class BackwardSearch:
             return [NOTHING] * self.count
         # The sources found, as one flag per global id (a byte a state of the whole run, and
         # no sorting): partition p's are then every count-th flag from p, in local id order.
-        found = np.zeros(0, dtype=bool)
+        found = np.zeros(self.flag_count, dtype=bool)
         for sources, targets in self.edge_chunks(EDGE_CHUNK):
             hits = sources[self.marked[targets]]
             if hits.size:
                 highest = int(hits.max())
-                if highest >= len(found):
-                    found = np.concatenate([found, np.zeros(highest + 1 - len(found), dtype=bool)])
+                if highest >= len(found):  # (grown by doubling: a copy now and then, not a chunk)
+                    grown = max(highest + 1, 2 * len(found))
+                    found = np.concatenate([found, np.zeros(grown - len(found), dtype=bool)])
                 found[hits] = True
         self.marked[:] = False
+        self.flag_count = len(found)
         return [
             np.flatnonzero(found[owner :: self.count]).astype(np.int64, copy=False)
             for owner in range(self.count)
