@@ -473,6 +473,27 @@ def test_a_holder_taken_for_dead_is_fenced_when_it_wakes(island, two_hosts, tmp_
     assert (claim.status, claim.attempts) == ("done", 2)
 
 
+@pytest.mark.postgres
+def test_a_holder_whose_session_the_server_ended_cannot_write(tmp_path):
+    # What a holder frozen inside one of its claim store's transactions wakes to: the server
+    # ended the session (idle_in_transaction_session_timeout), and the claim cannot be confirmed.
+    _postgres_or_skip()
+    import psycopg
+
+    from pymc_resume.gate import ClaimLost
+    from pymc_resume.gate._claims import Claim, ClaimStore
+
+    side = ClaimStore.postgres(postgres_url())
+    claim = Claim("a-thread", "", "a-checkpoint", "an-interrupt", "yes", "host/1:2/n", "running", 1, 0.0)
+    with psycopg.connect(postgres_url(), autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (side.conn.info.backend_pid,))
+    for _ in range(2):  # refused each time, and the store's lock is let go of
+        with pytest.raises(ClaimLost, match="server ended this holder's session"):
+            side.fence_begin(claim)
+        assert not side.lock.locked()
+    side.close()
+
+
 # -- async graphs and subgraphs ------------------------------------------------------------------
 
 

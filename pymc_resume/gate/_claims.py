@@ -305,17 +305,25 @@ class ClaimStore:
                 f"{self.dialect.share_lock}"
             )
             args = (*claim.key, claim.holder, claim.attempts)
+            held: bool | None
             if self.dialect is SQLITE:  # one host: the check right before the write
                 held = self.conn.execute(sql, args).fetchone() is not None
             else:
                 conn = self._fence_conn = self.conn if hasattr(self.conn, "execute") else self.conn.getconn()
-                conn.execute("BEGIN")
-                held = conn.execute(sql, args).fetchone() is not None
+                held = self._pg_held(conn, sql, args)
                 if not held:
                     self._fence_finish("ROLLBACK")
         except BaseException:
             self._fence_finish("ROLLBACK")
             raise
+        if held is None:
+            raise ClaimLost(
+                f"thread {claim.thread_id!r}: the server ended this holder's session with the claim store "
+                "(it stalled for longer than a lease, frozen or cut off), so the claim (value "
+                f"{claim.value!r}, fence {claim.attempts}) cannot be confirmed: this write is refused",
+                claim.thread_id,
+                claim,
+            )
         if not held:
             raise ClaimLost(
                 f"thread {claim.thread_id!r}: the claim (value {claim.value!r}, fence {claim.attempts}) was "
@@ -323,6 +331,21 @@ class ClaimStore:
                 claim.thread_id,
                 claim,
             )
+
+    @staticmethod
+    def _pg_held(conn, sql: str, args) -> bool | None:
+        """Whether the claim row is still this holder's, share-locking it; None if the server
+        has ended the session (`idle_in_transaction_session_timeout`, a restart): a holder that
+        cannot confirm its claim must not write."""
+        import psycopg
+
+        try:
+            conn.execute("BEGIN")
+            return conn.execute(sql, args).fetchone() is not None
+        except psycopg.OperationalError:
+            if conn.closed:
+                return None
+            raise
 
     def fence_end(self) -> None:
         self._fence_finish("COMMIT")
@@ -333,7 +356,8 @@ class ClaimStore:
         try:
             if conn is not None:
                 try:
-                    conn.execute(statement)
+                    if not (statement == "ROLLBACK" and conn.closed):  # a closed session holds nothing
+                        conn.execute(statement)
                 finally:
                     if conn is not self.conn:
                         self.conn.putconn(conn)
