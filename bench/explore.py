@@ -6,6 +6,7 @@
     python bench/explore.py --only twophase --n 8 --json tp8.json  # one TwoPhase size
     python bench/explore.py --only plain --n 8 --json b.json       # TwoPhase written plainly
     python bench/explore.py --only checkpoint --json cr.json       # CheckpointResume, N=4 K=5
+    python bench/explore.py --only lamport --json lm.json          # LamportMutex, string states
     python bench/explore.py --only reference --skip-paper --json ref.json
     python bench/explore.py --only plain --n 8 --stores fingerprints,unspilled --frontier-keys 100000 \
         --skip-minicheck --json spill.json                         # the frontier on disk or not
@@ -20,6 +21,9 @@ Models:
   checkpoint-resume-N-K  N processes counting to K with checkpoints and crashes
                      (bench/checkpoint_resume.py), plain tuples with strings; with pymc_resume
                      at each worker count and with minicheck (--n N, --k K; default 4 and 5).
+  lamport-mutex-3    tlaplus/Examples' LamportMutex at MCLamportMutex.cfg (examples/lamport_mutex.py):
+                     states holding strings (message types) and frozensets, a state constraint,
+                     no codec; pymc_resume only, at each worker count; TLC's 724,274 states.
   reference-default  the reference semantics at the bundled bounds, with symmetry reduction,
   reference-paper    pymc_resume only (the paper bounds take ~8 minutes per worker count).
 
@@ -84,6 +88,8 @@ MIB = 2**20
 TWOPHASE_SIZES = range(5, 10)
 # TLC's distinct states for TwoPhase.tla (tlaplus/Examples; N=7 and 8 from TLC runs we know of).
 TLC_DISTINCT = {3: 288, 6: 50816, 7: 296448, 8: 1745408}
+# ... and for MCLamportMutex.cfg (specifications/lamport_mutex/manifest.json).
+LAMPORT_MODEL, LAMPORT_TLC_DISTINCT = "lamport-mutex-3", 724274
 MINICHECK_VERSION = "0.4.0"
 
 
@@ -204,6 +210,11 @@ def _prepare_pymc_resume(spec: dict):
         from bench.checkpoint_resume import CheckpointResume
 
         model, canonical = CheckpointResume(spec["n"], spec["k"]), None
+    elif spec["model"] == LAMPORT_MODEL:
+        sys.path.insert(0, str(ROOT / "examples"))  # the example imports its helper `tla`
+        from lamport_mutex import model as lamport_mutex
+
+        model, canonical = lamport_mutex(), None
     else:
         from pymc_resume.model.bounds import load_bounds
         from pymc_resume.model.semantics import ResumeModel
@@ -369,6 +380,12 @@ def plan(args) -> list[dict]:
         )
         if not args.skip_minicheck:
             runs.append({"model": model, "tool": "minicheck", "workers": 1, "n": n, "k": k})
+    if args.only in (None, "lamport"):
+        runs.extend(
+            {"model": LAMPORT_MODEL, "tool": tool, "workers": workers}
+            for tool in ours
+            for workers in workers_list
+        )
     if args.only in (None, "reference"):
         for bounds in ("default", "paper"):
             if bounds == "paper" and args.skip_paper:
@@ -470,6 +487,8 @@ def checks(runs: list[dict]) -> list[str]:
             from bench.checkpoint_resume import distinct_states
 
             expected = distinct_states(n, run["k"])
+        if run["model"] == LAMPORT_MODEL:
+            expected = LAMPORT_TLC_DISTINCT
         if expected is not None and run["distinct_states"] != expected:
             problems.append(
                 f"{run['model']} {run['tool']} w={run['workers']}: "
@@ -518,7 +537,7 @@ def table(runs: list[dict], ratio_table: dict) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", help="write the results here (atomically)")
-    parser.add_argument("--only", choices=("twophase", "plain", "checkpoint", "reference"))
+    parser.add_argument("--only", choices=("twophase", "plain", "checkpoint", "lamport", "reference"))
     parser.add_argument(
         "--n", type=int, help="TwoPhase size (default: 5..9), or CheckpointResume processes (default: 4)"
     )

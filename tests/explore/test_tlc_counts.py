@@ -17,10 +17,11 @@ What is compared, in TLC's terms:
     depth 1; our `depth`. tlaplus/Examples' CI does not check it because TLC with several
     workers may report it too large (tlaplus/tlaplus issue 883).
 
-None of these cfgs uses SYMMETRY or VIEW. AsyncTerminationDetection.cfg has a state
-CONSTRAINT: its recorded totalStates counts the successors outside the constraint too, which
-TLC generates and checks but neither stores nor expands, so it checks our constraint
-semantics. Temporal PROPERTIES in a cfg do not change that space; they are not encoded.
+None of these cfgs uses SYMMETRY or VIEW. AsyncTerminationDetection.cfg and
+MCLamportMutex.cfg have a state CONSTRAINT: their recorded totalStates count the successors
+outside the constraint too, which TLC generates and checks but neither stores nor expands, so
+they check our constraint semantics. Temporal PROPERTIES in a cfg do not change that space;
+they are not encoded.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import pytest
 from async_termination_detection import AsyncTerminationDetection
 from dining_philosophers import DiningPhilosophers
 from ewd840 import EWD840
+from lamport_mutex import LamportMutex
 from peterson import Peterson
 from simple_regular import SimpleRegular
 from tcommit import TCommit
@@ -171,3 +173,18 @@ def test_async_termination_detection_with_a_state_constraint(workers):
     # specifications/ewd998/manifest.json records for AsyncTerminationDetection.cfg:
     #   distinctStates 4097, totalStates 53271, stateDepth 14.
     check(AsyncTerminationDetection(4), Recorded(distinct=4097, total=53271, depth=14), workers)
+
+
+@pytest.mark.slow
+def test_lamport_mutex_with_string_messages_on_two_workers():
+    # specifications/lamport_mutex/LamportMutex.tla, model MCLamportMutex.cfg (module
+    # MCLamportMutex): CONSTANTS N = 3, MaxNat = 7, maxClock = 6, Nat <- 0..MaxNat; INVARIANTS
+    # TypeOK BoundedNetwork Mutex; CONSTRAINT ClockConstraint; deadlock checked.
+    # specifications/lamport_mutex/manifest.json records for MCLamportMutex.cfg:
+    #   distinctStates 724274, totalStates 2729079, stateDepth 61.
+    # Two workers and fingerprints only (about 25 s): states holding strings are the ones whose
+    # fingerprint must be the same in both processes, and one worker with the exact store is
+    # the path every test above covers.
+    result = explore(LamportMutex(3, max_clock=6, max_nat=7), workers=2)
+    assert result.complete and result.violations == {}
+    assert (result.distinct_states, result.states_generated, result.depth) == (724274, 2729079, 61)
