@@ -118,6 +118,9 @@ class HashKeys:
         self.value_of: list[dict] = []  # per field: part hash -> the value (one shared copy)
 
     def _intern(self, position: int, value) -> int:
+        known_hash = self.of_value[position].get(value)
+        if known_hash is not None:  # (most fields of a state with a new value are old ones)
+            return known_hash
         found = part_hash(value)
         known = self.value_of[position].setdefault(found, value)
         if known is not value and known != value:
@@ -131,13 +134,17 @@ class HashKeys:
     def key(self, state: Any) -> tuple:
         if type(state) is not tuple:
             return self.codec.encode(state)
+        try:
+            return field_mapper(len(state))(state, self.of_value)
+        except (KeyError, IndexError):  # a field value never seen before, or a field
+            return self.interned(state)
+
+    def interned(self, state: tuple) -> tuple:
+        """`key` of a plain tuple with a field value not seen before, interning it."""
         while len(self.of_value) < len(state):
             self.of_value.append({})
             self.value_of.append({})
-        try:
-            return field_mapper(len(state))(state, self.of_value)
-        except KeyError:  # a field value never seen before
-            return tuple(map(self._intern, range(len(state)), state))
+        return tuple(map(self._intern, range(len(state)), state))
 
     def state(self, key: Any) -> Any:
         if key and key[0] < 0:
@@ -251,6 +258,7 @@ def expand(
     hash_keys = _hash_keys(p)
     of_value, value_of = hash_keys.of_value, hash_keys.value_of  # (extended in place)
     key_of, state_of, fingerprint_of, check = hash_keys.key, hash_keys.state, hash_keys.fingerprint, p._check
+    interned = hash_keys.interned
     successors, canonical = p.model.successors, p.canonical
     constrained = p.model.constraint is not None or p.model.action_constraint is not None
     check_deadlock = p.model.deadlock_is_error
@@ -279,7 +287,9 @@ def expand(
                 if type(world) is not tuple:
                     raise ValueError
                 key = plain_map(world, of_value)
-            except (KeyError, IndexError, ValueError):  # a new value, another shape or length
+            except KeyError:  # a field value not seen before (a tuple of this length)
+                key = interned(world)
+            except (IndexError, ValueError):  # another shape or length
                 key = key_of(world)
                 odd = odd or type(world) is not tuple
             keys.append(key)

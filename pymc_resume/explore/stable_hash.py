@@ -64,6 +64,18 @@ def field_names(cls: type) -> tuple[str, ...] | None:
     return None
 
 
+@functools.lru_cache(maxsize=1 << 12)
+def container_hash(value: tuple | frozenset) -> int:
+    """A tuple's or frozenset's `stable_hash`, remembered for the last few thousand: the parts
+    of a state (a channel, a message) recur in state after state, and only the cache's lookup
+    (CPython's own hash and equality, in C) is paid for one met again, not a Python call per
+    part all the way down."""
+    if isinstance(value, tuple):  # named tuples equal plain tuples, so they hash alike
+        return combine(map(stable_hash, value))
+    # order-free: equal sets iterate in different orders
+    return (FROZENSET_SEED + sum(map(spread, map(stable_hash, value))) * MULTIPLIER + len(value)) & MASK
+
+
 def stable_hash(value: Hashable) -> int:
     """`value`'s hash from its contents, equal in every process for the types listed above;
     any other type falls back to its own `hash()` (stable unless it hashes a string)."""
@@ -74,10 +86,8 @@ def stable_hash(value: Hashable) -> int:
         return text_hash(value)
     if value is None:
         return NONE_HASH
-    if isinstance(value, tuple):  # named tuples equal plain tuples, so they hash alike
-        return combine(map(stable_hash, value))
-    if isinstance(value, frozenset):  # order-free: equal sets iterate in different orders
-        return (FROZENSET_SEED + sum(map(spread, map(stable_hash, value))) * MULTIPLIER + len(value)) & MASK
+    if isinstance(value, (tuple, frozenset)):
+        return container_hash(value)
     if isinstance(value, (int, float)):  # IntEnum, IntFlag: equal to their number
         return hash(value)
     if isinstance(value, str):  # StrEnum: equal to its text
