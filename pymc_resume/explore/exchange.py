@@ -288,7 +288,7 @@ def expand(
                     raise ValueError
                 key = plain_map(world, of_value)
             except KeyError:  # a field value not seen before (a tuple of this length)
-                key = interned(world)
+                key = interned(world)  # type: ignore[arg-type]  # (a tuple: see the test above)
             except (IndexError, ValueError):  # another shape or length
                 key = key_of(world)
                 odd = odd or type(world) is not tuple
