@@ -17,7 +17,10 @@ the reader of the values still validates them (see `snapshot.restore_partition`)
 Two shortcuts keep large snapshots fast: a list of ints is written as one raw block of
 fixed-width integers (8-byte signed ones, or wider unsigned ones for packed state keys), and a
 tuple or class instance met again (the same object) is written as a back-reference, so that
-shared parts stay shared after loading.
+shared parts stay shared after loading. The writer remembers at most `MEMO_LIMIT` of them at a
+time: a partition's codec tables hold a tuple for every distinct part of every state, and
+remembering each (about 100 bytes in a dict) made a snapshot take half again the search's
+memory. What it forgets it writes again in full, which loses sharing, never a value.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ _TAGGED_I64 = struct.Struct("<cq")  # a tag byte and an 8-byte signed int
 FLUSH_AT = 1 << 20  # bytes a streaming writer (`dump`) buffers before it writes them
 _ARRAY_CODES = "bBhHiIlLqQfd"  # array typecodes of plain numbers (not the unicode 'u', 'w')
 _INT_LIST_MIN = 8  # lists at least this long, all ints, are written as one raw block
+MEMO_LIMIT = 1 << 16  # tuples and instances a writer remembers for back-references, at most
 _BIG_ENDIAN = sys.byteorder == "big"
 
 # Tags: one byte before each value.
@@ -124,8 +128,10 @@ class _Writer:
         self.digest = hashlib.sha256()
         self.size = 0
         # Tuples and instances already written, by identity, to their back-reference number.
-        # Numbers are given after the children are written, as the reader builds them.
+        # Numbers are given after the children are written, as the reader builds them: every
+        # tuple and instance gets the next one (`numbered`), remembered or not.
         self.written: dict[int, int] = {}
+        self.numbered = 0
         self.classes: dict[type, int] = {}
 
     def value(self, value: object) -> None:
@@ -189,7 +195,10 @@ class _Writer:
         self._block(value)
 
     def _remember(self, value) -> None:
-        self.written[id(value)] = len(self.written)
+        if len(self.written) >= MEMO_LIMIT:  # forget them all: the parts in use come back soon
+            self.written.clear()
+        self.written[id(value)] = self.numbered
+        self.numbered += 1
 
     def _referenced(self, value) -> bool:
         number = self.written.get(id(value))

@@ -111,6 +111,20 @@ def test_plain_values_round_trip_and_shared_parts_stay_shared():
     assert type(loaded["a"][13]) is Budget and loaded["a"][14] is Colour.RED
 
 
+def test_a_writer_that_forgets_what_it_wrote_writes_it_again_and_the_numbers_still_agree(monkeypatch):
+    # A memo of at most 3 tuples: forgotten ones are written again in full, and the back-
+    # references to those still remembered point at the right values, shared as before.
+    monkeypatch.setattr(persisted, "MEMO_LIMIT", 3)
+    parts = [(i, (i, "x")) for i in range(6)]
+    value = [part for pair in zip(parts, parts) for part in pair] + [Budget(1, 2, 0, 1)] * 2 + parts
+    data = persisted.dumps(value)
+    loaded = persisted.loads(data, "test")
+    assert loaded == value
+    assert all(loaded[2 * i] is loaded[2 * i + 1] for i in range(6)) and loaded[12] is loaded[13]
+    monkeypatch.setattr(persisted, "MEMO_LIMIT", 1 << 16)
+    assert len(data) > len(persisted.dumps(value))  # (the parts at the end were written twice)
+
+
 def test_numpy_columns_are_written_as_the_arrays_they_read_back_as():
     """The store's columns go out without a copy, in the bytes an `array.array` would give."""
     import numpy as np
