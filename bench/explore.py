@@ -7,6 +7,7 @@
     python bench/explore.py --only plain --n 8 --json b.json       # TwoPhase written plainly
     python bench/explore.py --only checkpoint --json cr.json       # CheckpointResume, N=4 K=5
     python bench/explore.py --only lamport --json lm.json          # LamportMutex, string states
+    python bench/explore.py --only lamport --checkpoint-every 5 --json ck.json  # what snapshots cost
     python bench/explore.py --only reference --skip-paper --json ref.json
     python bench/explore.py --only plain --n 8 --stores fingerprints,unspilled --frontier-keys 100000 \
         --skip-minicheck --json spill.json                         # the frontier on disk or not
@@ -32,6 +33,12 @@ tool `pymc_resume-ray`, every worker count a Ray actor per partition on a local 
 the run starts before the clock does. For Ray runs, cpu_seconds counts the driver only (the
 actors are not its children), and the baseline per worker is the RSS of a Ray worker process
 that imported the explorer (about 150 MiB), not of a forked child.
+
+Snapshots (--checkpoint-every SECONDS): tool `pymc_resume-snapshots` is `pymc_resume` saving
+the search as `--checkpoint-dir` does, at most that many seconds apart (the first after the
+first level, then 1, 2, 4 ... seconds up to it), into a temporary folder removed after the
+run; the ratios `snapshots_over_none_cpu_Ww` and `snapshots_over_none_rss_Ww` say what the
+snapshots cost against the same run without them.
 
 Every run happens in a fresh child process (this script re-invoked with --run-one), so each
 run's memory is its own. Reported per run:
@@ -73,6 +80,7 @@ import logging
 import os
 import platform
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -165,6 +173,8 @@ RAY_TOOL = "pymc_resume-ray"
 EXACT_TOOL = "pymc_resume-exact"  # the multiprocess engine with --exact (whole keys, no fingerprints)
 # The multiprocess engine with the whole frontier in memory (`frontier.IN_MEMORY` unbounded).
 UNSPILLED_TOOL = "pymc_resume-unspilled"
+# The multiprocess engine taking snapshots (`--checkpoint-every`) into a folder of its own.
+SNAPSHOTS_TOOL = "pymc_resume-snapshots"
 
 
 def _start_ray(workers: int) -> int:
@@ -197,6 +207,7 @@ def _prepare_pymc_resume(spec: dict):
     (for a Ray run, with the resident bytes a Ray worker starts with: `worker_start_rss`)."""
     from pymc_resume.explore import explore, frontier
     from pymc_resume.explore.progress import ProgressPrinter
+    from pymc_resume.explore.search import SnapshotSchedule
 
     if spec["model"].startswith("twophase-plain-"):
         from bench.two_phase_plain import TwoPhasePlain
@@ -231,11 +242,23 @@ def _prepare_pymc_resume(spec: dict):
     worker_start_rss = _start_ray(spec["workers"]) if engine == "ray" else 0
 
     def run() -> dict:
-        started = time.perf_counter()
-        result = explore(
-            model, canonical=canonical, workers=spec["workers"], progress=progress, engine=engine, exact=exact
-        )
-        seconds = time.perf_counter() - started
+        folder = tempfile.mkdtemp(prefix="bench-snapshots-") if spec["tool"] == SNAPSHOTS_TOOL else None
+        schedule = None if folder is None else SnapshotSchedule(folder, spec["checkpoint_every"])
+        try:
+            started = time.perf_counter()
+            result = explore(
+                model,
+                canonical=canonical,
+                workers=spec["workers"],
+                progress=progress,
+                engine=engine,
+                exact=exact,
+                snapshots=schedule,
+            )
+            seconds = time.perf_counter() - started
+        finally:
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
         if not result.complete:
             raise RuntimeError(f"search stopped early: {result.stopped_because}")
         return {
@@ -302,7 +325,7 @@ def run_one(spec: dict) -> dict:
     prepare = _prepare_minicheck if spec["tool"] == "minicheck" else _prepare_pymc_resume
     run = prepare(spec)
     on_ray = spec["tool"] == RAY_TOOL
-    ours = spec["tool"] in ("pymc_resume", EXACT_TOOL, UNSPILLED_TOOL)
+    ours = spec["tool"] in ("pymc_resume", EXACT_TOOL, UNSPILLED_TOOL, SNAPSHOTS_TOOL)
     workers = spec["workers"] if on_ray or (ours and spec["workers"] > 1) else 0
     per_worker = run.worker_start_rss if on_ray else (_forked_rss_bytes() if workers else 0)
     baseline = _rss_bytes() + workers * per_worker
@@ -349,6 +372,8 @@ def plan(args) -> list[dict]:
         tools.append(EXACT_TOOL)
     if "unspilled" in stores:
         tools.append(UNSPILLED_TOOL)
+    if args.checkpoint_every is not None:
+        tools.append(SNAPSHOTS_TOOL)
     if "fingerprints" not in stores:
         tools = [tool for tool in tools if tool != "pymc_resume"]
     ours = [tool for tool in tools if tool != RAY_TOOL]
@@ -395,6 +420,9 @@ def plan(args) -> list[dict]:
                     runs.append(
                         {"model": f"reference-{bounds}", "tool": tool, "workers": workers, "bounds": bounds}
                     )
+    for run in runs:
+        if run["tool"] == SNAPSHOTS_TOOL:
+            run["checkpoint_every"] = args.checkpoint_every
     if args.frontier_keys:
         for run in runs:
             if run["tool"] == "pymc_resume":
@@ -447,6 +475,9 @@ def ratios(runs: list[dict]) -> dict:
                 entry[f"fingerprints_over_exact_bytes_{workers}w"] = (
                     same["bytes_per_state"] / run["bytes_per_state"]
                 )
+            if tool == SNAPSHOTS_TOOL and same:
+                entry[f"snapshots_over_none_cpu_{workers}w"] = run["cpu_seconds"] / same["cpu_seconds"]
+                entry[f"snapshots_over_none_rss_{workers}w"] = run["peak_rss_mib"] / same["peak_rss_mib"]
             if tool == UNSPILLED_TOOL and same:
                 entry[f"spilled_over_unspilled_speed_{workers}w"] = (
                     same["states_per_second"] / run["states_per_second"]
@@ -512,12 +543,12 @@ def write_json(path: str, document: dict) -> None:
 
 def table(runs: list[dict], ratio_table: dict) -> str:
     head = (
-        f"{'model':<22} {'tool':<15} {'w':>2} {'distinct':>12} {'seconds':>9} "
+        f"{'model':<22} {'tool':<21} {'w':>2} {'distinct':>12} {'seconds':>9} "
         f"{'states/s':>10} {'cpu s':>8} {'peak MiB':>9} {'B/state':>8}"
     )
     lines = [head, "-" * len(head)]
     for run in runs:
-        prefix = f"{run['model']:<22} {run['tool']:<15} {run['workers']:>2}"
+        prefix = f"{run['model']:<22} {run['tool']:<21} {run['workers']:>2}"
         if "skipped" in run:
             lines.append(f"{prefix}  skipped: {run['skipped']}")
             continue
@@ -562,6 +593,12 @@ def main(argv=None) -> int:
         help="keys a partition keeps in memory before spilling its frontier to disk, for the "
         "fingerprints store (default: the explorer's, frontier.IN_MEMORY)",
     )
+    parser.add_argument(
+        "--checkpoint-every",
+        type=float,
+        help="also run pymc_resume taking snapshots at most this many seconds apart (tool "
+        "pymc_resume-snapshots, into a temporary folder): what checkpointing costs in CPU and memory",
+    )
     parser.add_argument("--skip-paper", action="store_true", help="skip reference-paper")
     parser.add_argument("--skip-minicheck", action="store_true", help="pymc_resume runs only")
     parser.add_argument("--run-one", help=argparse.SUPPRESS)  # internal: one run, this process
@@ -569,6 +606,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if not set(args.engines.split(",")) <= {"multiprocess", "ray"}:
         parser.error(f"--engines: multiprocess, ray or both, got {args.engines!r}")
+    if args.checkpoint_every is not None and args.checkpoint_every < 0:
+        parser.error(f"--checkpoint-every: seconds, 0 or more, got {args.checkpoint_every}")
     if not set(args.stores.split(",")) <= {"fingerprints", "exact", "unspilled"}:
         parser.error(f"--stores: fingerprints, exact, unspilled, comma-separated, got {args.stores!r}")
 
