@@ -41,6 +41,7 @@ class LamportMutex:
         self.procs = range(n)
         self.max_clock = max_clock
         self.max_nat = max_nat  # Nat <- 0..MaxNat, so Clock == 1..MaxNat
+        self.clocks = range(1, max_nat + 1)
         self.invariants = [
             Invariant("TypeOK", self.type_ok),
             Invariant("BoundedNetwork", self.bounded_network),
@@ -133,7 +134,7 @@ class LamportMutex:
 
     def type_ok(self, state) -> bool:
         clock, req, ack, network, crit = state
-        procs, clocks = set(self.procs), range(1, self.max_nat + 1)
+        procs, clocks = frozenset(self.procs), self.clocks
         messages_ok = all(
             message in (ACK, REL) or (message[0] == "req" and message[1] in clocks)
             for row in network
