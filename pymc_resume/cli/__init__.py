@@ -53,6 +53,7 @@ class Group(click.Group):
         except PymcResumeError as error:  # bad input, a failed adapter, a missing service
             fail(" ".join(str(error).split()))
         except (click.exceptions.Abort, KeyboardInterrupt) as error:
+            _remove_work_directories_left_behind()
             if isinstance(error, Terminated) or isinstance(error.__cause__, Terminated):
                 click.echo("pymc-resume: terminated", err=True)
                 sys.exit(TERMINATED)
@@ -71,6 +72,14 @@ class Group(click.Group):
         finally:
             signal.signal(signal.SIGTERM, previous)
         sys.exit(code or 0)
+
+
+def _remove_work_directories_left_behind() -> None:
+    """An interrupt can land after a session made its work directory and before it could
+    remove it (or inside the removal): the command is ending, so whatever it still owns goes."""
+    from pymc_resume.bridge.hosting.workdirs import remove_owned
+
+    remove_owned()
 
 
 @click.group(cls=Group)

@@ -5,7 +5,9 @@ Every example gets a fresh work directory (the framework's store, the effect sin
 a violation, an adapter failure, an interrupt, SIGTERM. Only a bridge killed by SIGKILL cannot
 clean up after itself, so a directory's name carries its owner, the bridge's pid and that
 process's start time, and `sweep()`, run when a `fuzz` or `profile` run starts, removes the
-directories whose owner is gone (the start time tells a reused pid from the owner).
+directories whose owner is gone (the start time tells a reused pid from the owner). A command
+ended by a signal also removes its own with `remove_owned()`: the signal may have landed between
+a directory's creation and its session, or inside the removal itself.
 """
 
 from __future__ import annotations
@@ -46,11 +48,28 @@ def _start_time(pid: int) -> int | None:
     return None if fields[0] in ("Z", "X") else int(fields[19])
 
 
+def _owner_prefix() -> str:
+    pid = os.getpid()
+    return f"{PREFIX}{pid}-{_start_time(pid) or 0}-"
+
+
 def make_workdir(root: str | Path | None = None) -> Path:
     """A fresh directory named after this process (see the module docstring)."""
-    pid = os.getpid()
-    owner = f"{PREFIX}{pid}-{_start_time(pid) or 0}-"
-    return Path(tempfile.mkdtemp(prefix=owner, dir=root or default_workroot()))
+    return Path(tempfile.mkdtemp(prefix=_owner_prefix(), dir=root or default_workroot()))
+
+
+def remove_owned(root: str | Path | None = None) -> list[Path]:
+    """Remove every work directory this process made that is still there; returns what was
+    removed. Only for a command that is ending: a session still open would lose its store."""
+    folder = Path(root or default_workroot() or tempfile.gettempdir())
+    prefix = _owner_prefix()
+    try:
+        owned = [entry for entry in folder.iterdir() if entry.name.startswith(prefix) and entry.is_dir()]
+    except OSError:
+        return []
+    for entry in owned:
+        shutil.rmtree(entry, ignore_errors=True)
+    return owned
 
 
 def sweep(root: str | Path | None = None) -> list[Path]:

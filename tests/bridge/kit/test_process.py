@@ -59,7 +59,7 @@ from pathlib import Path
 
 import pytest
 
-from pymc_resume.bridge.hosting.workdirs import PREFIX, default_workroot, make_workdir, sweep
+from pymc_resume.bridge.hosting.workdirs import PREFIX, default_workroot, make_workdir, remove_owned, sweep
 
 HERE = Path(__file__).parents[1]  # tests/bridge, where bridge_test_adapters.py is
 STEP_TIMEOUT = 2.0
@@ -277,6 +277,15 @@ def test_sigterm_ends_a_fuzz_run_its_findings_kept_and_nothing_left(tmp_path):
     assert process.returncode == 143, stderr
     assert list(repros.glob("*.json")) and json.loads(out.read_text())["clauses"]
     assert _workdirs_of(process.pid) == [] and _marked(marker) == []
+
+
+def test_a_command_that_is_ending_removes_only_its_own_work_directories(tmp_path):
+    mine = [make_workdir(tmp_path), make_workdir(tmp_path)]
+    (mine[0] / "store.db").write_text("x")
+    other = tmp_path / f"{PREFIX}1-1-another-owner"
+    other.mkdir()
+    assert sorted(remove_owned(tmp_path)) == sorted(mine)
+    assert not any(path.exists() for path in mine) and other.exists()
 
 
 def test_the_work_directory_of_a_killed_owner_not_yet_reaped_is_swept():
