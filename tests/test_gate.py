@@ -384,6 +384,39 @@ def wait_for(condition, what: str, seconds: float = 20.0) -> None:
         time.sleep(0.02)
 
 
+def freeze_between_writes(process, url: str) -> None:
+    """SIGSTOP `process` at a moment it holds no lock on a claim row: not inside a fenced
+    write, which LangGraph may still be saving in the background while the node runs (a
+    holder frozen there is another case, see docs/gate.md). A lock seen once it is frozen
+    stays: then it is let go on and frozen again a moment later."""
+    import psycopg
+
+    from pymc_resume.gate._claims import TABLE
+
+    def locked() -> bool:
+        with psycopg.connect(url) as conn:
+            try:
+                conn.execute(f"SELECT 1 FROM {TABLE} FOR UPDATE NOWAIT")
+                return False
+            except psycopg.errors.LockNotAvailable:
+                return True
+            finally:
+                conn.rollback()
+
+    def stopped() -> bool:
+        with open(f"/proc/{process.pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "T"
+
+    for _ in range(100):
+        os.kill(process.pid, signal.SIGSTOP)
+        wait_for(stopped, "the claimant to stop")
+        if not locked():
+            return
+        os.kill(process.pid, signal.SIGCONT)
+        time.sleep(0.05)
+    raise AssertionError("the claimant held a claim row locked every time it was frozen")
+
+
 def stop(process) -> None:
     if process.is_alive():
         os.kill(process.pid, signal.SIGKILL)
@@ -451,13 +484,11 @@ def test_a_holder_taken_for_dead_is_fenced_when_it_wakes(island, two_hosts, tmp_
     result = tmp_path / "claimant"
     process = on_host_a(island, claimant(store, result))
     try:
-        # Frozen once it waits inside its node (it renamed `holding`), not in the middle of a
-        # fenced write: a holder frozen there is another case (see docs/gate.md).
         wait_for(
             lambda: store.executions() == ["start yes"] and store.holding.with_suffix(".taken").exists(),
             "the claimant to run the node and wait in it",
         )
-        os.kill(process.pid, signal.SIGSTOP)  # frozen: it stops renewing, like a partitioned host
+        freeze_between_writes(process, store.url)  # it stops renewing, like a partitioned host
         gate.recover(graph, store.config, wait=10 * LEASE)  # taken over once the lease lapsed
         assert graph.get_state(store.config).values["answer"] == "yes"
         history = len(list(graph.get_state_history(store.config)))
@@ -492,6 +523,39 @@ def test_a_holder_whose_session_the_server_ended_cannot_write(tmp_path):
             side.fence_begin(claim)
         assert not side.lock.locked()
     side.close()
+
+
+@pytest.mark.postgres
+def test_a_holder_whose_session_the_server_ends_during_a_write_is_told_it_lost_the_claim():
+    # Frozen inside a fenced write (LangGraph saves in the background while a node runs): the
+    # row lock went with the session, so the claim was not held to the end of the write.
+    _postgres_or_skip()
+    import psycopg
+
+    from pymc_resume.gate import ClaimLost
+    from pymc_resume.gate._claims import TABLE, Claim, ClaimStore
+
+    store = ClaimStore.postgres(postgres_url())
+    store.setup()
+    thread = f"session-ended-{uuid.uuid4().hex}"
+    claim = Claim(thread, "", "a-checkpoint", "an-interrupt", "yes", "host/1:2/n", "running", 1, 0.0)
+    row = (thread, "", "a-checkpoint", "an-interrupt", "str", b"yes", claim.holder, "running", 1, 0.0)
+    side = store.side()
+    try:
+        assert store.insert(row, lease=10.0)
+        side.fence_begin(claim)  # the claim is its own: the row is share-locked
+        with psycopg.connect(postgres_url(), autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (side.conn.info.backend_pid,))
+        with pytest.raises(ClaimLost, match="while a write was under way"):
+            side.fence_end(claim)
+        assert not side.lock.locked()
+        with psycopg.connect(postgres_url()) as probe:  # nothing holds the row any more
+            probe.execute(f"SELECT 1 FROM {TABLE} WHERE thread_id = %s FOR UPDATE NOWAIT", (thread,))
+            probe.rollback()
+    finally:
+        store.delete_thread(thread)
+        side.close()
+        store.close()
 
 
 # -- async graphs and subgraphs ------------------------------------------------------------------

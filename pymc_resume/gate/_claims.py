@@ -347,23 +347,44 @@ class ClaimStore:
                 return None
             raise
 
-    def fence_end(self) -> None:
-        self._fence_finish("COMMIT")
+    def fence_end(self, claim: Claim) -> None:
+        """End a write of `claim`'s holder; raise `ClaimLost` if the server ended the fence's
+        session before it could commit (the row lock went with it, so a recovery may have
+        taken the claim over while the write was under way)."""
+        if self._fence_finish("COMMIT"):
+            return
+        raise ClaimLost(
+            f"thread {claim.thread_id!r}: the server ended this holder's session with the claim store "
+            "while a write was under way (it stalled for longer than a lease, frozen or cut off), so "
+            f"the claim (value {claim.value!r}, fence {claim.attempts}) was not held to the end of the "
+            "write and may have been taken over; the write went through the checkpointer's own "
+            "connection and may have landed; this run stops here",
+            claim.thread_id,
+            claim,
+        )
 
-    def _fence_finish(self, statement: str) -> None:
-        """End the fence's transaction (PostgreSQL) and release the lock; once per fence."""
+    def _fence_finish(self, statement: str) -> bool:
+        """End the fence's transaction (PostgreSQL) and release the lock; once per fence.
+        False if the server had ended the fence's session (its transaction is gone)."""
         conn, self._fence_conn = self._fence_conn, None
         try:
             if conn is not None:
                 try:
-                    if not (statement == "ROLLBACK" and conn.closed):  # a closed session holds nothing
+                    if conn.closed:  # a closed session holds nothing, and commits nothing
+                        return False
+                    try:
                         conn.execute(statement)
+                    except Exception:
+                        if conn.closed:  # ended by the server (the idle-in-transaction timeout)
+                            return False
+                        raise
                 finally:
                     if conn is not self.conn:
                         self.conn.putconn(conn)
         finally:
             if self.lock.locked():
                 self.lock.release()
+        return True
 
     @contextmanager
     def fence(self, claim: Claim) -> Iterator[None]:
@@ -371,7 +392,7 @@ class ClaimStore:
         try:
             yield
         finally:
-            self.fence_end()
+            self.fence_end(claim)
 
 
 def conninfo_of(conn) -> str:

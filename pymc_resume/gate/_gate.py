@@ -426,7 +426,7 @@ async def _afence(side: ClaimStore, claim: Claim):
     try:
         yield
     finally:
-        await asyncio.to_thread(side.fence_end)
+        await asyncio.to_thread(side.fence_end, claim)
 
 
 class _Lease:
