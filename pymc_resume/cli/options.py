@@ -197,8 +197,9 @@ def snapshot_flags(recovered_from_checkpoint: str):
             type=Seconds(low=0.0),
             default=None,
             metavar="SECONDS",
-            help="At most this long between snapshots (0: after every level); the wait grows "
-            "from 1 s up to it  "
+            help="The wait between snapshots grows from 1 s up to this (0: after every level), "
+            "and is at least nine times what the last snapshot took, so that snapshots take "
+            "at most a tenth of the run  "
             "[default: 60, or the recovered run's].",
         ),
         click.option(

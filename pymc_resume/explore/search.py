@@ -279,6 +279,7 @@ def _run_levels(
             snapshot.remove_stale(snapshots.directory)  # what the killed run left half-written
     taken = 0 if from_snapshot is None else 1  # snapshots so far (the recovered one counts)
     last_saved = time.monotonic()
+    last_cost = 0.0  # seconds the last snapshot took
     while backend.pending():
         level_holder[0] = depth + 1
         added = backend.step(depth + 1)
@@ -297,15 +298,19 @@ def _run_levels(
             )
         if not added:
             break
-        if snapshots and time.monotonic() - last_saved >= snapshots.wait_after(taken):
-            elapsed = time.monotonic() - started
-            snapshot.save(snapshots.directory, snapshots.run, depth, elapsed, backend.save_state)
+        if snapshots and time.monotonic() - last_saved >= snapshots.wait_after(taken, last_cost):
+            saving = time.monotonic()
+            snapshot.save(snapshots.directory, snapshots.run, depth, saving - started, backend.save_state)
             taken += 1
             last_saved = time.monotonic()
+            last_cost = last_saved - saving
     return depth, None
 
 
 FIRST_WAIT = 1.0  # seconds between the first two snapshots of a run
+# A snapshot rewrites the whole store, so its cost grows with the run: the wait after one is at
+# least this many times what it took, which keeps snapshots within a tenth of the run's time.
+SPACING = 9.0
 
 
 @attrs.frozen
@@ -314,16 +319,19 @@ class SnapshotSchedule:
     being checked, so a recovery can check it matches (and redo exactly it).
 
     The first snapshot follows the first level, so a run killed early has something to recover;
-    then the wait between snapshots doubles from `FIRST_WAIT` up to `every` seconds, so that
-    snapshots stay a small part of the run at any size. `every` 0 snapshots every level.
+    then the wait between snapshots doubles from `FIRST_WAIT` up to `every` seconds, and is
+    never less than `SPACING` times what the last snapshot took, so that snapshots stay at
+    most about a tenth of the run at any size and any interval (a recovery then redoes at most
+    that wait). `every` 0 snapshots every level, whatever it costs.
     """
 
     directory: str
     every: float = 60.0
     run: dict = attrs.Factory(dict)
 
-    def wait_after(self, taken: int) -> float:
-        """Seconds to wait, after the last snapshot, before the next when `taken` were taken."""
-        if taken == 0:
+    def wait_after(self, taken: int, last_cost: float = 0.0) -> float:
+        """Seconds to wait, after the last snapshot, before the next when `taken` were taken
+        and the last took `last_cost` seconds."""
+        if taken == 0 or self.every == 0:
             return 0.0
-        return min(self.every, FIRST_WAIT * 2.0 ** min(taken - 1, 30))
+        return max(min(self.every, FIRST_WAIT * 2.0 ** min(taken - 1, 30)), SPACING * last_cost)

@@ -237,6 +237,14 @@ def test_the_first_snapshot_follows_the_first_level_then_waits_grow_to_the_inter
     assert SnapshotSchedule("unused", every=0.0).wait_after(5) == 0
 
 
+def test_a_snapshot_that_took_long_spaces_the_next_whatever_the_interval():
+    every = SnapshotSchedule("unused", every=5.0)
+    assert every.wait_after(9, last_cost=0.1) == 5.0  # cheap: the interval asked for
+    assert every.wait_after(9, last_cost=2.0) == 18.0  # dear: at most a tenth of the run
+    assert every.wait_after(0, last_cost=2.0) == 0.0  # the first follows the first level
+    assert SnapshotSchedule("unused", every=0.0).wait_after(9, last_cost=2.0) == 0  # every level
+
+
 @pytest.mark.parametrize(
     "module, qualname", [("posix", "system"), ("subprocess", "Popen"), ("antigravity", "x")]
 )
