@@ -35,10 +35,13 @@ actors are not its children), and the baseline per worker is the RSS of a Ray wo
 that imported the explorer (about 150 MiB), not of a forked child.
 
 Snapshots (--checkpoint-every SECONDS): tool `pymc_resume-snapshots` is `pymc_resume` saving
-the search as `--checkpoint-dir` does, at most that many seconds apart (the first after the
-first level, then 1, 2, 4 ... seconds up to it), into a temporary folder removed after the
-run; the ratios `snapshots_over_none_cpu_Ww` and `snapshots_over_none_rss_Ww` say what the
-snapshots cost against the same run without them.
+the search as `--checkpoint-dir` does (the first after the first level, then 1, 2, 4 ...
+seconds up to that interval, each wait at least nine times what the last snapshot took), into
+a temporary folder removed after the run; the ratios `snapshots_over_none_cpu_Ww` and
+`snapshots_over_none_rss_Ww` say what the snapshots cost against the same run without them,
+and the run's `snapshots` and `snapshot_seconds` (`snapshot_share_Ww` of its wall time) how
+many were taken and how long they took, a figure the machine's drift between two runs does
+not move.
 
 Every run happens in a fresh child process (this script re-invoked with --run-one), so each
 run's memory is its own. Reported per run:
@@ -205,7 +208,7 @@ def _start_ray(workers: int) -> int:
 def _prepare_pymc_resume(spec: dict):
     """Import and build everything first (so the baseline RSS includes it); return the run
     (for a Ray run, with the resident bytes a Ray worker starts with: `worker_start_rss`)."""
-    from pymc_resume.explore import explore, frontier
+    from pymc_resume.explore import explore, frontier, snapshot
     from pymc_resume.explore.progress import ProgressPrinter
     from pymc_resume.explore.search import SnapshotSchedule
 
@@ -241,6 +244,19 @@ def _prepare_pymc_resume(spec: dict):
         frontier.IN_MEMORY = spec["frontier_keys"]
     worker_start_rss = _start_ray(spec["workers"]) if engine == "ray" else 0
 
+    saves: list[float] = []  # seconds each snapshot took
+
+    def timed_save(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return save(*args, **kwargs)
+        finally:
+            saves.append(time.perf_counter() - started)
+
+    # The search calls `snapshot.save` through the module: timed here, in this (the
+    # coordinator's) process, which waits for every partition's file.
+    save, snapshot.save = snapshot.save, timed_save
+
     def run() -> dict:
         folder = tempfile.mkdtemp(prefix="bench-snapshots-") if spec["tool"] == SNAPSHOTS_TOOL else None
         schedule = None if folder is None else SnapshotSchedule(folder, spec["checkpoint_every"])
@@ -275,6 +291,7 @@ def _prepare_pymc_resume(spec: dict):
             "worker_busy_seconds": [round(busy, 2) for _states, busy in result.worker_load],
             "worker_idle_seconds": [round(result.seconds - busy, 2) for _states, busy in result.worker_load],
             "collision_probability": result.collision_probability,
+            **({"snapshots": len(saves), "snapshot_seconds": round(sum(saves), 2)} if schedule else {}),
         }
 
     run.worker_start_rss = worker_start_rss  # type: ignore[attr-defined]
@@ -478,6 +495,8 @@ def ratios(runs: list[dict]) -> dict:
             if tool == SNAPSHOTS_TOOL and same:
                 entry[f"snapshots_over_none_cpu_{workers}w"] = run["cpu_seconds"] / same["cpu_seconds"]
                 entry[f"snapshots_over_none_rss_{workers}w"] = run["peak_rss_mib"] / same["peak_rss_mib"]
+            if tool == SNAPSHOTS_TOOL:
+                entry[f"snapshot_share_{workers}w"] = run["snapshot_seconds"] / run["seconds"]
             if tool == UNSPILLED_TOOL and same:
                 entry[f"spilled_over_unspilled_speed_{workers}w"] = (
                     same["states_per_second"] / run["states_per_second"]
