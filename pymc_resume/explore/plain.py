@@ -107,6 +107,17 @@ class _Shape:
             )
 
 
+def _tag(shape_id: int) -> int:
+    """The first element of the keys of a shape: negative, as ids are not. It starts at -2
+    because Python hashes -1 as -2: with tags -1 and -2, the keys of two shapes with equal
+    field ids would hash alike, and a fingerprint store would take one state for the other."""
+    return -2 - shape_id
+
+
+def _shape_id(tag: int) -> int:
+    return -2 - tag
+
+
 class PlainCodec(InternerTables):
     """Per-partition tables of shapes and field values; keys are tuples of ids."""
 
@@ -151,14 +162,14 @@ class PlainCodec(InternerTables):
             # (ignore: a class shape always builds, and `fields` takes any state of `kind`)
             if _Shape(entry).build(fields(state)) != state:  # type: ignore[misc, arg-type]
                 fields, entry = None, WHOLE
-        found = (-1 - self.shapes.id(entry), fields)  # negative: ids are not
+        found = (_tag(self.shapes.id(entry)), fields)
         self._by_type[kind] = found
         return found
 
     # --- decoding -----------------------------------------------------------------------
 
     def _shape(self, tag: int) -> _Shape:
-        shapes, shape_id = self._shapes, -1 - tag
+        shapes, shape_id = self._shapes, _shape_id(tag)
         while len(shapes) <= shape_id:
             shapes.append(_Shape(self.shapes.values[len(shapes)]))
         return shapes[shape_id]
@@ -179,7 +190,7 @@ class PlainCodec(InternerTables):
         shapes, values = translation
         if not key or key[0] >= 0:
             return tuple(map(values.__getitem__, key))
-        return (-1 - shapes[-1 - key[0]], *map(values.__getitem__, key[1:]))
+        return (_tag(shapes[_shape_id(key[0])]), *map(values.__getitem__, key[1:]))
 
     def translate_keys(self, keys: list, translation: list[list[int]]) -> list:
         """`translate` of each key of a batch, the plain tuples' by `tuple_mapper` (no method

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import attrs
 import numpy as np
 import pytest
 
@@ -14,6 +15,7 @@ from pymc_resume.explore.fingerprints import (
     fingerprints_of,
     summed_risk,
 )
+from pymc_resume.explore.plain import PlainCodec
 
 
 def test_chunks_get_the_ids_a_dict_gives_in_order_of_first_sighting():
@@ -69,3 +71,37 @@ def test_int_states_run_with_no_collision_risk_even_through_an_empty_chunk(worke
     assert fingerprints_of([])[1]
     result = explore(IntCounter(), workers=workers)
     assert result.distinct_states == 3001 and result.collision_probability == 0.0
+
+
+@attrs.frozen
+class Left:
+    n: int
+
+
+@attrs.frozen
+class Right:
+    n: int
+
+
+class TwoClasses:
+    """States of two classes with equal fields: Left(0..3), Right(0..3) and Right(5)."""
+
+    deadlock_is_error = False
+
+    def initial_states(self):
+        return [Left(0), Right(5)]
+
+    def successors(self, state):
+        if state.n < 3:
+            yield "next", type(state)(state.n + 1)
+        if type(state) is Left:
+            yield "cross", Right(state.n)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_states_of_two_classes_with_equal_fields_are_told_apart(workers):
+    # The plain codec keys them (class tag, field ids...); Python hashes -1 and -2 alike, so
+    # tags -1 and -2 once gave Left(1) and Right(1) one fingerprint: 5 states, not 9.
+    codec = PlainCodec()
+    assert hash(codec.encode(Left(1))) != hash(codec.encode(Right(1)))
+    assert explore(TwoClasses(), workers=workers).distinct_states == 9
