@@ -19,166 +19,90 @@ Semantics (TLA+'s, as TLC checks them):
   not-Q states. `[]<>P` fails on a fair cycle avoiding P; `<>[]P` on a fair cycle visiting a
   state where P fails.
 
-Algorithm: the graph is enumerated again, in this process (`Graph`: states to dense ids,
-edges as arrays grouped by source, each with its action's label id and whether it changes the
-state), honouring `constraint`, `action_constraint` and the symmetry (`canonical`) as the
-safety search does. A cycle is fair when some strongly connected component holds it with its
-fairness met: iterative Tarjan finds the components of the states allowed (not-Q, not-P, or
-all); a component where some WF action is enabled in every state and taken on no internal edge
-is dropped; a component where an SF action is enabled somewhere but taken on no internal edge
-loses the states where it is enabled and is split again (Emerson and Lei's refinement), until
-every component left is fair. A fair component holds a fair cycle: one through every state
-and internal edge of it. The lasso reported starts from the shallowest bad state (its prefix
-is a shortest path), and its cycle goes, by shortest paths inside the component, to what each
-fairness condition needs (a state where a WF action is disabled, else an edge that takes it)
-and back.
+Algorithm: the graph is enumerated again, in this process, as the safety search does
+(`state_graph`: ids by fingerprint, edges by source in memory or on disk, a bit a state for each
+predicate and fairness condition; never the states). A cycle is fair when some strongly
+connected component holds it with its fairness met: iterative Tarjan finds the components of
+the states allowed (not-Q, not-P, or all); a component where some WF action is enabled in every
+state and taken on no internal edge is dropped; a component where an SF action is enabled
+somewhere but taken on no internal edge loses the states where it is enabled and is split
+again (Emerson and Lei's refinement), until every component left is fair. A fair component
+holds a fair cycle: one through every state and internal edge of it. The lasso reported starts
+from the shallowest bad state (its prefix is a shortest path), and its cycle goes, by shortest
+paths inside the component, to what each fairness condition needs (a state where a WF action
+is disabled, else an edge that takes it) and back; its states are rebuilt by running the model
+along its ids, as TLC rebuilds a trace along fingerprints.
 
-Limits: the graph is held whole in this process (each state once, kept as the symmetry
-reduced state, plus about 13 bytes an edge), after the safety search and whatever its number
-of workers; `--max-states`, `--max-seconds` and `--max-memory` bound this pass too, and a
-property it cannot finish is `skipped` with the reason.
+Limits: the graph pass runs in this process after the safety search, whatever its number of
+workers. It holds about 40 bytes a state (fingerprint, table slot, parent, first edge, bits)
+and 8 bytes an edge up to `adjacency.IN_MEMORY` edges (the rest on disk); Tarjan adds 9 bytes
+a state and a list entry for each state of the components found, and `P ~> Q` 12 bytes for
+each edge between not-Q states while it walks them backwards. With fingerprints a collision
+could merge two states (the pass's bound is added to the result's). `--max-states`,
+`--max-seconds` and `--max-memory` bound this pass too, and a property it cannot finish is
+`skipped` with the reason.
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from array import array
 from collections import deque
 from collections.abc import Callable, Hashable
 
 import attrs
+import numpy as np
 
+from pymc_resume.explore.adjacency import label_of, moves
+from pymc_resume.explore.fingerprints import summed_risk
 from pymc_resume.explore.limits import Limits
 from pymc_resume.explore.memory import peak_bytes
 from pymc_resume.explore.result import ExplorationResult, Step, Violation
+from pymc_resume.explore.state_graph import Graph, OverBudget, build_graph
 from pymc_resume.explore.temporal import SF, EventuallyAlways, InfinitelyOften, LeadsTo
 from pymc_resume.explore.validate import ValidModel
 
-STUTTER = -1  # the label id of a stuttering step (a state repeated), which takes no action
+STUTTER = -1  # the code of a stuttering step (a state repeated), which takes no action
 STUTTERING = "stuttering"  # its label in traces, as TLC names it
-CHECK_EVERY = 4096  # expansions between two looks at the budgets
 
 
-class OverBudget(Exception):
-    """The graph pass hit a state, time or memory limit."""
-
-
-@attrs.define
-class Graph:
-    """The reachable graph: states as dense ids in breadth-first order (so a smaller id is no
-    deeper), edges grouped by source (`dst[out[v]:out[v + 1]]`), each edge's action label id
-    and whether it changes the state."""
-
-    states: list  # id -> the stored (canonical) state
-    ids: dict  # canonical state -> id
-    parents: array  # id -> the id that discovered it (-1 for an initial state)
-    out: array  # id -> its first edge; out[n] is the edge count
-    dst: array
-    label: array  # edge -> index into `labels`
-    moves: bytearray  # edge -> 1 where the step changes the state
-    labels: list[str]
-    looped: bytearray  # id -> 1 where a cycle of length one is possible (self edge, stutter)
-
-    def __len__(self) -> int:
-        return len(self.states)
-
-
-def build_graph(
-    model: ValidModel,
-    canonical: Callable[[Hashable], Hashable] | None,
-    limits: Limits,
-    started: float,
-) -> Graph:
-    """Enumerate the reachable graph as the safety search does; OverBudget past a limit."""
-    key = canonical or (lambda state: state)
-    constraint, action_constraint = model.constraint, model.action_constraint
-    states: list = []
-    ids: dict = {}
-    parents = array("i")
-    for state in model.initial_states():
-        if constraint is not None and not constraint(state):
-            continue
-        state = key(state)
-        if state not in ids:
-            ids[state] = len(states)
-            states.append(state)
-            parents.append(-1)
-    out, dst, label, moves = array("q"), array("i"), array("i"), bytearray()
-    label_ids: dict[str, int] = {}
-    successors = model.successors
-    current = 0
-    while current < len(states):
-        if current % CHECK_EVERY == CHECK_EVERY - 1:
-            reason = limits.exceeded(len(states), started, peak_bytes())
-            if reason:
-                raise OverBudget(reason)
-        state = states[current]
-        out.append(len(dst))
-        for action, successor in successors(state):
-            if constraint is not None and not constraint(successor):
-                continue
-            if action_constraint is not None and not action_constraint(state, action, successor):
-                continue
-            target = key(successor)
-            found = ids.get(target)
-            if found is None:
-                found = ids[target] = len(states)
-                states.append(target)
-                parents.append(current)
-            dst.append(found)
-            action_id = label_ids.get(action)
-            if action_id is None:
-                action_id = label_ids[action] = len(label_ids)
-            label.append(action_id)
-            moves.append(successor != state)
-        current += 1
-    reason = limits.exceeded(len(states), started, peak_bytes())
-    if reason:
-        raise OverBudget(reason)
-    out.append(len(dst))
-    stutter_everywhere = model.stuttering
-    looped = bytearray(len(states))
-    for v in range(len(states)):
-        start, end = out[v], out[v + 1]
-        if stutter_everywhere or start == end or v in dst[start:end]:
-            looped[v] = 1
-    return Graph(states, ids, parents, out, dst, label, moves, list(label_ids), looped)
-
-
-def components(graph: Graph, nodes, alive: bytearray) -> list[list[int]]:
+def components(graph: Graph, nodes, alive: bytearray, marks: _TarjanMarks) -> list[list[int]]:
     """The strongly connected components (iterative Tarjan) of the subgraph of the states
-    where `alive` is set, searched from `nodes`; only those that hold a cycle."""
-    out, dst, looped = graph.out, graph.dst, graph.looped
-    index: dict[int, int] = {}
-    low: dict[int, int] = {}
-    on_stack: set[int] = set()
+    where `alive` is set, searched from `nodes`; only those that hold a cycle. `marks` are
+    all clear before and after (only states of `nodes` that are alive are ever marked)."""
+    edges, looped = graph.edges, graph.looped
+    index, low, on_stack = marks.index, marks.low, marks.on_stack
+    counter = 0
     stack: list[int] = []
     found: list[list[int]] = []
     for root in nodes:
-        if root in index or not alive[root]:
+        if index[root] >= 0 or not alive[root]:
             continue
-        index[root] = low[root] = len(index)
+        index[root] = low[root] = counter
+        counter += 1
         stack.append(root)
-        on_stack.add(root)
-        work = [(root, out[root])]
+        on_stack[root] = 1
+        # A frame: a state, its targets (read once, from memory or disk), the next to look at.
+        work = [(root, edges.targets(root), 0)]
         while work:
-            v, e = work[-1]
-            end = out[v + 1]
+            v, targets, e = work[-1]
             descended = False
-            while e < end:
-                w = dst[e]
+            while e < len(targets):
+                w = targets[e]
                 e += 1
                 if not alive[w]:
                     continue
-                if w not in index:
-                    work[-1] = (v, e)
-                    index[w] = low[w] = len(index)
+                if index[w] < 0:
+                    work[-1] = (v, targets, e)
+                    index[w] = low[w] = counter
+                    counter += 1
                     stack.append(w)
-                    on_stack.add(w)
-                    work.append((w, out[w]))
+                    on_stack[w] = 1
+                    work.append((w, edges.targets(w), 0))
                     descended = True
                     break
-                if w in on_stack and index[w] < low[v]:
+                if on_stack[w] and index[w] < low[v]:
                     low[v] = index[w]
             if descended:
                 continue
@@ -191,13 +115,28 @@ def components(graph: Graph, nodes, alive: bytearray) -> list[list[int]]:
                 component = []
                 while True:
                     w = stack.pop()
-                    on_stack.discard(w)
+                    on_stack[w] = 0
                     component.append(w)
                     if w == v:
                         break
                 if len(component) > 1 or looped[v]:
                     found.append(component)
+    for v in nodes:  # clear the marks for the next search
+        if alive[v]:
+            index[v] = low[v] = -1
     return found
+
+
+class _TarjanMarks:
+    """Tarjan's per-state numbers in flat arrays (4 bytes each, not a dict entry), made once
+    for all the searches of a refinement."""
+
+    __slots__ = ("index", "low", "on_stack")
+
+    def __init__(self, size: int) -> None:
+        self.index = array("i", [-1]) * size
+        self.low = array("i", [-1]) * size
+        self.on_stack = bytearray(size)
 
 
 @attrs.frozen
@@ -211,31 +150,21 @@ class Fairness:
 
 
 def fairness_of(model: ValidModel, graph: Graph) -> Fairness:
-    strong, steps, enabled = [], [], []
-    for condition in model.fairness:
-        taken = bytearray(condition.matches(label) for label in graph.labels)
-        on = bytearray(len(graph))
-        out, label, moves = graph.out, graph.label, graph.moves
-        for v in range(len(graph)):
-            for e in range(out[v], out[v + 1]):
-                if moves[e] and taken[label[e]]:
-                    on[v] = 1
-                    break
-        strong.append(isinstance(condition, SF))
-        steps.append(taken)
-        enabled.append(on)
-    return Fairness(tuple(strong), tuple(steps), tuple(enabled))
+    labels = graph.labels
+    steps = tuple(bytearray(condition.matches(label) for label in labels) for condition in model.fairness)
+    strong = tuple(isinstance(condition, SF) for condition in model.fairness)
+    return Fairness(strong, steps, graph.enabled)
 
 
 def _taken_inside(graph: Graph, component: list[int], member: bytearray, fair: Fairness) -> list[bool]:
     """Per fairness condition: whether an edge inside the component takes it."""
     taken = [False] * len(fair.steps)
-    out, dst, label, moves = graph.out, graph.dst, graph.label, graph.moves
     for v in component:
-        for e in range(out[v], out[v + 1]):
-            if moves[e] and member[dst[e]]:
+        pairs = graph.edges.edges(v)
+        for w, code in zip(pairs[0::2], pairs[1::2]):
+            if code & 1 and member[w]:  # a step that changes the state (`adjacency`)
                 for k, steps in enumerate(fair.steps):
-                    if steps[label[e]]:
+                    if steps[code >> 1]:
                         taken[k] = True
     return taken
 
@@ -244,7 +173,8 @@ def fair_components(graph: Graph, alive: bytearray, fair: Fairness) -> list[list
     """The components of the `alive` subgraph that hold a fair cycle (refined as the module
     docstring says): each is strongly connected and a cycle through all of it is fair."""
     member = bytearray(len(graph))
-    work = components(graph, range(len(graph)), alive)
+    marks = _TarjanMarks(len(graph))
+    work = components(graph, range(len(graph)), alive, marks)
     result = []
     while work:
         component = work.pop()
@@ -264,7 +194,7 @@ def fair_components(graph: Graph, alive: bytearray, fair: Fairness) -> list[list
         if not unfair and removed:
             for v in removed:
                 member[v] = 0  # a cycle avoiding those states is all that may be fair
-            work.extend(components(graph, component, member))
+            work.extend(components(graph, component, member, marks))
         elif not unfair:
             result.append(component)
         for v in component:
@@ -272,19 +202,20 @@ def fair_components(graph: Graph, alive: bytearray, fair: Fairness) -> list[list
     return result
 
 
-# A path through the graph: (edge index or STUTTER, the state it reaches), in order.
+# A path through the graph: (the step's code, or STUTTER, and the state it reaches), in order.
 Path = list[tuple[int, int]]
 
 
 def _shortest(graph: Graph, start: int, allowed: bytearray, goal: Callable[[int, int], bool]) -> Path | None:
-    """A shortest path from `start` through `allowed` states to the first edge `goal(edge,
+    """A shortest path from `start` through `allowed` states to the first step `goal(code,
     target)` accepts (STUTTER for a state's stuttering step); None if there is none."""
-    out, dst, looped = graph.out, graph.dst, graph.looped
+    edges, looped = graph.edges, graph.looped
     came: dict[int, tuple[int, int]] = {start: (-1, -1)}
     queue = deque([start])
     while queue:
         v = queue.popleft()
-        candidates = [(e, dst[e]) for e in range(out[v], out[v + 1]) if allowed[dst[e]]]
+        pairs = edges.edges(v)
+        candidates = [(code, w) for w, code in zip(pairs[0::2], pairs[1::2]) if allowed[w]]
         if looped[v] and not any(w == v for _, w in candidates):
             candidates.append((STUTTER, v))
         for e, w in candidates:
@@ -304,16 +235,15 @@ def _shortest(graph: Graph, start: int, allowed: bytearray, goal: Callable[[int,
 
 def _needs(graph: Graph, component: list[int], inside: bytearray, fair: Fairness) -> list:
     """Per fairness condition that a cycle in `component` must do something for: a test of a
-    step `(edge, target)` that does it (takes the action; for WF, or reaches a state where
+    step `(code, target)` that does it (takes the action; for WF, or reaches a state where
     the action is disabled)."""
     taken = _taken_inside(graph, component, inside, fair)
-    label, moves = graph.label, graph.moves
 
     def need(steps: bytearray, disabled: bytearray | None) -> Callable[[int, int], bool]:
-        def met(e: int, w: int) -> bool:
+        def met(code: int, w: int) -> bool:
             if disabled is not None and not disabled[w]:
                 return True
-            return e >= 0 and bool(moves[e]) and bool(steps[label[e]])
+            return code >= 0 and moves(code) and bool(steps[label_of(code)])
 
         return met
 
@@ -401,18 +331,26 @@ def _prefix(graph: Graph, target: int) -> list[int]:
     return path
 
 
-def find_lasso(prop, graph: Graph, fair: Fairness) -> Lasso | None:
-    """A fair behaviour that violates `prop`, or None when it holds."""
+def _negated(bits: bytearray) -> bytearray:
+    return bits.translate(_NOT)
+
+
+_NOT = bytes([1]) + bytes(255)  # as a translation table: 0 -> 1, anything else -> 0
+
+
+def find_lasso(prop, truths: tuple[bytearray, ...], graph: Graph, fair: Fairness) -> Lasso | None:
+    """A fair behaviour that violates `prop` (whose predicates hold where `truths` say), or
+    None when it holds."""
     n = len(graph)
     if isinstance(prop, InfinitelyOften):
-        avoid = bytearray(not prop.p(s) for s in graph.states)
+        avoid = _negated(truths[0])
         found = fair_components(graph, avoid, fair)
         if not found:
             return None
         component = min(found, key=min)
         return _best_lasso(graph, component, component, fair)
     if isinstance(prop, EventuallyAlways):
-        failing = bytearray(not prop.p(s) for s in graph.states)
+        failing = _negated(truths[0])
         everywhere = bytearray(b"\x01") * n
         found = [c for c in fair_components(graph, everywhere, fair) if any(failing[v] for v in c)]
         if not found:
@@ -421,7 +359,7 @@ def find_lasso(prop, graph: Graph, fair: Fairness) -> Lasso | None:
         component = next(c for c in found if entry in c)
         return _best_lasso(graph, [v for v in component if failing[v]], component, fair)
     assert isinstance(prop, LeadsTo)
-    not_q = bytearray(not prop.q(s) for s in graph.states)
+    p_holds, not_q = truths[0], _negated(truths[1])
     found = fair_components(graph, not_q, fair)
     if not found:
         return None
@@ -431,16 +369,7 @@ def find_lasso(prop, graph: Graph, fair: Fairness) -> Lasso | None:
             in_fair[v] = 1
     # Backwards through not-Q states from the fair components: the states that can stay out
     # of Q forever.
-    sources = array("i")
-    targets = array("i")
-    out, dst = graph.out, graph.dst
-    for v in range(n):
-        if not_q[v]:
-            for e in range(out[v], out[v + 1]):
-                if not_q[dst[e]]:
-                    sources.append(v)
-                    targets.append(dst[e])
-    start, preds = _predecessor_lists(sources, targets, n)
+    start, preds = _predecessor_lists(graph, not_q)
     doomed = bytearray(in_fair)
     pending = [v for v in range(n) if in_fair[v]]
     while pending:
@@ -450,7 +379,7 @@ def find_lasso(prop, graph: Graph, fair: Fairness) -> Lasso | None:
             if not doomed[v]:
                 doomed[v] = 1
                 pending.append(v)
-    bad = next((v for v in range(n) if doomed[v] and prop.p(graph.states[v])), None)
+    bad = next((v for v in range(n) if doomed[v] and p_holds[v]), None)
     if bad is None:
         return None
     if in_fair[bad]:
@@ -473,7 +402,7 @@ def lasso_steps(
     index of the cycle's first state, and the action that leads from the last state back to
     it (to a state of its symmetry class, under a symmetry)."""
     key = canonical or (lambda state: state)
-    ids = graph.ids
+    id_of = graph.id_of
     constraint, action_constraint = model.constraint, model.action_constraint
 
     def inside(state, action, successor) -> bool:
@@ -481,30 +410,30 @@ def lasso_steps(
             action_constraint is None or action_constraint(state, action, successor)
         )
 
-    def step(state, edge: int, target: int) -> Step:
-        if edge == STUTTER:
+    def step(state, code: int, target: int) -> Step:
+        if code == STUTTER:
             return Step(STUTTERING, state)
-        wanted = graph.labels[graph.label[edge]]
+        wanted = graph.labels[label_of(code)]
         matches = [
             (action, successor)
             for action, successor in model.successors(state)
-            if ids.get(key(successor)) == target and inside(state, action, successor)
+            if id_of(key(successor)) == target and inside(state, action, successor)
         ]
         action, successor = next(((a, s) for a, s in matches if a == wanted), matches[0])
         return Step(action, successor)
 
     first = lasso.prefix[0]
-    state = next(s for s in model.initial_states() if ids.get(key(s)) == first)
+    state = next(s for s in model.initial_states() if id_of(key(s)) == first)
     steps = [Step(None, state)]
     for target in lasso.prefix[1:]:
         matches = [
-            (a, s) for a, s in model.successors(state) if ids.get(key(s)) == target and inside(state, a, s)
+            (a, s) for a, s in model.successors(state) if id_of(key(s)) == target and inside(state, a, s)
         ]
         action, state = matches[0]
         steps.append(Step(action, state))
     cycle_start = len(steps) - 1
-    for edge, target in lasso.cycle:
-        steps.append(step(steps[-1].state, edge, target))
+    for code, target in lasso.cycle:
+        steps.append(step(steps[-1].state, code, target))
     closing = steps.pop()
     assert closing.action is not None
     return tuple(steps), cycle_start, closing.action
@@ -516,19 +445,25 @@ def decide(
     canonical: Callable[[Hashable], Hashable] | None,
     limits: Limits,
     started: float,
+    exact: bool = False,
 ) -> ExplorationResult:
     """`result` with the model's temporal properties decided: violations with their lassos,
-    and properties that could not be decided `skipped` with the reason."""
+    and properties that could not be decided `skipped` with the reason. `exact` keeps the
+    graph's states whole instead of fingerprints; else the graph pass's collision bound is
+    added to the result's."""
     names = [prop.name for prop in model.temporal]
     if not result.complete:
         reason = result.unproved()
         return attrs.evolve(result, skipped={**result.skipped, **dict.fromkeys(names, reason)})
     try:
-        graph = build_graph(model, canonical, limits, started)
+        graph = build_graph(model, canonical, limits, started, exact)
+    except OverBudget as error:
+        return _stopped(result, names, error)
+    try:
         fair = fairness_of(model, graph)
         violations = dict(result.violations)
-        for prop in model.temporal:
-            lasso = find_lasso(prop, graph, fair)
+        for prop, truths in zip(model.temporal, graph.truths):
+            lasso = find_lasso(prop, truths, graph, fair)
             over = limits.exceeded(0, started, peak_bytes())
             if over:
                 raise OverBudget(over)
@@ -536,21 +471,37 @@ def decide(
                 steps, cycle_start, back = lasso_steps(model, graph, lasso, canonical)
                 violations[prop.name] = Violation(prop.name, steps, cycle_start, back)
     except OverBudget as error:
-        stopped = f"temporal check stopped: {error}"
-        return attrs.evolve(result, skipped={**result.skipped, **dict.fromkeys(names, stopped)})
-    return attrs.evolve(result, violations=violations, seconds=time.monotonic() - started)
+        return _stopped(result, names, error)
+    finally:
+        graph.close()
+    risk = summed_risk([result.collision_probability, graph.store.risk()])
+    seconds = time.monotonic() - started
+    return attrs.evolve(result, violations=violations, seconds=seconds, collision_probability=risk)
 
 
-def _predecessor_lists(sources: array, targets: array, state_count: int) -> tuple[array, array]:
-    """Group edges by target: the predecessors of `t` are `preds[start[t]:start[t + 1]]`."""
-    start = array("q", bytes(8 * (state_count + 1)))
-    for target in targets:
-        start[target + 1] += 1
-    for i in range(state_count):
-        start[i + 1] += start[i]
-    fill = array("q", start)
-    preds = array("i", bytes(4 * len(sources)))
-    for source, target in zip(sources, targets):
-        preds[fill[target]] = source
-        fill[target] += 1
+def _stopped(result: ExplorationResult, names: list[str], error: OverBudget) -> ExplorationResult:
+    """`result` with every temporal property skipped: a budget stopped the graph pass."""
+    stopped = f"temporal check stopped: {error}"
+    return attrs.evolve(result, skipped={**result.skipped, **dict.fromkeys(names, stopped)})
+
+
+def _predecessor_lists(graph: Graph, inside: bytearray) -> tuple[array, array]:
+    """The edges between states where `inside` is set, grouped by target: the predecessors of
+    `t` are `preds[start[t]:start[t + 1]]`. Each edge is one int64 (target, source) sorted in
+    place, so the peak is 12 bytes an edge kept, as two arrays and their grouping would take."""
+    mask = np.frombuffer(inside, dtype=np.uint8).astype(bool)
+    kept = sum(int(np.count_nonzero(mask[s] & mask[t])) for s, t in graph.edges.chunks())
+    pairs = np.empty(kept, dtype=np.int64)
+    at = 0
+    for sources, targets in graph.edges.chunks():
+        keep = mask[sources] & mask[targets]
+        count = int(np.count_nonzero(keep))
+        pairs[at : at + count] = (targets[keep].astype(np.int64) << 32) | sources[keep]
+        at += count
+    pairs.sort()
+    firsts = np.searchsorted(pairs, np.arange(len(graph) + 1, dtype=np.int64) << 32)
+    start = array("q", firsts.tobytes())
+    del firsts
+    low = 0 if sys.byteorder == "little" else 1  # the int32 half of each pair that is the source
+    preds = array("i", np.ascontiguousarray(pairs.view(np.int32)[low::2]).tobytes())
     return start, preds

@@ -112,7 +112,7 @@ def explore(
             exact,
         )
         if model.temporal:  # decided in this process, after the search (`liveness`)
-            result = liveness.decide(model, result, canonical, limits, started)
+            result = liveness.decide(model, result, canonical, limits, started, exact)
         return result
     except PymcResumeError:
         raise

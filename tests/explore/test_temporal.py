@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pymc_resume.explore import SF, WF, EventuallyAlways, InfinitelyOften, LeadsTo, explore
+from pymc_resume.explore import SF, WF, EventuallyAlways, InfinitelyOften, LeadsTo, adjacency, explore
 from pymc_resume.explore.limits import Limits
 from pymc_resume.explore.liveness import STUTTERING, decide
 from pymc_resume.explore.validate import ModelError, validated
@@ -287,6 +288,20 @@ def brute_force(model) -> dict[str, bool]:
 @given(random_models())
 def test_verdicts_agree_with_a_brute_force_over_every_strongly_connected_set(model):
     assert verdicts(model) == brute_force(model)
+
+
+@settings(max_examples=60, deadline=None)
+@given(random_models())
+def test_the_graph_on_disk_or_with_whole_states_gives_the_same_lassos(model):
+    # The graph pass keeps ids by fingerprint and edges in memory: with every edge written to
+    # disk and read back in chunks of two, or with the states kept whole (`exact`), each
+    # property gets the same verdict and the same lasso, step for step.
+    usual = explore(model)
+    with mock.patch.object(adjacency, "IN_MEMORY", 1), mock.patch.object(adjacency, "CHUNK", 2):
+        on_disk = explore(model)
+    exact = explore(model, exact=True)
+    assert usual.violations == on_disk.violations == exact.violations
+    assert usual.collision_probability == 0.0 and exact.collision_probability is None  # (int states)
 
 
 def test_a_budget_skips_the_temporal_properties_with_the_reason():

@@ -1,0 +1,41 @@
+"""The temporal pass's edges by source (`explore.adjacency`): the same read back from memory and
+from disk, in chunks with their sources, and the file nameless and freed."""
+
+import os
+from unittest import mock
+
+import numpy as np
+
+from pymc_resume.explore import adjacency
+from pymc_resume.explore.adjacency import Adjacency
+
+# Five sources with 2, 0, 3, 1 and 2 edges: (target, code) each.
+EDGES = [[(1, 2), (2, 3)], [], [(0, 0), (2, 5), (4, 1)], [(3, 7)], [(0, 2), (1, 3)]]
+
+
+def _filled(in_memory: int) -> Adjacency:
+    edges = Adjacency(in_memory)
+    for block in (EDGES[:2], EDGES[2:3], EDGES[3:]):  # blocks of sources, as the graph pass adds them
+        flat = [value for source in block for pair in source for value in pair]
+        edges.add_sources(np.array([len(source) for source in block]), np.array(flat, dtype=np.int32))
+    return edges
+
+
+def test_edges_read_back_the_same_from_memory_and_from_disk_in_chunks_with_their_sources():
+    with mock.patch.object(adjacency, "CHUNK", 2):
+        for in_memory in (100, 1):  # all in memory; every block written to disk
+            edges = _filled(in_memory)
+            assert (edges.on_disk, len(edges), edges.edge_count()) == (
+                (0, 5, 8) if in_memory == 100 else (8, 5, 8)
+            )
+            for source, expected in enumerate(EDGES):
+                assert list(zip(edges.edges(source)[0::2], edges.edges(source)[1::2])) == expected
+                assert edges.targets(source).tolist() == [target for target, _code in expected]
+            chunks = [(s.tolist(), t.tolist()) for s, t in edges.chunks()]
+            assert all(len(s) <= 2 for s, _t in chunks)
+            every = [(s, t) for sources, targets in chunks for s, t in zip(sources, targets)]
+            assert every == [(s, t) for s, source in enumerate(EDGES) for t, _code in source]
+            if in_memory == 1:
+                assert os.fstat(edges.file.fileno()).st_nlink == 0  # no name: freed even after a SIGKILL
+            edges.close()
+            assert edges.file is None
