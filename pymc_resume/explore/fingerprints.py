@@ -32,6 +32,8 @@ FIRST_CAPACITY = 1 << 12  # table slots of an empty store (a power of two)
 MAX_LOAD = 0.75  # the table doubles before it is fuller than this
 PLACE_SLICE = 1 << 16  # fingerprints re-placed at once when the table grows
 _MASK64 = (1 << 64) - 1
+_LIMB = (1 << 60) - 1
+_THREE_LIMBS = 1 << 180
 
 
 def _mixed(fingerprints: np.ndarray) -> np.ndarray:
@@ -67,9 +69,24 @@ def fingerprints_of(keys: Sequence[Hashable], int_tuples: bool = False) -> tuple
 
 
 def _hashed(key: Hashable) -> int:
-    if type(key) is int:  # beyond 64 bits (or negative): fold its digits
-        return hash((key & _MASK64, key >> 64)) & _MASK64
+    if type(key) is int:  # beyond 64 bits (or negative): hash its 60-bit limbs
+        if 0 <= key < _THREE_LIMBS:  # (the reference semantics' keys: no loop)
+            return hash((key & _LIMB, key >> 60 & _LIMB, key >> 120)) & _MASK64
+        return hash(_limbs(key)) & _MASK64
     return stable_hash(key) & _MASK64
+
+
+def _limbs(key: int) -> tuple[int, ...]:
+    """`key` as its sign and 60-bit limbs. Python hashes an int below 2**61 - 1 as itself and
+    a larger one modulo that: folding 64-bit halves made keys whose halves differ by a
+    multiple of it (`128 << 64` and `1 << 132`) one fingerprint."""
+    negative = key < 0
+    key = -key if negative else key
+    limbs = [int(negative)]
+    while key:
+        limbs.append(key & _LIMB)
+        key >>= 60
+    return tuple(limbs)
 
 
 class FingerprintStore:

@@ -43,7 +43,8 @@ _T = TypeVar("_T")
 FORMAT = 6  # 3: partition files in the `persisted` format, the manifest holds every level's start;
 # 4: with the derived plain codec, partitions store (and carry) states, not keys; 5: a set's
 # stable hash spreads its parts' hashes, and exchanging partitions store stable fingerprints;
-# 6: the plain codec's shape tags start at -2 (`plain._tag`)
+# 6: the plain codec's shape tags start at -2 (`plain._tag`), and ints wider than 64 bits are
+# fingerprinted by their 60-bit limbs (`fingerprints._limbs`)
 POINTER = "current"
 MANIFEST = "manifest.json"
 _FOLDER = re.compile(r"level-\d{6}")

@@ -47,6 +47,21 @@ def test_int_keys_are_their_own_fingerprints_and_others_are_hashed_alike_in_ever
     assert fingerprints_of(["a"])[0].tolist() == fingerprints_of(["a"])[0].tolist()
 
 
+def test_wide_int_keys_whose_parts_python_hashes_alike_get_distinct_fingerprints():
+    # Python hashes an int modulo 2**61 - 1: folding a key's 64-bit halves made these pairs
+    # one fingerprint (the reference semantics' keys are 100 to 200 bits wide).
+    modulus = 2**61 - 1
+    pairs = [
+        (128 << 64, 1 << 132),  # high halves 128 and 2**68, equal modulo it
+        (5 + (1 << 70), 5 + modulus + (1 << 70)),  # low halves 5 and 5 + the modulus
+        (-(1 << 64), -(2 << 64)),  # high halves -1 and -2, which Python hashes alike
+        (1 << 200, (1 << 200) + (modulus << 60)),  # wider than three limbs
+    ]
+    for pair in pairs:
+        fingerprints, exact = fingerprints_of(list(pair))
+        assert not exact and fingerprints[0] != fingerprints[1], pair
+
+
 def test_the_collision_bound_is_the_union_bound_and_sums_over_partitions():
     assert collision_probability(2**20, 2**24) == 2.0**-20
     assert summed_risk([0.0, 2.0**-20]) == 2.0**-20 and summed_risk([None, None]) is None
