@@ -36,8 +36,9 @@ along its ids, as TLC rebuilds a trace along fingerprints.
 Limits: the graph pass runs in this process after the safety search, whatever its number of
 workers. It holds about 40 bytes a state (fingerprint, table slot, parent, first edge, bits)
 and 8 bytes an edge up to `adjacency.IN_MEMORY` edges (the rest on disk); Tarjan adds 9 bytes
-a state and a list entry for each state of the components found, and `P ~> Q` 12 bytes for
-each edge between not-Q states while it walks them backwards. With fingerprints a collision
+a state and a list entry for each state of the components found. `P ~> Q` finds the states
+that can reach a fair not-Q component by one more Tarjan search in the same order, not by
+walking predecessor lists backwards (which would take 12 bytes an edge). With fingerprints a collision
 could merge two states (the pass's bound is added to the result's). `--max-states`,
 `--max-seconds` and `--max-memory` bound this pass too, and a property it cannot finish is
 `skipped` with the reason.
@@ -45,14 +46,12 @@ could merge two states (the pass's bound is added to the result's). `--max-state
 
 from __future__ import annotations
 
-import sys
 import time
 from array import array
 from collections import deque
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 
 import attrs
-import numpy as np
 
 from pymc_resume.explore.adjacency import label_of, moves
 from pymc_resume.explore.fingerprints import summed_risk
@@ -68,14 +67,21 @@ STUTTERING = "stuttering"  # its label in traces, as TLC names it
 
 
 def components(graph: Graph, nodes, alive: bytearray, marks: _TarjanMarks) -> list[list[int]]:
-    """The strongly connected components (iterative Tarjan) of the subgraph of the states
-    where `alive` is set, searched from `nodes`; only those that hold a cycle. `marks` are
-    all clear before and after (only states of `nodes` that are alive are ever marked)."""
-    edges, looped = graph.edges, graph.looped
+    """The strongly connected components of the subgraph of the states where `alive` is set,
+    searched from `nodes`; only those that hold a cycle."""
+    looped = graph.looped
+    return [c for c in _tarjan(graph, nodes, alive, marks) if len(c) > 1 or looped[c[0]]]
+
+
+def _tarjan(graph: Graph, nodes, alive: bytearray, marks: _TarjanMarks) -> Iterator[list[int]]:
+    """Every strongly connected component (iterative Tarjan) of the subgraph of the states
+    where `alive` is set, searched from `nodes`, each after every component it reaches (its
+    root first). `marks` are all clear before and after (only states of `nodes` that are alive
+    are ever marked)."""
+    edges = graph.edges
     index, low, on_stack = marks.index, marks.low, marks.on_stack
     counter = 0
     stack: list[int] = []
-    found: list[list[int]] = []
     for root in nodes:
         if index[root] >= 0 or not alive[root]:
             continue
@@ -87,8 +93,9 @@ def components(graph: Graph, nodes, alive: bytearray, marks: _TarjanMarks) -> li
         work = [(root, edges.targets(root), 0)]
         while work:
             v, targets, e = work[-1]
+            end = len(targets)
             descended = False
-            while e < len(targets):
+            while e < end:
                 w = targets[e]
                 e += 1
                 if not alive[w]:
@@ -112,19 +119,33 @@ def components(graph: Graph, nodes, alive: bytearray, marks: _TarjanMarks) -> li
                 if low[v] < low[u]:
                     low[u] = low[v]
             if low[v] == index[v]:
-                component = []
+                component = [v]
                 while True:
                     w = stack.pop()
                     on_stack[w] = 0
-                    component.append(w)
                     if w == v:
                         break
-                if len(component) > 1 or looped[v]:
-                    found.append(component)
+                    component.append(w)
+                yield component
     for v in nodes:  # clear the marks for the next search
         if alive[v]:
             index[v] = low[v] = -1
-    return found
+
+
+def _reaching(graph: Graph, alive: bytearray, goal: bytearray) -> bytearray:
+    """The states where `alive` is set from which a path through such states reaches a `goal`
+    state (the goal states included). Tarjan's order settles a component after every one it
+    reaches, so a forward search decides it: no predecessor lists (12 bytes an edge)."""
+    edges = graph.edges
+    reach = bytearray(goal)
+    for component in _tarjan(graph, range(len(graph)), alive, _TarjanMarks(len(graph))):
+        if not any(reach[v] for v in component) and not any(
+            reach[w] for v in component for w in edges.targets(v) if alive[w]
+        ):
+            continue
+        for v in component:
+            reach[v] = 1
+    return reach
 
 
 class _TarjanMarks:
@@ -367,18 +388,9 @@ def find_lasso(prop, truths: tuple[bytearray, ...], graph: Graph, fair: Fairness
     for component in found:
         for v in component:
             in_fair[v] = 1
-    # Backwards through not-Q states from the fair components: the states that can stay out
-    # of Q forever.
-    start, preds = _predecessor_lists(graph, not_q)
-    doomed = bytearray(in_fair)
-    pending = [v for v in range(n) if in_fair[v]]
-    while pending:
-        w = pending.pop()
-        for i in range(start[w], start[w + 1]):
-            v = preds[i]
-            if not doomed[v]:
-                doomed[v] = 1
-                pending.append(v)
+    # The states that can stay out of Q forever: a path through not-Q states reaches a fair
+    # component of them.
+    doomed = _reaching(graph, not_q, in_fair)
     bad = next((v for v in range(n) if doomed[v] and p_holds[v]), None)
     if bad is None:
         return None
@@ -483,25 +495,3 @@ def _stopped(result: ExplorationResult, names: list[str], error: OverBudget) -> 
     """`result` with every temporal property skipped: a budget stopped the graph pass."""
     stopped = f"temporal check stopped: {error}"
     return attrs.evolve(result, skipped={**result.skipped, **dict.fromkeys(names, stopped)})
-
-
-def _predecessor_lists(graph: Graph, inside: bytearray) -> tuple[array, array]:
-    """The edges between states where `inside` is set, grouped by target: the predecessors of
-    `t` are `preds[start[t]:start[t + 1]]`. Each edge is one int64 (target, source) sorted in
-    place, so the peak is 12 bytes an edge kept, as two arrays and their grouping would take."""
-    mask = np.frombuffer(inside, dtype=np.uint8).astype(bool)
-    kept = sum(int(np.count_nonzero(mask[s] & mask[t])) for s, t in graph.edges.chunks())
-    pairs = np.empty(kept, dtype=np.int64)
-    at = 0
-    for sources, targets in graph.edges.chunks():
-        keep = mask[sources] & mask[targets]
-        count = int(np.count_nonzero(keep))
-        pairs[at : at + count] = (targets[keep].astype(np.int64) << 32) | sources[keep]
-        at += count
-    pairs.sort()
-    firsts = np.searchsorted(pairs, np.arange(len(graph) + 1, dtype=np.int64) << 32)
-    start = array("q", firsts.tobytes())
-    del firsts
-    low = 0 if sys.byteorder == "little" else 1  # the int32 half of each pair that is the source
-    preds = array("i", np.ascontiguousarray(pairs.view(np.int32)[low::2]).tobytes())
-    return start, preds
