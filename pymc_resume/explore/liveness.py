@@ -38,8 +38,8 @@ workers. It holds about 40 bytes a state (fingerprint, table slot, parent, first
 and 8 bytes an edge up to `adjacency.IN_MEMORY` edges (the rest on disk); Tarjan adds 9 bytes
 a state and a list entry for each state of the components found. `P ~> Q` finds the states
 that can reach a fair not-Q component by one more Tarjan search in the same order, not by
-walking predecessor lists backwards (which would take 12 bytes an edge). With fingerprints a collision
-could merge two states (the pass's bound is added to the result's). `--max-states`,
+walking predecessor lists backwards (which would take 12 bytes an edge). With fingerprints a
+collision could merge two states (the pass's bound is added to the result's). `--max-states`,
 `--max-seconds` and `--max-memory` bound this pass too, and a property it cannot finish is
 `skipped` with the reason.
 """
