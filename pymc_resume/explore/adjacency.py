@@ -16,14 +16,12 @@ from __future__ import annotations
 import os
 import tempfile
 from array import array
-from collections.abc import Iterator
 from typing import IO
 
 import numpy as np
 
 # Edges held in memory before they go to disk: 4 million, 32 MB.
 IN_MEMORY = 1 << 22
-CHUNK = 1 << 20  # edges read at a time by `chunks`
 _PAIR = 8  # bytes of an edge: two int32
 
 
@@ -86,27 +84,8 @@ class Adjacency:
             found.frombytes(os.pread(self.file.fileno(), (end - start) * _PAIR, start * _PAIR))
         return found
 
-    def chunks(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """Every edge in order, as (sources, targets) int32 arrays of at most `CHUNK` edges,
-        from disk and then from memory (numpy's temporaries stay a few tens of MB)."""
-        starts = np.frombuffer(self.starts, dtype=np.int64)
-        for first in range(0, self.on_disk, CHUNK):
-            count = min(CHUNK, self.on_disk - first)
-            assert self.file is not None
-            pairs = np.frombuffer(os.pread(self.file.fileno(), count * _PAIR, first * _PAIR), dtype=np.int32)
-            yield self._sources(starts, first, count), pairs[0::2]
-        in_memory = np.frombuffer(self.pairs, dtype=np.int32) if self.pairs else np.empty(0, dtype=np.int32)
-        for at in range(0, len(in_memory) // 2, CHUNK):
-            pairs = in_memory[2 * at : 2 * (at + CHUNK)]
-            yield self._sources(starts, self.on_disk + at, len(pairs) // 2), pairs[0::2]
-
-    @staticmethod
-    def _sources(starts: np.ndarray, first: int, count: int) -> np.ndarray:
-        """The source of each edge from `first` to `first + count`."""
-        edge = np.arange(first, first + count, dtype=np.int64)
-        return (np.searchsorted(starts, edge, side="right") - 1).astype(np.int32)
-
     def targets(self, source: int) -> array:
+        """The targets of `source`'s edges."""
         return self.edges(source)[0::2]
 
     def close(self) -> None:

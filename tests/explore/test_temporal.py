@@ -294,10 +294,10 @@ def test_verdicts_agree_with_a_brute_force_over_every_strongly_connected_set(mod
 @given(random_models())
 def test_the_graph_on_disk_or_with_whole_states_gives_the_same_lassos(model):
     # The graph pass keeps ids by fingerprint and edges in memory: with every edge written to
-    # disk and read back in chunks of two, or with the states kept whole (`exact`), each
-    # property gets the same verdict and the same lasso, step for step.
+    # disk and read back, or with the states kept whole (`exact`), each property gets the same
+    # verdict and the same lasso, step for step.
     usual = explore(model)
-    with mock.patch.object(adjacency, "IN_MEMORY", 1), mock.patch.object(adjacency, "CHUNK", 2):
+    with mock.patch.object(adjacency, "IN_MEMORY", 1):
         on_disk = explore(model)
     exact = explore(model, exact=True)
     assert usual.violations == on_disk.violations == exact.violations
