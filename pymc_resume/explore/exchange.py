@@ -52,13 +52,16 @@ from pymc_resume.explore.validate import ModelError, ValidModel
 SHIP_BITS = 24
 _HEADER = struct.Struct("<QQ")  # bytes of the shipped batch, number of queries
 # A field's hash in a key: non-negative, so that a key of hashes never starts with a negative
-# number, which marks the plain codec's keys of other shapes (attrs, named tuples, ...).
-MASK63 = (1 << 63) - 1
+# number, which marks the plain codec's keys of other shapes (attrs, named tuples, ...); and
+# below 2**61 - 1, so that CPython's hash of the key, the state's fingerprint, takes each part
+# as itself. (With 63 bits a part was hashed modulo 2**61 - 1, and -4's, 2**63 - 4, met 0's:
+# two workers took the states (0, "x") and (-4, "x") for one.)
+PART_MASK = (1 << 60) - 1
 
 
 def part_hash(value) -> int:
     """A field value's hash in a key of hashes (`HashKeys`)."""
-    return stable_hash(value) & MASK63
+    return stable_hash(value) & PART_MASK
 
 
 def fingerprint_of_state(state) -> int:
@@ -125,7 +128,7 @@ class HashKeys:
         known = self.value_of[position].setdefault(found, value)
         if known is not value and known != value:
             raise ModelError(
-                f"two field values share a 63-bit stable hash ({known!r:.60} and {value!r:.60}): "
+                f"two field values share a 60-bit stable hash ({known!r:.60} and {value!r:.60}): "
                 "run with --exact"
             )
         self.of_value[position][value] = found

@@ -3,9 +3,10 @@
 Python's `hash()` of a str (or bytes) is salted per interpreter (PYTHONHASHSEED), so a string
 state hashed in two processes started apart, a run and its recovery, lands in different
 partitions and is explored twice. `stable_hash` hashes the value's contents instead: ints as
-Python does (never salted), strings through BLAKE2b, tuples and frozensets and attrs or
-dataclass instances from their parts. Values that are equal hash equal (a named tuple hashes as
-the tuple it equals, an IntEnum as its int), since the visited store treats them as one state.
+Python does (never salted; but -1, which Python hashes as -2), strings through BLAKE2b, tuples
+and frozensets and attrs or dataclass instances from their parts. Values that are equal hash
+equal (a named tuple hashes as the tuple it equals, an IntEnum as its int), since the visited
+store treats them as one state.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ MASK = (1 << 64) - 1
 MULTIPLIER = 1_000_003
 NONE_HASH = 0x9E37_79B9_7F4A_7C15
 FROZENSET_SEED = 0x6A09_E667_F3BC_C908
+MINUS_ONE_HASH = 0x0C6E_F372_FE94_F82B  # -1's hash (`number_hash`): below 2**60, as ints' are
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -76,20 +78,28 @@ def container_hash(value: tuple | frozenset) -> int:
     return (FROZENSET_SEED + sum(map(spread, map(stable_hash, value))) * MULTIPLIER + len(value)) & MASK
 
 
+def number_hash(value: float) -> int:
+    """A number's hash: CPython's (an int's is itself modulo 2**61 - 1, which `partition`
+    computes in numpy for owners), except for -1, which CPython hashes as -2. Taken as it is,
+    a field that holds both -1 and -2 would hash them alike, and workers that exchange
+    fingerprints would refuse the model."""
+    return MINUS_ONE_HASH if value == -1 else hash(value)
+
+
 def stable_hash(value: Hashable) -> int:
     """`value`'s hash from its contents, equal in every process for the types listed above;
     any other type falls back to its own `hash()` (stable unless it hashes a string)."""
     kind = type(value)
     if kind is int or kind is bool:
-        return hash(value)
+        return MINUS_ONE_HASH if value == -1 else hash(value)  # (`number_hash`, inline: hot)
     if kind is str:
         return text_hash(value)
     if value is None:
         return NONE_HASH
     if isinstance(value, (tuple, frozenset)):
         return container_hash(value)
-    if isinstance(value, (int, float)):  # IntEnum, IntFlag: equal to their number
-        return hash(value)
+    if isinstance(value, (int, float)):  # IntEnum, IntFlag, -1.0: equal to their number
+        return number_hash(value)
     if isinstance(value, str):  # StrEnum: equal to its text
         return text_hash(str.__str__(value))
     if isinstance(value, bytes):

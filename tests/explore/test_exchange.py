@@ -7,10 +7,11 @@ from run_summary import summary
 from two_phase import TwoPhase
 
 from pymc_resume.explore import Invariant, exchange, explore, snapshot
-from pymc_resume.explore.exchange import HashKeys, fingerprint_of_state, ship_ratios
+from pymc_resume.explore.exchange import HashKeys, fingerprint_of_state, part_hash, ship_ratios
 from pymc_resume.explore.partition import Partition
 from pymc_resume.explore.plain import PlainCodec
 from pymc_resume.explore.search import SnapshotSchedule
+from pymc_resume.explore.stable_hash import stable_hash
 from pymc_resume.explore.validate import ModelError, validated
 
 
@@ -79,8 +80,33 @@ def test_two_field_values_with_one_hash_are_refused_not_merged(monkeypatch):
     keys = HashKeys(PlainCodec())
     monkeypatch.setattr(exchange, "part_hash", lambda value: 7)
     keys.key(("a",))
-    with pytest.raises(ModelError, match="share a 63-bit stable hash"):
+    with pytest.raises(ModelError, match="share a 60-bit stable hash"):
         keys.key(("b",))
+
+
+class SmallInts:
+    """(n, "x") for n from 2 down to -6, and from (0, "x") a jump to (-4, "y") and down again:
+    12 states, of ints whose hashes Python relates (-1 hashes as -2; 2**63 - 4, -4's hash cut to
+    63 bits, as 0 modulo 2**61 - 1)."""
+
+    deadlock_is_error = False
+
+    def initial_states(self):
+        return [(2, "x")]
+
+    def successors(self, state):
+        if state[0] > -6:
+            yield "down", (state[0] - 1, state[1])
+        if state[0] == 0:
+            yield "jump", (-4, "y")
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_small_negative_ints_are_told_apart_from_small_positive_ones(workers):
+    # Two workers once took (0, "x") and (-4, "x") for one state and refused -1 beside -2.
+    assert stable_hash(-1) != stable_hash(-2) and stable_hash(-1) == stable_hash(-1.0)
+    assert part_hash(-4) != part_hash(0) and hash((part_hash(-4),)) != hash((part_hash(0),))
+    assert explore(SmallInts(), workers=workers).distinct_states == 12
 
 
 def test_every_level_reports_the_states_found_so_far_as_one_worker_does():
