@@ -26,24 +26,17 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from pymc_resume.files import write_atomically
+
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGURATIONS = ("fingerprints", "exact", "in-memory")
 EVERY_EDGE = 1 << 40  # an `adjacency.IN_MEMORY` no graph reaches
-
-
-def _resident_bytes(field: bytes) -> int:
-    with open("/proc/self/status", "rb") as status:
-        for line in status:
-            if line.startswith(field):
-                return int(line.split()[1]) * 1024
-    return 0
 
 
 def run_one(configuration: str, n: int) -> dict:
@@ -53,6 +46,7 @@ def run_one(configuration: str, n: int) -> dict:
 
     from pymc_resume.explore import adjacency, liveness
     from pymc_resume.explore.limits import Limits
+    from pymc_resume.explore.memory import peak_bytes, resident_bytes
     from pymc_resume.explore.result import ExplorationResult
     from pymc_resume.explore.validate import validated
 
@@ -71,13 +65,13 @@ def run_one(configuration: str, n: int) -> dict:
     gc.disable()  # as `explore` runs the pass: the cyclic collector would only rescan states
     searched = ExplorationResult(0, 0, 0, 0.0, True, {}, collision_probability=0.0)
     Path("/proc/self/clear_refs").write_text("5")  # the peak (VmHWM) starts again from here
-    before = _resident_bytes(b"VmRSS:")
+    before = resident_bytes()
     cpu = resource.getrusage(resource.RUSAGE_SELF)
     started = time.monotonic()
     result = liveness.decide(model, searched, None, Limits(), started, exact=configuration == "exact")
     seconds = time.monotonic() - started
     after = resource.getrusage(resource.RUSAGE_SELF)
-    peak = _resident_bytes(b"VmHWM:") - before
+    peak = peak_bytes() - before
     return {
         "model": f"ewd840-{n}",
         "configuration": configuration,
@@ -114,13 +108,6 @@ def ratios(runs: list[dict]) -> dict:
     return found
 
 
-def write_json(path: str, document: dict) -> None:
-    temporary = f"{path}.{os.getpid()}.tmp"
-    with open(temporary, "w") as file:
-        json.dump(document, file, indent=2)
-    os.replace(temporary, path)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=7, help="EWD840's ring size (default 7)")
@@ -151,7 +138,7 @@ def main() -> int:
         print("  ".join(f"{run[c]!s:>15}" for c in columns))
     print(json.dumps(found, indent=2))
     if args.json:
-        write_json(args.json, {"runs": runs, "ratios": found})
+        write_atomically(args.json, json.dumps({"runs": runs, "ratios": found}, indent=2))
     return 0
 
 
