@@ -51,12 +51,16 @@ class Graph:
     """The reachable graph as ids in breadth-first order (a smaller id is no deeper)."""
 
     edges: Adjacency
-    parents: array  # id -> the id that discovered it (-1 for an initial state)
     labels: list[str]  # label id -> action label
     looped: bytearray  # id -> 1 where a behaviour may stay forever (self edge, stutter)
     truths: tuple[tuple[bytearray, ...], ...]  # per temporal property, per predicate (p, q)
     enabled: tuple[bytearray, ...]  # per fairness condition, per state
     store: _ExactIds | _FingerprintIds  # a canonical state's id, and the collision bound
+
+    @property
+    def parents(self) -> array:
+        """id -> the id that discovered it (-1 for an initial state)."""
+        return self.store.parents
 
     def id_of(self, state: Hashable) -> int | None:
         """The id of a canonical state (None if it was never reached)."""
@@ -198,7 +202,7 @@ def build_graph(
     except BaseException:
         edges.close()
         raise
-    return Graph(edges, store.parents, list(label_ids), looped, truths, enabled, store)
+    return Graph(edges, list(label_ids), looped, truths, enabled, store)
 
 
 def _add_edges(
