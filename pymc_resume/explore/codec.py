@@ -10,12 +10,20 @@ sender's keys too, never as objects. With each batch a partition sends the entri
 gained since its last batch to that destination (`delta`); the receiver interns them in its own
 tables, remembers sender id -> own id (`absorb`, into one translation per sender) and rewrites
 each key by table lookups (`translate`), without rebuilding, pickling or hashing a state.
+
+A wire codec may also be a `FingerprintingCodec`: it gives each key a fingerprint that is the
+same in every process (from its values' stable hashes, `PartHashes`), and then workers exchange
+fingerprints instead of states (`exchange`): a state leaves the partition that found it only to
+even out the workers' frontiers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable
 from typing import Protocol
+
+from pymc_resume.explore.stable_hash import part_hash
+from pymc_resume.explore.validate import ModelError
 
 
 class Codec(Protocol):
@@ -36,6 +44,18 @@ class WireCodec(Codec, Protocol):
 
     def translate(self, key: Hashable, translation: object) -> Hashable:
         """Another partition's key, as this partition's key of the same state."""
+
+
+class FingerprintingCodec(WireCodec, Protocol):
+    def fingerprint(self, key: Hashable) -> int:
+        """The fingerprint of the state `key` stands for: the same in every process."""
+
+    def encode_fingerprinted(self, state: Hashable) -> tuple[Hashable, int]:
+        """`encode(state)` and its `fingerprint`, in one pass."""
+
+    @staticmethod
+    def fingerprint_of_state(state: Hashable) -> int:
+        """The same fingerprint, from the state alone (no tables)."""
 
 
 class Interner:
@@ -95,3 +115,33 @@ class InternerTables:
     def absorb(self, translation: list[list[int]], delta: list[list]) -> None:
         for table, ids, values in zip(self.tables, translation, delta):
             ids.extend(table.id(value) for value in values)
+
+
+class PartHashes:
+    """Each value of an interner's by id, as its `part_hash`: what a codec combines into a
+    key's fingerprint between workers that exchange fingerprints (`exchange`), where a key's
+    ids mean nothing outside its partition but its values' hashes are the same everywhere.
+
+    A value's hash is computed once, when first asked for. Two values of one table with one
+    hash would make two states one: that is refused, not guessed."""
+
+    __slots__ = ("table", "hashes", "value_of")
+
+    def __init__(self, table: Interner) -> None:
+        self.table = table
+        self.hashes: list[int] = []  # by id
+        self.value_of: dict[int, object] = {}  # hash -> the value that has it
+
+    def extended(self) -> list[int]:
+        """`hashes`, after hashing the values interned since the last call."""
+        values, hashes = self.table.values, self.hashes
+        for value in values[len(hashes) :]:
+            found = part_hash(value)
+            known = self.value_of.setdefault(found, value)
+            if known is not value and known != value:
+                raise ModelError(
+                    f"two state parts share a 60-bit stable hash ({known!r:.60} and {value!r:.60}): "
+                    "run with --exact"
+                )
+            hashes.append(found)
+        return hashes

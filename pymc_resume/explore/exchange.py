@@ -44,24 +44,13 @@ from pymc_resume.explore.fingerprints import FingerprintStore
 from pymc_resume.explore.frontier import Frontier
 from pymc_resume.explore.plain import fits_plain_codec, straight_line
 from pymc_resume.explore.result import DEADLOCK
-from pymc_resume.explore.stable_hash import stable_hash
+from pymc_resume.explore.stable_hash import part_hash, stable_hash
 from pymc_resume.explore.validate import ModelError, ValidModel
 
 # A query's fingerprint decides whether it is shipped whole: its bits 40 to 63, against the
 # ship ratio scaled to 24 bits (the owner uses the hash modulo a prime: independent bits).
 SHIP_BITS = 24
 _HEADER = struct.Struct("<QQ")  # bytes of the shipped batch, number of queries
-# A field's hash in a key: non-negative, so that a key of hashes never starts with a negative
-# number, which marks the plain codec's keys of other shapes (attrs, named tuples, ...); and
-# below 2**61 - 1, so that CPython's hash of the key, the state's fingerprint, takes each part
-# as itself. (With 63 bits a part was hashed modulo 2**61 - 1, and -4's, 2**63 - 4, met 0's:
-# two workers took the states (0, "x") and (-4, "x") for one.)
-PART_MASK = (1 << 60) - 1
-
-
-def part_hash(value) -> int:
-    """A field value's hash in a key of hashes (`HashKeys`)."""
-    return stable_hash(value) & PART_MASK
 
 
 def fingerprint_of_state(state) -> int:

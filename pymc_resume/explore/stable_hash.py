@@ -110,3 +110,17 @@ def stable_hash(value: Hashable) -> int:
     if names is not None:
         return combine((class_seed(kind), *(stable_hash(getattr(value, name)) for name in names)))
     return hash(value)
+
+
+# A field's hash in a key: non-negative, so that a key of hashes never starts with a negative
+# number, which marks the plain codec's keys of other shapes (attrs, named tuples, ...); and
+# below 2**61 - 1, so that CPython's hash of the key, the state's fingerprint, takes each part
+# as itself. (With 63 bits a part was hashed modulo 2**61 - 1, and -4's, 2**63 - 4, met 0's:
+# two workers took the states (0, "x") and (-4, "x") for one.)
+PART_MASK = (1 << 60) - 1
+
+
+def part_hash(value) -> int:
+    """A field value's hash in a key of hashes (`exchange.HashKeys`) or a codec's fingerprint
+    (`codec.PartHashes`)."""
+    return stable_hash(value) & PART_MASK

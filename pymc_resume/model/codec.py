@@ -6,11 +6,17 @@ single int, so the explorer's visited store holds one int per state and every de
 shares its parts with all equal ones. It is a wire codec (`explore.codec`): a key travels to
 another partition as is, with the table entries the receiver has not seen yet, and the
 receiver rewrites its part ids.
+
+Between workers that exchange fingerprints (`explore.exchange`) a world's fingerprint must be
+the same in every process, which its key's ids are not: it is the hash of its parts' stable
+hashes (`fingerprint_of_state`), which the codec keeps by id beside its tables, so that a
+successor's fingerprint costs a list lookup a part on top of its encoding.
 """
 
 from __future__ import annotations
 
-from pymc_resume.explore.codec import Interner, InternerTables
+from pymc_resume.explore.codec import Interner, InternerTables, PartHashes
+from pymc_resume.explore.stable_hash import part_hash
 from pymc_resume.model.state import World
 
 ID_BITS = 32  # bits per part id
@@ -28,6 +34,7 @@ class WorldCodec(InternerTables):
         self.sinks = Interner()
         self.threads = Interner()
         self.tables = (self.budgets, self.processes, self.sinks, self.threads)
+        self.part_hashes = tuple(PartHashes(table) for table in self.tables)
 
     def encode(self, world: World) -> int:
         # The hot path: most parts of a successor are the very objects of its decoded parent,
@@ -73,3 +80,55 @@ class WorldCodec(InternerTables):
             own |= threads[key >> shift & ID_MASK] << shift
             shift += ID_BITS
         return own
+
+    @staticmethod
+    def fingerprint_of_state(world: World) -> int:
+        """A world's fingerprint between exchanging partitions: the same in every process."""
+        budget, processes, threads, sink = world
+        return hash((part_hash(budget), part_hash(processes), part_hash(sink), *map(part_hash, threads)))
+
+    def fingerprint(self, key: int) -> int:
+        """`fingerprint_of_state` of the world `key` stands for, from the tables' part hashes."""
+        budgets, processes, sinks, threads = (hashes.extended() for hashes in self.part_hashes)
+        return hash(
+            (
+                budgets[key & ID_MASK],
+                processes[key >> ID_BITS & ID_MASK],
+                sinks[key >> 2 * ID_BITS & ID_MASK],
+                *(
+                    threads[key >> (THREADS_SHIFT + i * ID_BITS) & ID_MASK]
+                    for i in range(key >> 3 * ID_BITS & 0xF)
+                ),
+            )
+        )
+
+    def encode_fingerprinted(self, world: World) -> tuple[int, int]:
+        """`encode(world)` and `fingerprint` of it, in one pass (the exchanging hot loop's)."""
+        budget, processes, threads, sink = world
+        budget_hashes, processes_hashes, sink_hashes, thread_hashes = self.part_hashes
+        try:  # (IndexError: a value interned since its table's hashes were last extended)
+            found = self.budgets.by_identity.get(id(budget))
+            key = found if found is not None else self.budgets.id(budget)
+            parts = [budget_hashes.hashes[key]]
+            found = self.processes.by_identity.get(id(processes))
+            found = found if found is not None else self.processes.id(processes)
+            key |= found << ID_BITS
+            parts.append(processes_hashes.hashes[found])
+            found = self.sinks.by_identity.get(id(sink))
+            found = found if found is not None else self.sinks.id(sink)
+            key |= found << 2 * ID_BITS
+            parts.append(sink_hashes.hashes[found])
+            key |= len(threads) << 3 * ID_BITS
+            shift = THREADS_SHIFT
+            by_identity, thread_id, hashes = self.threads.by_identity, self.threads.id, thread_hashes.hashes
+            for thread in threads:
+                found = by_identity.get(id(thread))
+                if found is None:
+                    found = thread_id(thread)
+                key |= found << shift
+                shift += ID_BITS
+                parts.append(hashes[found])
+            return key, hash(tuple(parts))
+        except IndexError:
+            key = self.encode(world)
+            return key, self.fingerprint(key)

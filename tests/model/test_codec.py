@@ -2,6 +2,10 @@
 
 import pickle
 
+import pytest
+
+from pymc_resume.explore import codec as codec_module
+from pymc_resume.explore.validate import ModelError
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.codec import WorldCodec
 from pymc_resume.model.semantics import ResumeModel
@@ -48,3 +52,27 @@ def test_a_restored_codec_rebuilds_its_identity_index():
     assert [restored.encode(world) for world in worlds] == keys
     for table in restored.tables:
         assert table.by_identity == {id(value): i for i, value in enumerate(table.values)}
+
+
+def test_a_worlds_fingerprint_is_the_same_whichever_tables_encoded_it():
+    """Workers that exchange fingerprints (`explore.exchange`) compare worlds by fingerprint:
+    two partitions' tables give a world different ids, never a different fingerprint."""
+    first, second = WorldCodec(), WorldCodec()
+    worlds = some_worlds()
+    for world in reversed(worlds):
+        second.encode(world)  # the other partition met them in another order
+    for world in worlds:
+        key, fingerprint = first.encode_fingerprinted(world)
+        assert key == first.encode(world)
+        assert fingerprint == first.fingerprint(key) == WorldCodec.fingerprint_of_state(world)
+        assert fingerprint == second.fingerprint(second.encode(world))
+    assert len({WorldCodec.fingerprint_of_state(world) for world in worlds}) == len(set(worlds))
+
+
+def test_two_parts_with_one_hash_are_refused_not_merged(monkeypatch):
+    monkeypatch.setattr(codec_module, "part_hash", lambda value: 7)
+    worlds = some_worlds(50)
+    codec = WorldCodec()
+    with pytest.raises(ModelError, match="share a 60-bit stable hash"):
+        for world in worlds:
+            codec.encode_fingerprinted(world)
