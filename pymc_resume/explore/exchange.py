@@ -1,7 +1,8 @@
 """Workers that exchange fingerprints, not states: a state found by one worker stays with it.
 
-Between several workers, a plainly written model's partitions (`exchanges_fingerprints`) run a
-level in two rounds, as TLC's distributed mode does:
+Between several workers, the partitions of a plainly written model, or of one whose codec
+fingerprints its keys (`exchanges_fingerprints`), run a level in two rounds, as TLC's
+distributed mode does:
 
 1. `expand`: a partition expands the states it holds, its own and the *foreign* ones it keeps
    for other owners. A successor it owns is stored at once. For another owner's it sends that
@@ -20,7 +21,14 @@ codec's ids, and whose Python hash is then the fingerprint (`fingerprint_of_stat
 successor costs what it costs on one worker plus 16 bytes and a table probe at its owner: no
 second pass over its fields for an owner, no encoding for the wire, no pickling, no translation
 into the owner's tables. Where keys leave the partition as states (shipped, handed over,
-checkpointed) they are the plain codec's, as without the exchange.
+checkpointed) they are the plain codec's, as without the exchange. A model whose own codec
+fingerprints its keys (the reference semantics) keeps the codec's keys, fingerprinted in the
+same pass that encodes them (`CodecKeys`).
+
+Where reachability properties are checked, each owner keeps the edges into its states and
+their goal flags: every later sighting of a state in a level is a keyless query too (an edge),
+and a partition that expands another owner's state reports the state's goal flags to it with
+its next queries (`GoalReports`).
 
 A checkpoint is taken as without the exchange: first every partition hands its foreign
 frontier to the owners (`handover`, `take_handover`), who then hold every state of the next
@@ -47,19 +55,29 @@ from pymc_resume.explore.result import DEADLOCK
 from pymc_resume.explore.stable_hash import part_hash, stable_hash
 from pymc_resume.explore.validate import ModelError, ValidModel
 
+Tick = Callable[[], bool] | None  # (a partition's `tick`: progress and limits; True to stop)
+
 # A query's fingerprint decides whether it is shipped whole: its bits 40 to 63, against the
 # ship ratio scaled to 24 bits (the owner uses the hash modulo a prime: independent bits).
 SHIP_BITS = 24
-_HEADER = struct.Struct("<QQ")  # bytes of the shipped batch, number of queries
+_HEADER = struct.Struct("<QQQQ")  # bytes of the shipped batch; queries; goal reports; goals
 
 
 def fingerprint_of_state(state) -> int:
-    """A state's fingerprint between exchanging partitions, the same in every process: a plain
-    tuple's from its fields' `part_hash`es (the hash of its key of hashes), any other state's
-    `stable_hash` (the plain codec's `owner_hash` of its key)."""
+    """A plainly written state's fingerprint between exchanging partitions, the same in every
+    process: a plain tuple's from its fields' `part_hash`es (the hash of its key of hashes), any
+    other state's `stable_hash` (the plain codec's `owner_hash` of its key)."""
     if type(state) is tuple:
         return hash(tuple(map(part_hash, state)))
     return stable_hash(state)
+
+
+def state_fingerprint(model: ValidModel) -> Callable[[Any], int]:
+    """The fingerprint of a (canonical) state of `model` between exchanging partitions: a
+    fingerprinting codec's (`fingerprinting_codec`), else a plain state's."""
+    if model.codec is not None:
+        return model.codec().fingerprint_of_state
+    return fingerprint_of_state
 
 
 @functools.lru_cache(maxsize=64)
@@ -73,7 +91,7 @@ def field_mapper(arity: int) -> Callable[[tuple, Any], tuple]:
     return straight_line(arity, lambda position, field: f"table[{position}][{field}]")
 
 
-def _hash_keys(p: _partition.Partition) -> HashKeys:
+def _hash_keys(p: _partition.Partition) -> HashKeys | CodecKeys:
     assert p.hash_keys is not None, "an exchanging partition has its HashKeys"
     return p.hash_keys
 
@@ -154,6 +172,34 @@ class HashKeys:
         return key if key and key[0] < 0 else self.key(self.codec.decode(key))
 
 
+class CodecKeys:
+    """An exchanging partition's keys where the model's codec fingerprints them: the codec's
+    own keys (the wire's and checkpoints' too), each fingerprinted from its parts' stable
+    hashes (`codec.PartHashes`)."""
+
+    NEEDED = ("fingerprint_of_state", "fingerprint", "encode_fingerprinted")
+    __slots__ = ("codec", "key", "state", "fingerprint", "fingerprinted")
+
+    def __init__(self, codec) -> None:
+        self.codec = codec
+        self.key, self.state = codec.encode, codec.decode
+        self.fingerprint = codec.fingerprint
+        self.fingerprinted = codec.encode_fingerprinted  # (key, fingerprint) in one pass
+
+    @staticmethod
+    def dense(key: Any) -> Any:
+        return key
+
+    @staticmethod
+    def from_dense(key: Any) -> Any:
+        return key
+
+
+def keys_for(codec, model: ValidModel) -> HashKeys | CodecKeys:
+    """An exchanging partition's keys: its model's codec's, or a plain state's key of hashes."""
+    return CodecKeys(codec) if model.codec is not None else HashKeys(codec)
+
+
 class DenseKeys:
     """A frontier of `HashKeys` keys read as the plain codec's (what a checkpoint saves)."""
 
@@ -167,19 +213,26 @@ class DenseKeys:
         return map(self.hash_keys.dense, self.keys)
 
 
+def fingerprinting_codec(model: ValidModel) -> bool:
+    """Whether `model`'s own codec gives its keys fingerprints that are the same in every
+    process (`CodecKeys`): `fingerprint_of_state`, `fingerprint` and `encode_fingerprinted`."""
+    if model.codec is None:
+        return False
+    codec = model.codec()
+    return all(callable(getattr(codec, name, None)) for name in CodecKeys.NEEDED)
+
+
 def exchanges_fingerprints(model: ValidModel, count: int, exact: bool) -> bool:
     """Whether `count` partitions of `model` exchange fingerprints: several of them, a
-    fingerprint store, a plainly written model (the derived plain codec gives the stable
-    fingerprint), and no reachability property (whose edges and goal flags live with the
-    owners; those models ship their states as before)."""
-    return (
-        count > 1
-        and not exact
-        and model.codec is None
-        and model.partition_key is None
-        and not model.reachability
-        and fits_plain_codec(model.model)
-    )
+    fingerprint store, and a model whose states have a fingerprint the same in every process:
+    a plainly written one (the derived plain codec gives it) or one whose codec gives it
+    (`fingerprinting_codec`). Reachability properties' edges and goal flags travel with the
+    queries (`expand`, `answer`)."""
+    if count <= 1 or exact or model.partition_key is not None:
+        return False
+    if model.codec is None:
+        return fits_plain_codec(model.model)
+    return fingerprinting_codec(model)
 
 
 def ship_ratios(sizes: list[int]) -> list[float]:
@@ -191,34 +244,63 @@ def ship_ratios(sizes: list[int]) -> list[float]:
     return [0.0 if size == 0 else 1.0 - low / size for size in sizes]
 
 
-def pack_outbound(batch: tuple, fingerprints: list[np.ndarray], parents: list[np.ndarray]) -> bytes:
-    """One partition's level for one owner: the shipped batch and the queries, as bytes."""
+def pack_outbound(
+    batch: tuple, fingerprints: list[np.ndarray], parents: list[np.ndarray], reports: GoalReports | None
+) -> bytes:
+    """One partition's level for one owner, as bytes: the shipped batch, the queries, and the
+    goal flags of the owner's states expanded here (`GoalReports`)."""
     shipped = pack(batch)
     prints = np.concatenate(fingerprints) if fingerprints else np.empty(0, np.uint64)
     sources = np.concatenate(parents) if parents else np.empty(0, np.int64)
-    return _HEADER.pack(len(shipped), len(prints)) + shipped + prints.tobytes() + sources.tobytes()
+    reports = reports or GoalReports(0)
+    gids, flags, goals = reports.gids, reports.flags, reports.goals
+    header = _HEADER.pack(len(shipped), len(prints), len(gids), goals)
+    return header + shipped + prints.tobytes() + sources.tobytes() + gids.tobytes() + bytes(flags)
 
 
-def unpack_outbound(data: bytes) -> tuple[tuple, np.ndarray, np.ndarray]:
-    """(shipped batch, query fingerprints (uint64), their parents' gids (int64))."""
-    size, count = _HEADER.unpack_from(data)
+def unpack_outbound(data: bytes) -> tuple[tuple, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(shipped batch, query fingerprints (uint64), their parents' gids (int64), the gids of
+    the states whose goal flags are reported (int64), and those flags (uint8, a row each))."""
+    size, count, reported, goals = _HEADER.unpack_from(data)
     view = memoryview(data)[_HEADER.size :]
     batch = unpack(bytes(view[:size]))
-    prints = np.frombuffer(view[size : size + 8 * count], dtype=np.uint64)
-    parents = np.frombuffer(view[size + 8 * count : size + 16 * count], dtype=np.int64)
-    return batch, prints, parents
+    at = size
+    prints = np.frombuffer(view[at : at + 8 * count], dtype=np.uint64)
+    at += 8 * count
+    parents = np.frombuffer(view[at : at + 8 * count], dtype=np.int64)
+    at += 8 * count
+    gids = np.frombuffer(view[at : at + 8 * reported], dtype=np.int64)
+    at += 8 * reported
+    flags = np.frombuffer(view[at : at + reported * goals], dtype=np.uint8).reshape(reported, goals)
+    return batch, prints, parents, gids, flags
+
+
+class GoalReports:
+    """The goal flags of another partition's states that this partition expanded (its foreign
+    frontier's), for their owner, which keeps every flag of its states (`reachability`)."""
+
+    __slots__ = ("gids", "flags", "goals")
+
+    def __init__(self, goals: int) -> None:
+        self.gids = array("q")
+        self.flags = bytearray()  # `goals` bytes a state, in the order of `gids`
+        self.goals = goals
 
 
 class Queries:
     """A partition's queries of one level, per owner: fingerprints and parents as numpy
-    pieces (sent after the level), and the keys, kept until the answers come."""
+    pieces (sent after the level), and the keys of the first sighting of each fingerprint,
+    kept until the answers come. Where edges are kept (reachability), every later sighting is
+    a query too, keyless (`keyed`), so that its owner records its edge."""
 
-    __slots__ = ("fingerprints", "parents", "keys")
+    __slots__ = ("fingerprints", "parents", "keys", "keyed", "reports")
 
-    def __init__(self, count: int) -> None:
+    def __init__(self, count: int, goals: int = 0) -> None:
         self.fingerprints: list[list[np.ndarray]] = [[] for _ in range(count)]
         self.parents: list[list[np.ndarray]] = [[] for _ in range(count)]
         self.keys: list[list] = [[] for _ in range(count)]
+        self.keyed: list[list[np.ndarray]] = [[] for _ in range(count)]  # which queries hold a key
+        self.reports = [GoalReports(goals) for _ in range(count)] if goals else None
 
 
 def frontier(
@@ -239,6 +321,9 @@ def expand(
     """The hot loop of an exchanging partition: expand `states` ((gid, key) pairs), storing its
     own successors and querying (or shipping) the others' a chunk at a time (`_route`). Returns
     the shipped (key, parent) pairs per owner; the queries are left in `p.queries`."""
+    if type(p.hash_keys) is CodecKeys:
+        return _expand_encoded(p, p.hash_keys, states, level, tick)
+    hash_keys = cast(HashKeys, p.hash_keys)
     tick_every, chunk = _partition.TICK_EVERY, _partition.FINGERPRINT_CHUNK
     outbound: list[list] = [[] for _ in range(p.count)]
     sent = FingerprintStore()  # other partitions' fingerprints met this level
@@ -247,7 +332,6 @@ def expand(
     # Whether the chunk holds a key of another shape than a plain tuple's (its fingerprint is
     # `HashKeys.fingerprint`, not the key's hash): rare, so a plain chunk is hashed in C.
     odd = False
-    hash_keys = _hash_keys(p)
     of_value, value_of = hash_keys.of_value, hash_keys.value_of  # (extended in place)
     key_of, state_of, fingerprint_of, check = hash_keys.key, hash_keys.state, hash_keys.fingerprint, p._check
     interned = hash_keys.interned
@@ -299,27 +383,77 @@ def expand(
     return outbound
 
 
+def _expand_encoded(
+    p: _partition.Partition, codec_keys: CodecKeys, states: Iterator, level: int, tick: Tick
+) -> list[list]:
+    """`expand` for a model whose codec fingerprints its keys (`CodecKeys`): the same loop,
+    with each successor encoded and fingerprinted in one pass."""
+    tick_every, chunk = _partition.TICK_EVERY, _partition.FINGERPRINT_CHUNK
+    outbound: list[list] = [[] for _ in range(p.count)]
+    sent = FingerprintStore()  # other partitions' fingerprints met this level
+    keys: list = []  # successors of the chunk, their fingerprints and their parents' gids
+    prints: list[int] = []
+    parents: list[int] = []
+    decode, fingerprinted, check = codec_keys.state, codec_keys.fingerprinted, p._check
+    successors, canonical = p.model.successors, p.canonical
+    constrained = p.model.constraint is not None or p.model.action_constraint is not None
+    check_deadlock = p.model.deadlock_is_error
+    generated = expanded = 0
+    for gid, key in states:
+        if p.stopped or (tick is not None and expanded % tick_every == tick_every - 1 and tick()):
+            p.stopped = True
+            break
+        expanded += 1
+        state = decode(key)
+        check(state, gid, level)
+        before = generated
+        for action, successor in successors(state):
+            generated += 1
+            if constrained and not p._inside(state, action, successor):
+                p._check_outside(successor, level + 1, gid, generated - before - 1)
+                continue
+            key, fingerprint = fingerprinted(canonical(successor) if canonical else successor)
+            keys.append(key)
+            prints.append(fingerprint)
+            parents.append(gid)
+        if check_deadlock and generated == before and DEADLOCK not in p.first_bad:
+            p.first_bad[DEADLOCK] = (level, gid, -1)
+            p._stop_if_first()
+        if len(keys) >= chunk:
+            _route(p, keys, iter(prints), parents, outbound, sent)
+            keys, prints, parents = [], [], []
+    if keys:
+        _route(p, keys, iter(prints), parents, outbound, sent)
+    p.generated += generated
+    p.level_size = expanded
+    return outbound
+
+
 def _route(
     p: _partition.Partition, keys: list, prints: Iterator[int], parents: list, outbound: list, sent
 ) -> None:
     """Place a chunk of successors (`prints`: their fingerprints, computed as they are read):
     store this partition's, and for each other owner, once a level, ship the state or keep it
-    and query its fingerprint."""
+    and query its fingerprint. Where edges are kept, every later sighting is a keyless query,
+    after the first's, so that the owner records its edge."""
     fingerprints = np.fromiter(prints, dtype=np.int64, count=len(keys))
     parent_ids = np.array(parents, dtype=np.int64)
     owners = fingerprints % _partition.PRIME % p.count  # (numpy's % of a negative int is Python's)
     unsigned = fingerprints.view(np.uint64)
     mine = owners == p.index
+    keep_edges = p.edge_sources is not None
     if mine.any():
-        p._store_own(list(compress(keys, mine.tolist())), parent_ids[mine], False, (unsigned[mine], False))
+        own_keys = list(compress(keys, mine.tolist()))
+        p._store_own(own_keys, parent_ids[mine], keep_edges, (unsigned[mine], False))
     others = np.flatnonzero(~mine)
     if not others.size:
         return
     _ids, first = sent.add(unsigned[others], parent_ids[others], hashed=True)
     going = others[first]
+    later = others[~first] if keep_edges else others[:0]  # (sightings after the first: edges)
     threshold = int(p.ship_ratio * (1 << SHIP_BITS))
     shipped = (unsigned[going] >> np.uint64(64 - SHIP_BITS)) < np.uint64(threshold)
-    going_owners = owners[going]
+    going_owners, later_owners = owners[going], owners[later]
     queries = p.queries
     for owner in range(p.count):
         if owner == p.index:
@@ -330,38 +464,61 @@ def _route(
                 outbound[owner].append((keys[i], parents[i]))
             to_owner &= ~shipped
         asked = going[to_owner]
-        if asked.size:
-            queries.fingerprints[owner].append(unsigned[asked])
-            queries.parents[owner].append(parent_ids[asked])
+        edges = later[later_owners == owner]
+        if asked.size or edges.size:
+            both = np.concatenate([asked, edges])
+            queries.fingerprints[owner].append(unsigned[both])
+            queries.parents[owner].append(parent_ids[both])
+            queries.keyed[owner].append(np.arange(len(both)) < len(asked))
             queries.keys[owner].extend(map(keys.__getitem__, asked.tolist()))
 
 
-def answer(
-    p: _partition.Partition, inbound: list[tuple[tuple, np.ndarray, np.ndarray] | None]
-) -> list[np.ndarray]:
-    """Admit the states shipped to `p`, then store the fingerprints queried: per sender, the
-    global id given to each new one, -1 for one stored before."""
+def answer(p: _partition.Partition, inbound: list[tuple | None]) -> list[np.ndarray]:
+    """Admit the states shipped to `p`, then store the fingerprints queried, then take the
+    goal flags reported for `p`'s states: per sender, the global id given to each new one, -1
+    for one stored before. Where edges are kept, each shipped state and each query is one."""
     if not p.level_starts:  # (after the seed: the first level is being filled)
         p.level_starts.append(len(p.store))
+    keep_edges = p.edge_sources is not None
     for item in inbound:  # shipped first: their ids follow p's own states
         if item is None:
             continue
-        (candidates, _repeats, tables), _prints, _parents = item
+        candidates, _repeats, tables = item[0]
         if tables is not None:
             source, delta = tables
             p.codec.absorb(_translations(p)[source], delta)
             candidates = p._translated(candidates, _translations(p)[source])
         from_dense = _hash_keys(p).from_dense
-        p._store_own([from_dense(key) for key, _ in candidates], [parent for _, parent in candidates], False)
+        parents = [parent for _, parent in candidates]
+        stored = p._store_own([from_dense(key) for key, _ in candidates], parents, False)
+        if keep_edges:  # (an initial state has no parent, and no edge into it)
+            p._record_edges(np.array(parents, dtype=np.int64), stored, no_repeats())
     answers = []
     for item in inbound:
         if item is None or not len(item[1]):
             answers.append(np.empty(0, dtype=np.int64))
             continue
-        _batch, prints, parents = item
+        _batch, prints, parents, _gids, _flags = item
         ids, new = cast(FingerprintStore, p.store).add(prints, parents, hashed=True)
+        if keep_edges:
+            cast(array, p.edge_sources).frombytes(parents.astype(np.int32).tobytes())
+            cast(array, p.edge_targets).frombytes(ids.astype(np.int32).tobytes())
         answers.append(np.where(new, ids * p.count + p.index, -1))
+    for item in inbound:
+        if item is not None and len(item[3]):
+            _set_goal_flags(p, item[3] // p.count, item[4])
     return answers
+
+
+def _set_goal_flags(p: _partition.Partition, local_ids: np.ndarray, flags: np.ndarray) -> None:
+    """Set the goal flags another partition reported for `p`'s states (a row per state)."""
+    end = int(local_ids.max()) + 1
+    for goal, kept in enumerate(p.goal_flags):
+        if len(kept) < end:
+            kept.extend(bytes(end - len(kept)))
+        column = np.frombuffer(kept, dtype=np.uint8)  # (a view: writes go to `kept`)
+        column[local_ids] = flags[:, goal]
+        del column  # (a bytearray with a view on it cannot grow)
 
 
 def receive_answers(p: _partition.Partition, answers: list[np.ndarray | None]) -> None:
@@ -370,12 +527,16 @@ def receive_answers(p: _partition.Partition, answers: list[np.ndarray | None]) -
         keys = p.queries.keys[owner]
         if gids is None or not len(gids):
             continue
-        if len(gids) != len(keys):
-            raise ValueError(f"partition {owner} answered {len(gids)} queries of {len(keys)}")
+        keyed = p.queries.keyed[owner]
+        has_key = np.concatenate(keyed) if keyed else np.empty(0, dtype=bool)
+        if len(gids) != len(has_key) or int(has_key.sum()) != len(keys):
+            raise ValueError(f"partition {owner} answered {len(gids)} queries of {len(has_key)}")
         new = gids >= 0
-        p.foreign.extend(compress(keys, new.tolist()))
+        if (new & ~has_key).any():
+            raise ValueError(f"partition {owner} answered a keyless query (an edge) new")
+        p.foreign.extend(compress(keys, new[has_key].tolist()))
         p.foreign_gids.frombytes(gids[new].tobytes())
-    p.queries = Queries(p.count)
+    p.queries = Queries(p.count, len(p.goals))
 
 
 def handover(p: _partition.Partition) -> list[list]:

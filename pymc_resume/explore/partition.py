@@ -62,7 +62,7 @@ def state_hasher(model: ValidModel, count: int, exact: bool) -> Callable[[Hashab
     agree on every owner. A model with a codec of its own keeps Python's `hash()`: its states
     must not hash strings. Partitions that exchange fingerprints place a state by its own."""
     if exchange.exchanges_fingerprints(model, count, exact):
-        return exchange.fingerprint_of_state
+        return exchange.state_fingerprint(model)
     if model.partition_key is not None:  # (mypy does not carry this into the lambda)
         return lambda state: stable_hash(model.partition_key(state))  # type: ignore[misc]
     return hash if model.codec is not None else stable_hash
@@ -176,12 +176,14 @@ class Partition:
         self.forwarded: dict = {}
         # This partition's own candidates for the next level: they never leave the process.
         self.carry: list[Batch] = []
-        # Between workers, a plainly written model's partitions exchange fingerprints, not
-        # states (`exchange`): this level's queries, the share of them shipped whole, and the
-        # states this partition keeps for other owners (their keys here, their ids there).
+        # Between workers, a plainly written model's partitions, or those of a model whose codec
+        # fingerprints its keys, exchange fingerprints, not states (`exchange`): this level's
+        # queries (and, with goals, the goal flags of other owners' states expanded here), the
+        # share of them shipped whole, and the states this partition keeps for other owners
+        # (their keys here, their ids there).
         self.exchange = exchange.exchanges_fingerprints(model, count, exact)
-        self.hash_keys = exchange.HashKeys(self.codec) if self.exchange else None
-        self.queries = exchange.Queries(count)
+        self.hash_keys = exchange.keys_for(self.codec, model) if self.exchange else None
+        self.queries = exchange.Queries(count, len(self.goals))
         self.ship_ratio = 0.0
         self.foreign = Frontier()
         self.foreign_gids = array("q")
@@ -278,7 +280,7 @@ class Partition:
     def local_id(self, state: Hashable) -> int | None:
         """The local id of a (canonical) state, or None if it was never admitted here."""
         if self.exchange:
-            fingerprint = np.array([exchange.fingerprint_of_state(state)], dtype=np.int64)
+            fingerprint = np.array([self.state_hash(state)], dtype=np.int64)
             return cast(FingerprintStore, self.store).local_id(int(fingerprint.view(np.uint64)[0]))
         key = self._store_key(state)
         if isinstance(self.store, FingerprintStore):
@@ -290,7 +292,7 @@ class Partition:
         """The fingerprints of keys of ours (`fingerprints_of`); exchanging, the stable hashes
         of their states, which every partition computes alike (`exchange`)."""
         if self.exchange:
-            fingerprint = cast(exchange.HashKeys, self.hash_keys).fingerprint
+            fingerprint = cast(exchange.HashKeys, self.hash_keys).fingerprint  # (or CodecKeys')
             hashes = np.fromiter(map(fingerprint, keys), dtype=np.int64, count=len(keys))
             return hashes.view(np.uint64), False
         return fingerprints_of(keys, self.int_tuple_keys)
@@ -376,14 +378,14 @@ class Partition:
     def _step_exchanging(self, answers: list, level: int, tick: Callable[[], bool] | None) -> list[Batch]:
         try:
             exchange.receive_answers(self, answers)
+            self._settle_edges()
             while len(self.level_starts) < level:
                 self.level_starts.append(len(self.store))
             first = self.level_starts[level - 1]
             from_dense = cast(exchange.HashKeys, self.hash_keys).from_dense
-            for candidates, _repeats, _tables in self.carry:  # a seed's, or a checkpoint's
-                self._store_own(
-                    [from_dense(key) for key, _ in candidates], [parent for _, parent in candidates], False
-                )
+            for candidates, repeats, _tables in self.carry:  # a seed's, or a checkpoint's
+                candidates = [(from_dense(key), parent) for key, parent in candidates]
+                self._admit_batch(candidates, repeats, level, [], encoded=True)
             self.carry = []
             fresh, self.ahead = self.ahead, Frontier()
             self.level_starts.append(len(self.store))  # the next level's: stored as found
@@ -526,8 +528,21 @@ class Partition:
                 if invariant.name not in first_bad and not invariant.holds(state):
                     first_bad[invariant.name] = (level, gid, -1)
                     self._stop_if_first()
+        if not self.goals:
+            return
+        if gid % self.count != self.index:  # exchanging: another owner's state, held here
+            reports = self.queries.reports[gid % self.count]  # type: ignore[index]  # (with goals)
+            reports.gids.append(gid)
+            reports.flags.extend(1 if goal(state) else 0 for goal in self.goals)
+            return
+        local = gid // self.count
         for flags, goal in zip(self.goal_flags, self.goals):
-            flags.append(1 if goal(state) else 0)
+            if local == len(flags):  # (always, but where partitions exchange fingerprints)
+                flags.append(1 if goal(state) else 0)
+                continue
+            if local > len(flags):
+                flags.extend(bytes(local + 1 - len(flags)))
+            flags[local] = 1 if goal(state) else 0
 
     def _check_outside(self, state: Hashable, level: int, parent: int, position: int) -> None:
         """Check the invariants of a state outside the constraints (TLC checks each one every

@@ -86,12 +86,17 @@ class PartitionService:
         if not self.partition.exchange:
             return [pack(batch) for batch in outbound]
         queries = self.partition.queries
+        reports: list = queries.reports or [None] * len(outbound)
         chunks = [
-            exchange.pack_outbound(batch, prints, parents)
-            for batch, prints, parents in zip(outbound, queries.fingerprints, queries.parents)
+            exchange.pack_outbound(batch, prints, parents, reported)
+            for batch, prints, parents, reported in zip(
+                outbound, queries.fingerprints, queries.parents, reports
+            )
         ]
         # (sent: the keys stay until the answers come)
         queries.fingerprints, queries.parents = [[] for _ in outbound], [[] for _ in outbound]
+        if queries.reports:
+            queries.reports = [exchange.GoalReports(len(self.partition.goals)) for _ in outbound]
         return chunks
 
     def step(self, inbound: list[bytes], level: int, ship_ratio: float = 0.0) -> tuple[Stepped, list[bytes]]:

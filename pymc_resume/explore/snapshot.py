@@ -40,11 +40,12 @@ from pymc_resume.files import UnreadableFile, read_bounded, write_atomically
 
 _T = TypeVar("_T")
 
-FORMAT = 6  # 3: partition files in the `persisted` format, the manifest holds every level's start;
+FORMAT = 7  # 3: partition files in the `persisted` format, the manifest holds every level's start;
 # 4: with the derived plain codec, partitions store (and carry) states, not keys; 5: a set's
 # stable hash spreads its parts' hashes, and exchanging partitions store stable fingerprints;
 # 6: the plain codec's shape tags start at -2 (`plain._tag`), and ints wider than 64 bits are
-# fingerprinted by their 60-bit limbs (`fingerprints._limbs`)
+# fingerprinted by their 60-bit limbs (`fingerprints._limbs`); 7: partitions of a model whose
+# codec fingerprints its keys, or with reachability properties, exchange fingerprints too
 POINTER = "current"
 MANIFEST = "manifest.json"
 _FOLDER = re.compile(r"level-\d{6}")
@@ -354,7 +355,7 @@ def partition_record(partition) -> dict:
         "keys": keys,
         "fingerprints": fingerprints,
         "parents": partition.store.parents[:size],
-        "goal_flags": partition.goal_flags,
+        "goal_flags": [flags[:size] for flags in partition.goal_flags],  # (the expanded states')
         "edge_sources": edge_sources,
         "edge_targets": edge_targets,
         "first_bad": partition.first_bad,

@@ -6,13 +6,15 @@ import pytest
 from run_summary import summary
 from two_phase import TwoPhase
 
-from pymc_resume.explore import Invariant, exchange, explore, snapshot
+from pymc_resume.explore import AlwaysReachable, Invariant, exchange, explore, snapshot
 from pymc_resume.explore.exchange import HashKeys, fingerprint_of_state, part_hash, ship_ratios
 from pymc_resume.explore.partition import Partition
 from pymc_resume.explore.plain import PlainCodec
 from pymc_resume.explore.search import SnapshotSchedule
 from pymc_resume.explore.stable_hash import stable_hash
 from pymc_resume.explore.validate import ModelError, validated
+from pymc_resume.model.bounds import load_bounds
+from pymc_resume.model.semantics import ResumeModel
 
 
 class NeverAllCommitted(TwoPhase):
@@ -26,9 +28,25 @@ class NeverAllCommitted(TwoPhase):
         return set(state[0]) != {"committed"}
 
 
+class EveryoneCanCommit(TwoPhase):
+    """TwoPhase where every state should reach one where all managers committed: false from
+    any state where one aborted. Its goal flags and edges stay with each state's owner."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__(n)
+        self.reachability = [
+            AlwaysReachable("EveryoneCanCommit", lambda state: set(state[0]) == {"committed"})
+        ]
+
+
 @pytest.fixture(scope="module")
 def one_worker():
     return summary(explore(NeverAllCommitted(4)))
+
+
+@pytest.fixture(scope="module")
+def one_worker_reaching():
+    return summary(explore(EveryoneCanCommit(4)))
 
 
 def test_a_plain_model_exchanges_fingerprints_between_workers_only():
@@ -36,6 +54,30 @@ def test_a_plain_model_exchanges_fingerprints_between_workers_only():
     assert Partition(model, 0, 2).exchange
     assert not Partition(model, 0, 1).exchange
     assert not Partition(model, 0, 2, exact=True).exchange
+
+
+def test_reachability_properties_and_a_codec_that_fingerprints_its_keys_exchange_too():
+    assert Partition(validated(EveryoneCanCommit(3)), 0, 2).exchange
+    reference = validated(ResumeModel(load_bounds("small")))
+    assert exchange.fingerprinting_codec(reference)
+    assert Partition(reference, 0, 2).exchange
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_exchanging_workers_decide_reachability_as_one_worker_does(workers, one_worker_reaching):
+    """A state's goal flags come from whichever worker expanded it, its edges from every
+    worker's queries: the verdict and the shortest trace are one worker's."""
+    found = summary(explore(EveryoneCanCommit(4), workers=workers))
+    assert found == one_worker_reaching
+    assert found[3]["EveryoneCanCommit"] > 1
+
+
+def test_a_checkpoint_with_goal_flags_and_edges_held_apart_recovers(tmp_path, one_worker_reaching):
+    model = EveryoneCanCommit(4)
+    snapshots = SnapshotSchedule(str(tmp_path), every=0.0, run={"what": "two-phase"})
+    assert not explore(model, workers=2, max_states=1500, snapshots=snapshots).complete
+    recovered = explore(model, workers=2, from_snapshot=snapshot.load(tmp_path), snapshots=snapshots)
+    assert summary(recovered) == one_worker_reaching
 
 
 @pytest.mark.parametrize("workers", [2, 3])
