@@ -92,7 +92,7 @@ def field_mapper(arity: int) -> Callable[[tuple, Any], tuple]:
 
 
 def _hash_keys(p: _partition.Partition) -> HashKeys | CodecKeys:
-    assert p.hash_keys is not None, "an exchanging partition has its HashKeys"
+    assert p.hash_keys is not None, "an exchanging partition has its keys (HashKeys or CodecKeys)"
     return p.hash_keys
 
 

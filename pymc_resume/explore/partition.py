@@ -292,7 +292,7 @@ class Partition:
         """The fingerprints of keys of ours (`fingerprints_of`); exchanging, the stable hashes
         of their states, which every partition computes alike (`exchange`)."""
         if self.exchange:
-            fingerprint = cast(exchange.HashKeys, self.hash_keys).fingerprint  # (or CodecKeys')
+            fingerprint = cast(exchange.HashKeys | exchange.CodecKeys, self.hash_keys).fingerprint
             hashes = np.fromiter(map(fingerprint, keys), dtype=np.int64, count=len(keys))
             return hashes.view(np.uint64), False
         return fingerprints_of(keys, self.int_tuple_keys)
@@ -382,7 +382,7 @@ class Partition:
             while len(self.level_starts) < level:
                 self.level_starts.append(len(self.store))
             first = self.level_starts[level - 1]
-            from_dense = cast(exchange.HashKeys, self.hash_keys).from_dense
+            from_dense = cast(exchange.HashKeys | exchange.CodecKeys, self.hash_keys).from_dense
             for candidates, repeats, _tables in self.carry:  # a seed's, or a checkpoint's
                 candidates = [(from_dense(key), parent) for key, parent in candidates]
                 self._admit_batch(candidates, repeats, level, [], encoded=True)
