@@ -387,7 +387,9 @@ def _expand_encoded(
     p: _partition.Partition, codec_keys: CodecKeys, states: Iterator, level: int, tick: Tick
 ) -> list[list]:
     """`expand` for a model whose codec fingerprints its keys (`CodecKeys`): the same loop,
-    with each successor encoded and fingerprinted in one pass."""
+    with each successor encoded and fingerprinted in one pass. (A loop of its own, not a
+    branch per successor in `expand`, which inlines a plain tuple's key lookups and hashes a
+    chunk's keys in C: each hot loop keeps only its own work.)"""
     tick_every, chunk = _partition.TICK_EVERY, _partition.FINGERPRINT_CHUNK
     outbound: list[list] = [[] for _ in range(p.count)]
     sent = FingerprintStore()  # other partitions' fingerprints met this level

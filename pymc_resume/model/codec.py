@@ -103,7 +103,10 @@ class WorldCodec(InternerTables):
         )
 
     def encode_fingerprinted(self, world: World) -> tuple[int, int]:
-        """`encode(world)` and `fingerprint` of it, in one pass (the exchanging hot loop's)."""
+        """`encode(world)` and `fingerprint` of it, in one pass (the exchanging hot loop's).
+        It repeats `encode`'s lookups rather than calling it: with the ids at hand, the part
+        hashes cost a list lookup each (0.23 µs a successor), and `encode` stays as fast for
+        one worker, which needs no fingerprint of this kind."""
         budget, processes, threads, sink = world
         budget_hashes, processes_hashes, sink_hashes, thread_hashes = self.part_hashes
         try:  # (IndexError: a value interned since its table's hashes were last extended)
