@@ -137,11 +137,17 @@ class PartHashes:
         values, hashes = self.table.values, self.hashes
         for value in values[len(hashes) :]:
             found = part_hash(value)
-            known = self.value_of.setdefault(found, value)
-            if known is not value and known != value:
-                raise ModelError(
-                    f"two state parts share a 60-bit stable hash ({known!r:.60} and {value!r:.60}): "
-                    "run with --exact"
-                )
+            claim_hash(self.value_of, found, value, "state parts")
             hashes.append(found)
         return hashes
+
+
+def claim_hash(value_of: dict, found: int, value, what: str) -> None:
+    """Record in `value_of` (hash -> value) that `value` hashes to `found`. Where hashes stand
+    for values between workers, two values with one hash would be one value: refused, with
+    `what` they are, never merged."""
+    known = value_of.setdefault(found, value)
+    if known is not value and known != value:
+        raise ModelError(
+            f"two {what} share a 60-bit stable hash ({known!r:.60} and {value!r:.60}): run with --exact"
+        )

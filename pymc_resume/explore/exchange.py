@@ -48,12 +48,13 @@ import numpy as np
 
 from pymc_resume.explore import partition as _partition  # (a cycle: read at call time)
 from pymc_resume.explore.batches import no_repeats, pack, unpack
+from pymc_resume.explore.codec import claim_hash
 from pymc_resume.explore.fingerprints import FingerprintStore
 from pymc_resume.explore.frontier import Frontier
 from pymc_resume.explore.plain import fits_plain_codec, straight_line
 from pymc_resume.explore.result import DEADLOCK
 from pymc_resume.explore.stable_hash import part_hash, stable_hash
-from pymc_resume.explore.validate import ModelError, ValidModel
+from pymc_resume.explore.validate import ValidModel
 
 Tick = Callable[[], bool] | None  # (a partition's `tick`: progress and limits; True to stop)
 
@@ -132,12 +133,7 @@ class HashKeys:
         if known_hash is not None:  # (most fields of a state with a new value are old ones)
             return known_hash
         found = part_hash(value)
-        known = self.value_of[position].setdefault(found, value)
-        if known is not value and known != value:
-            raise ModelError(
-                f"two field values share a 60-bit stable hash ({known!r:.60} and {value!r:.60}): "
-                "run with --exact"
-            )
+        claim_hash(self.value_of[position], found, value, "field values")
         self.of_value[position][value] = found
         return found
 
@@ -178,11 +174,10 @@ class CodecKeys:
     hashes (`codec.PartHashes`)."""
 
     NEEDED = ("fingerprint_of_state", "fingerprint", "encode_fingerprinted")
-    __slots__ = ("codec", "key", "state", "fingerprint", "fingerprinted")
+    __slots__ = ("state", "fingerprint", "fingerprinted")
 
     def __init__(self, codec) -> None:
-        self.codec = codec
-        self.key, self.state = codec.encode, codec.decode
+        self.state = codec.decode
         self.fingerprint = codec.fingerprint
         self.fingerprinted = codec.encode_fingerprinted  # (key, fingerprint) in one pass
 
