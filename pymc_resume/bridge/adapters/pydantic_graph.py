@@ -113,6 +113,8 @@ LOAD_NEXT_API = (
 )
 
 LOAD_NEXT = "load-next"
+# What the human-in-the-loop pattern does when load_next finds nothing waiting (its else branch).
+NO_SNAPSHOT = "load_next returned no snapshot: the pattern started a new run"
 ITER_FROM_PERSISTENCE = "iter-from-persistence"
 START_CALL = (
     "graph.iter(S0(), state=FuzzState(), persistence=FileStatePersistence(path)), driven with "
@@ -304,7 +306,8 @@ class PydanticGraphAdapter:
                 return {"status": REFUSED, "detail": f"{ADAPTER_RULE}: {refusal}", "by": CLIENT}
             except Exception as error:
                 if _from_pydantic_graph(error):
-                    return {"status": REFUSED, "detail": f"{type(error).__name__}: {error}", "by": FRAMEWORK}
+                    detail = f"{client.began}{type(error).__name__}: {error}"
+                    return {"status": REFUSED, "detail": detail, "by": FRAMEWORK}
                 raise
             return {"status": OK, "detail": detail}
 
@@ -393,6 +396,9 @@ class _Client:
         self.graph, self.state_model, self.classes = graph, state_model, classes
         self.persistence = persistence_class(path)
         self.persistence.set_graph_types(graph)
+        # What the client began that it was not asked for, should pydantic-graph raise in it: a
+        # refusal's detail begins with it (the new run may have run nodes and fired effects).
+        self.began = ""
 
     def _parked(self, node) -> bool:
         return getattr(node, "value", False) is None
@@ -447,11 +453,12 @@ class _Client:
         if snapshot is None:
             # The pattern's else branch: with nothing waiting it starts a new run from the first
             # node, with a fresh state, on the same persistence; the answer is not used.
+            self.began = f"{NO_SNAPSHOT}, in which pydantic-graph raised "
             async with self.graph.iter(
                 self.classes[0](), state=self.state_model(), persistence=self.persistence
             ) as run:
                 where = await self._drive(run)
-            return f"load_next returned no snapshot: the pattern started a new run ({where}), value unused"
+            return f"{NO_SNAPSHOT} ({where}), value unused"
         if not self._parked(snapshot.node):  # (a race: the waiting node is no interrupt now)
             raise _Refusal(f"load_next returned {snapshot.node.get_node_id()}, which is not an interrupt")
         # The pattern answers whatever parked snapshot load_next returned: after a concurrent
