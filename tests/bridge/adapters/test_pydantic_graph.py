@@ -264,7 +264,10 @@ def test_concurrent_deliveries_under_load_next_are_all_taken_by_the_pattern(wind
     # interrupt's snapshot (and answers it) or none (and the else branch starts a new run), or
     # pydantic-graph's file lock fails under it: the client refuses neither. Under load one may
     # start only once the other has answered S3: it finds S3 answered and waiting to run, and
-    # the client's rule refuses to answer it again; the other delivery then ran alone.
+    # the client's rule refuses to answer it again; the other delivery then ran alone. Or its
+    # load_next comes in the moment between the other's graph.iter appending S3(value=1) as
+    # `created` and record_run marking it running: load_next hands it that snapshot, and the
+    # client's rule refuses to answer a node that is no interrupt (the other runs it anyway).
     session = Session(PydanticGraphAdapter(), DEFAULT.workflow, DEFAULT.values, step_timeout=60)
     violated = set()
     try:
@@ -277,7 +280,12 @@ def test_concurrent_deliveries_under_load_next_are_all_taken_by_the_pattern(wind
     finally:
         session.close()
     outcomes = session.steps[1]["outcome"]
-    late = [o for o in outcomes if o.get("by") == "client" and o["detail"].endswith("(next to run: S3)")]
+    late = [
+        o
+        for o in outcomes
+        if o.get("by") == "client"
+        and o["detail"].endswith(("(next to run: S3)", "load_next returned S3, which is not an interrupt"))
+    ]
     assert len(late) < len(outcomes), outcomes
     assert all(o["status"] == "ok" or o.get("by") == "framework" or o in late for o in outcomes), outcomes
     # Effects the start fired that fired again in a delivery: only a new run fires them.
