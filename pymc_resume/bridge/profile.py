@@ -38,7 +38,6 @@ import attrs
 
 from pymc_resume.bridge.adapter import (
     CONTRACT_OPERATIONS,
-    CRASHED,
     INTENTS,
     declared_variants,
     expressible_workflow,
@@ -46,8 +45,8 @@ from pymc_resume.bridge.adapter import (
     unsupported_operations,
     variants_of,
 )
-from pymc_resume.bridge.adapter.sink import SinkEvent
-from pymc_resume.bridge.fuzzing.budget import Budget, BudgetSpent
+from pymc_resume.bridge.fuzzing.battery import BatteryResult, evidence_notes, run_battery
+from pymc_resume.bridge.fuzzing.budget import Budget
 from pymc_resume.bridge.fuzzing.fuzz import (
     UNCONFIRMED,
     ClauseResult,
@@ -59,9 +58,10 @@ from pymc_resume.bridge.fuzzing.fuzz import (
     declared_names,
     run_fuzz,
 )
-from pymc_resume.bridge.fuzzing.scenarios import Scenario, scenarios
+from pymc_resume.bridge.fuzzing.scenarios import scenarios
 from pymc_resume.bridge.hosting.host import AdapterInfo
-from pymc_resume.bridge.hosting.registry import AdapterBuilder, Configuration, factory
+from pymc_resume.bridge.hosting.registry import Configuration, factory
+from pymc_resume.bridge.hosting.template import HostTemplates, templates_in
 from pymc_resume.bridge.hosting.workdirs import sweep
 from pymc_resume.bridge.judging.clauses import not_expressible, unobservable
 from pymc_resume.bridge.judging.evidence import (
@@ -75,7 +75,6 @@ from pymc_resume.bridge.judging.evidence import (
     variants_in,
     variants_phrase,
 )
-from pymc_resume.bridge.judging.session import AdapterFailure, Session, Violation
 from pymc_resume.model.bounds import Bounds
 from pymc_resume.model.contract import (
     CLAUSE_IDS,
@@ -173,18 +172,6 @@ class Profile:
         }
 
 
-@attrs.define
-class BatteryResult:
-    recorder: Recorder
-    ran: int = 0
-    evidence: list[tuple[Scenario, list[SinkEvent]]] = attrs.Factory(list)  # crashed scenarios
-    error: str | None = None
-    stopped: bool = False  # the time budget ran out before every scenario ran
-    exercise: Evidence = attrs.Factory(Evidence)  # what each scenario run exercised (once per scenario)
-    effects: EffectCounts = attrs.Factory(EffectCounts)  # the sink's counts over every battery session
-    sessions: int = 0  # battery sessions (a scenario run again ignoring found clauses counts again)
-
-
 def run_profile(
     family: str,
     configuration: Configuration,
@@ -199,11 +186,15 @@ def run_profile(
     progress: Callable[[str], None] | None = None,
     budget: Budget | None = None,
     publish: Callable[[Profile], None] | None = None,
+    jobs: int = 1,
+    templates: HostTemplates | None = None,
 ) -> Profile:
     """The conformance profile of one configuration: the battery, then `examples` fuzzed ones.
     `shrink=False` keeps each violation's failing steps as found (confirmed by a replay).
     `budget` limits the time (see `bridge/fuzzing/budget.py`); `publish` gets the profile so far
-    whenever a finding changes it.
+    whenever a finding changes it. `jobs`: how many scenarios, fuzz shards and confirmations
+    run side by side (the verdicts are the same for any number); `templates`: where hosts are
+    forked from (`hosting/template.py`; None: templates of this profile's own).
 
     Raises `registry.AdapterSpecError` when the adapter cannot be built.
     """
@@ -220,6 +211,8 @@ def run_profile(
         say=progress or (lambda message: None),
         budget=budget or Budget(),
         publish=publish,
+        jobs=jobs,
+        templates=templates,
     ).run()
 
 
@@ -239,6 +232,8 @@ class ProfileRun:
     say: Callable[[str], None]
     budget: Budget
     publish: Callable[[Profile], None] | None
+    jobs: int = 1
+    templates: HostTemplates | None = None
     started: float = attrs.Factory(time.perf_counter)
     target: Target | None = None
     findings: Findings | None = None
@@ -247,10 +242,22 @@ class ProfileRun:
 
     def run(self) -> Profile:
         sweep()  # work directories a killed run left behind
+        with templates_in(self.templates, self.say) as templates:
+            return self._run(templates)
+
+    def _run(self, templates: HostTemplates) -> Profile:
         configuration, bounds = self.configuration, self.bounds
-        builder = factory(configuration.adapter, configuration.options, timeout=self.step_timeout)
+        builder = factory(
+            configuration.adapter, configuration.options, timeout=self.step_timeout, templates=templates
+        )
         self.target = Target(
-            configuration.adapter, builder.info, bounds, self.seed, self.repro_dir, self.step_timeout
+            configuration.adapter,
+            builder.info,
+            bounds,
+            self.seed,
+            self.repro_dir,
+            self.step_timeout,
+            templates,
         )
         self.findings = Findings(self.target, changed=self._publish)
         workflow = expressible_workflow(bounds.workflow, unsupported_operations(builder.info))
@@ -259,10 +266,9 @@ class ProfileRun:
         # No shrink budget here: the battery's scenarios are short already, and are not shrunk.
         recorder = Recorder(self.budget, shrink=False, on_violation=self.findings.seen)
         self.battery = BatteryResult(recorder)  # filled in as it runs: what is published on the way
-        run_battery(builder, bounds, battery, self.step_timeout, self.battery)
+        run_battery(builder, bounds, battery, self.step_timeout, self.battery, self.jobs)
         found = [cid for cid in CLAUSE_IDS if cid in recorder.first_by_clause]
-        for clause_id in found:
-            self.findings.confirm(clause_id, recorder, self.budget, self.shrink)
+        self.findings.confirm_all(found, recorder, self.budget, self.shrink, self.jobs)
         if self.examples > 0 and self.battery.error is None and not self.budget.spent():
             self.say(f"{self.family} {configuration.name}: fuzzing, {self.examples} examples")
             self.fuzzed = run_fuzz(
@@ -278,6 +284,8 @@ class ProfileRun:
                 known=frozenset(found),
                 budget=self.budget,
                 publish=self._fuzzing,
+                jobs=self.jobs,
+                templates=templates,
             )
         self.findings.check_written()
         profile = self.profile(finished=True)
@@ -418,138 +426,3 @@ class ProfileRun:
         if not fuzzed.finished:
             suffix += " so far (the run is still going)"
         return self._unfailed(clause_id, suffix)
-
-
-def run_battery(
-    build: AdapterBuilder,
-    bounds: Bounds,
-    battery: list[Scenario],
-    step_timeout,
-    result: BatteryResult | None = None,
-) -> BatteryResult:
-    """Run every scenario the adapter can express, into `result` (a fresh one by default);
-    violations go to its recorder, which also says when the time budget is spent (checked
-    between steps)."""
-    result = result if result is not None else BatteryResult(Recorder())
-    try:
-        for scenario in battery:
-            if _run_until_no_new_clause(build, bounds, scenario, step_timeout, result):
-                result.ran += 1
-            if result.error is not None:
-                return result
-    except BudgetSpent:
-        result.stopped = True
-    return result
-
-
-def _run_until_no_new_clause(
-    build, bounds: Bounds, scenario: Scenario, step_timeout, result: BatteryResult
-) -> bool:
-    """Run `scenario`, then again with each newly found clause ignored, until it finds no new
-    one; whether the adapter could express it."""
-    exercised: dict[str, set[str]] = {}  # what every run of this scenario exercised, together
-    variants: dict[str, set[str]] = {}  # and with which variants
-
-    def closed(session: Session, events: list[SinkEvent]) -> None:
-        result.sessions += 1
-        result.effects = result.effects + EffectCounts.of(events, f"scenario {scenario.name}")
-        for kind, places in session.exercised.items():
-            exercised.setdefault(kind, set()).update(places)
-        for kind, names in session.exercised_variants.items():
-            variants.setdefault(kind, set()).update(names)
-
-    ran = _runs_of(build, bounds, scenario, step_timeout, result, closed)
-    if ran:  # one scenario, however many times it ran: a scenario the budget cut is not counted
-        result.exercise.add(exercised, variants)
-    return ran
-
-
-def _runs_of(build, bounds: Bounds, scenario: Scenario, step_timeout, result: BatteryResult, closed) -> bool:
-    ran = False
-    ignore: set[str] = set()
-    for _ in range(len(CLAUSE_IDS)):  # once more per new clause found, ignoring the found ones
-        result.recorder.check_budget()
-        try:
-            session = Session(
-                build,
-                bounds.workflow,
-                bounds.values,
-                step_timeout=step_timeout,
-                before_step=result.recorder.check_budget,
-                on_violation=result.recorder.violation,
-                ignore=frozenset(ignore),
-                variants=scenario.variants,
-            )
-        except AdapterFailure as failure:
-            result.error = str(failure)
-            return ran
-        if any(not session.can(op) for op in scenario.needs):
-            session.close()
-            return ran
-        session.on_close = closed
-        ran = True
-        violation = _run_scenario(session, scenario, result)
-        if result.error is not None or violation is None:
-            return ran
-        ignore |= set(violation.clauses)
-    return ran
-
-
-def _run_scenario(session: Session, scenario: Scenario, result: BatteryResult) -> Violation | None:
-    try:
-        try:
-            scenario.run(session)
-        finally:  # the evidence is read before the drain, which removes the sink
-            killed = any(o["status"] == CRASHED for step in session.steps for o in step["outcome"])
-            seen = any(earlier is scenario for earlier, _ in result.evidence)
-            if scenario.crash is not None and killed and not seen:
-                result.evidence.append((scenario, session.sink.events()))
-        session.finish()
-    except Violation as violation:
-        return violation
-    except AdapterFailure as failure:
-        result.error = f"scenario {scenario.name}: {failure}"
-    finally:
-        if not session.drained:
-            session.close()
-    return None
-
-
-# -- evidence --------------------------------------------------------------------------------
-
-
-def evidence_notes(evidence: list[tuple[Scenario, list[SinkEvent]]]) -> list[str]:
-    """What crash scenarios show about re-execution, in the profile's words.
-
-    After a SIGKILL right after a stage's checkpoint was written (`after-commit`), a correct
-    layer never runs that stage again; the note says whether this configuration did, with the
-    scenarios as evidence (the sink's execution log of the crashed thread). A scenario run once
-    per variant is evidence once per stage: each stage is named once.
-    """
-    reran, kept = [], []
-    for scenario, events in evidence:
-        crash = scenario.crash
-        if crash.when != "after-commit":
-            continue
-        runs = [e for e in events if e.kind == "execute" and e.thread == 0 and e.stage == crash.stage]
-        if len(runs) > 1:
-            roles = ", ".join(e.role or "?" for e in runs)
-            reran.append(f"stage {crash.stage} ran {len(runs)} times ({roles})")
-        elif len(runs) == 1:
-            kept.append(crash.stage)
-    reran, kept = list(dict.fromkeys(reran)), list(dict.fromkeys(kept))
-    notes = []
-    if reran:
-        notes.append(
-            "re-execution of durably recorded work after a SIGKILL: observed: "
-            + "; ".join(reran)
-            + " (scenarios crash-stage-S-after-commit, the sink's execution log)"
-        )
-    if kept:
-        notes.append(
-            "re-execution of durably recorded work after a SIGKILL: not observed for stage(s) "
-            f"{', '.join(map(str, kept))}: killed right after the stage's checkpoint was written "
-            "and recovered, each ran once (scenarios crash-stage-S-after-commit, the sink's "
-            "execution log)"
-        )
-    return notes

@@ -9,7 +9,15 @@ import click
 
 from pymc_resume.cli import Terminated, main
 from pymc_resume.cli.errors import MAX_NAME, fail, printable
-from pymc_resume.cli.options import MAX_STEPS, Seconds, adapter_option_flag, adapter_options, budget_flags
+from pymc_resume.cli.options import (
+    MAX_STEPS,
+    Seconds,
+    adapter_option_flag,
+    adapter_options,
+    budget_flags,
+    host_flags,
+    jobs_or_cores,
+)
 from pymc_resume.cli.paths import writable_file, writable_folder
 from pymc_resume.cli.tables import table
 from pymc_resume.errors import AdapterError
@@ -77,6 +85,7 @@ AS_MANY_AS_TIME_ALLOWS = 10**9
     help="Write the result as JSON to this path (atomically, and again at every finding).",
 )
 @adapter_option_flag
+@host_flags
 def fuzz_command(
     adapter,
     examples,
@@ -91,10 +100,13 @@ def fuzz_command(
     no_shrink,
     json_path,
     adapter_option_pairs,
+    jobs,
+    fresh_hosts,
 ):
     """Fuzz ADAPTER (`reference`, or module:Class) with the model's client actions."""
     from pymc_resume.bridge.fuzzing.budget import Budget, stop_on_signal
     from pymc_resume.bridge.fuzzing.fuzz import run_fuzz
+    from pymc_resume.bridge.hosting.template import HostTemplates
 
     try:
         bounds = load_bounds(bounds_name or ("fuzz" if adapter == "reference" else "default"))
@@ -112,7 +124,10 @@ def fuzz_command(
         )
     publish = None if json_path is None else (lambda so_far: write_json(json_path, so_far.as_json()))
     budget = Budget(max_seconds, shrink_seconds)
-    with stop_on_signal(budget, signal.SIGTERM, Terminated):
+    templates = HostTemplates(
+        lambda message: click.echo(printable(message), err=True), enabled=not fresh_hosts
+    )
+    with stop_on_signal(budget, signal.SIGTERM, Terminated), templates:
         report = run_fuzz(
             adapter,
             options,
@@ -127,6 +142,8 @@ def fuzz_command(
             budget=budget,
             publish=publish,
             batch=batch,
+            jobs=jobs_or_cores(jobs),
+            templates=templates,
         )
     if report.error is not None:
         raise AdapterError(f"adapter {adapter!r}: {report.error}")

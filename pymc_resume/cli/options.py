@@ -158,6 +158,46 @@ def budget_flags(function):
     )
 
 
+# Most runs side by side (`--jobs`): each holds a host, a work folder and, for a framework on
+# PostgreSQL, a connection; past this a number is a mistake, not a plan.
+MAX_JOBS = 64
+
+
+def host_flags(function):
+    """`--jobs N` and `--fresh-hosts`, shared by `fuzz`, `profile` and `replay`: how many
+    independent runs go side by side, and whether hosts come from a template."""
+    return _stacked(
+        function,
+        [
+            click.option(
+                "--jobs",
+                type=click.IntRange(min=1, max=MAX_JOBS),
+                default=None,
+                help="Independent runs side by side (scenarios, fuzz shards, replays); the "
+                "verdicts are the same for any number  [default: the machine's cores].",
+            ),
+            click.option(
+                "--fresh-hosts",
+                is_flag=True,
+                help="Fork every adapter host from this process, importing the framework anew, "
+                "instead of from a template that imported it once (slower; for comparing).",
+            ),
+        ],
+    )
+
+
+def jobs_or_cores(jobs: int | None) -> int:
+    """`--jobs`, or this machine's cores (the ones this process may run on)."""
+    if jobs is not None:
+        return jobs
+    import os
+
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
 def _not_empty(ctx, param, value):
     """A folder option given as "" would mean the current directory: refused."""
     if value is not None and not str(value).strip():

@@ -12,7 +12,15 @@ from click.core import ParameterSource
 
 from pymc_resume.cli import Terminated, main
 from pymc_resume.cli.errors import fail, printable
-from pymc_resume.cli.options import MAX_STEPS, Seconds, adapter_option_flag, adapter_options, budget_flags
+from pymc_resume.cli.options import (
+    MAX_STEPS,
+    Seconds,
+    adapter_option_flag,
+    adapter_options,
+    budget_flags,
+    host_flags,
+    jobs_or_cores,
+)
 from pymc_resume.cli.paths import writable_file, writable_folder
 from pymc_resume.cli.tables import table
 from pymc_resume.errors import AdapterError
@@ -123,6 +131,7 @@ CELL = {
     "are violated in both.",
 )
 @adapter_option_flag
+@host_flags
 @click.pass_context
 def profile_command(
     context,
@@ -144,11 +153,14 @@ def profile_command(
     html_path,
     baseline_path,
     adapter_option_pairs,
+    jobs,
+    fresh_hosts,
 ):
     """The conformance profile of ADAPTER (a framework such as `langgraph`, a built-in adapter
     name, or module:Class), or of every framework with --all."""
     from pymc_resume.bridge.fuzzing.budget import Budget, stop_on_signal
     from pymc_resume.bridge.hosting.registry import AdapterSpecError, all_families, family_of
+    from pymc_resume.bridge.hosting.template import HostTemplates
     from pymc_resume.bridge.profile import run_profile
 
     if every == (adapter is not None):
@@ -201,7 +213,9 @@ def profile_command(
         if json_path:
             write_json(json_path, _document(bounds, seed, examples, [*profiles, current], skipped))
 
-    with stop_on_signal(budget, signal.SIGTERM, Terminated):
+    say = lambda message: click.echo(printable(message), err=True)
+    templates = HostTemplates(say, enabled=not fresh_hosts)
+    with stop_on_signal(budget, signal.SIGTERM, Terminated), templates:
         for family, configuration in runs:
             if budget.spent():
                 skipped.append(
@@ -225,9 +239,11 @@ def profile_command(
                         repro_dir=repro_dir,
                         step_timeout=step_timeout,
                         shrink=not no_shrink,
-                        progress=lambda message: click.echo(printable(message), err=True),
+                        progress=say,
                         budget=budget,
                         publish=publish,
+                        jobs=jobs_or_cores(jobs),
+                        templates=templates,
                     )
                 )
             except (AdapterSpecError, AdapterError) as error:

@@ -84,6 +84,7 @@ from pymc_resume.bridge.adapter import (
     Variant,
 )
 from pymc_resume.bridge.kit import ChildProcessAdapter, Refusal
+from pymc_resume.bridge.kit.preload import preloading
 from pymc_resume.model.state import INITIAL, Checkpoint
 from pymc_resume.model.workflow import UNSET, NodeKind, StageKind, Workflow
 
@@ -183,6 +184,9 @@ def _agent_framework_version() -> str:
 
 class AgentFrameworkAdapter(ChildProcessAdapter):
     name = "agent-framework"
+    # Imported once in the host template (none starts a thread at import); agent_framework
+    # loads its names lazily, so the modules behind the names the adapter uses are named here.
+    preload = preloading("agent_framework", "agent_framework._workflows")
     framework = "Agent Framework"
     # No lease in the store (liveness is skipped); recorded inputs are the committed responses
     # and the response-entry checkpoint's in-flight response (the claim).

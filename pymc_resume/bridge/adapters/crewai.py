@@ -395,6 +395,9 @@ def _run_stage(flow, s: int, stage, names: list[str], run_node, validation_error
 
 class CrewAIAdapter:
     name = "crewai"
+    # Imported once in the host template: CrewAI with its telemetry off, and LanceDB's namespace
+    # models (pure Python); LanceDB itself starts a runtime at import: each client imports it.
+    preload = staticmethod(_crewai)
     capabilities = frozenset({"recorded-inputs", "executions"})
     unsupported = UNSUPPORTED
 

@@ -87,6 +87,7 @@ from pymc_resume.bridge.kit.postgres import (
     sqlalchemy_url,
     sweep_schemas,
 )
+from pymc_resume.bridge.kit.preload import preloading
 from pymc_resume.bridge.kit.process import die_with_parent
 from pymc_resume.model.state import INITIAL, Checkpoint
 
@@ -184,6 +185,9 @@ def _dbos_version() -> str:
 
 class DBOSAdapter(ChildProcessAdapter):
     name = "dbos"
+    # Imported once in the host template (none starts a thread at import; DBOS's threads start
+    # when a client process launches it).
+    preload = preloading("dbos", "psycopg", "sqlalchemy")
     framework = "DBOS"
     # Recorded inputs: the recorded recv outputs, and delivered messages not yet consumed (the
     # claim); late inputs: messages delivered to an interrupt that already consumed one. Leases:

@@ -70,6 +70,7 @@ from pymc_resume.bridge.kit.postgres import (
     sqlalchemy_url,
     sweep_schemas,
 )
+from pymc_resume.bridge.kit.preload import preloading
 from pymc_resume.model.state import INITIAL, UPDATE, Checkpoint
 
 try:
@@ -189,6 +190,10 @@ def _is_result(response) -> bool:
 
 class GoogleAdkAdapter(ChildProcessAdapter):
     name = "google-adk"
+    # Imported once in the host template (none starts a thread at import).
+    preload = preloading(
+        "google.adk.runners", "google.adk.sessions", "sqlalchemy.pool", "aiosqlite", "psycopg"
+    )
     framework = "Google ADK"
     # No lease in the store (liveness is skipped); recorded inputs are the confirmation responses.
     capabilities = frozenset({"recorded-inputs", "executions"})

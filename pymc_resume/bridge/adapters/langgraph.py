@@ -86,6 +86,7 @@ from pymc_resume.bridge.kit.postgres import (
     schema_of,
     sweep_schemas,
 )
+from pymc_resume.bridge.kit.preload import preloading
 from pymc_resume.bridge.kit.process import Barrier, ClientControl, run_in_children, settle
 from pymc_resume.gate import ConsumeOnceGate, GateRefusal
 from pymc_resume.model.state import INITIAL, UPDATE, Checkpoint
@@ -188,6 +189,19 @@ def _node_name(first_stage: int) -> str:
 class LangGraphAdapter:
     name = "langgraph"
     capabilities = frozenset({"recorded-inputs", "executions", "late-inputs"})
+    # Imported once in the host template (none starts a thread at import).
+    preload = preloading(
+        "pydantic",
+        "langgraph.graph",
+        "langgraph.types",
+        "langgraph.config",
+        "langgraph.checkpoint.sqlite",
+        "langgraph.checkpoint.sqlite.aio",
+        "langgraph.checkpoint.postgres",
+        "langgraph.checkpoint.postgres.aio",
+        "psycopg",
+        "aiosqlite",
+    )
 
     def __init__(
         self,

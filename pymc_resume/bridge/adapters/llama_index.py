@@ -66,6 +66,7 @@ from pymc_resume.bridge.adapter import (
     Variant,
 )
 from pymc_resume.bridge.kit import ChildProcessAdapter, Refusal
+from pymc_resume.bridge.kit.preload import preloading
 from pymc_resume.model.state import INITIAL, UPDATE, Checkpoint
 from pymc_resume.model.workflow import UNSET, NodeKind, StageKind, Workflow
 
@@ -164,6 +165,8 @@ def _llama_index_version() -> str:
 
 class LlamaIndexAdapter(ChildProcessAdapter):
     name = "llama-index"
+    # Imported once in the host template (none starts a thread at import).
+    preload = preloading("workflows", "workflows.context.serializers", "workflows.events")
     framework = "LlamaIndex Workflows"
     # No lease (liveness is skipped); recorded inputs are the consumed responses in the state.
     capabilities = frozenset({"recorded-inputs", "executions"})

@@ -74,6 +74,7 @@ from pymc_resume.bridge.adapter import (
     Variant,
 )
 from pymc_resume.bridge.kit import ChildProcessAdapter, NotExpressible, Refusal
+from pymc_resume.bridge.kit.preload import preloading
 from pymc_resume.model.state import INITIAL, UPDATE, Checkpoint
 from pymc_resume.model.workflow import APPROVE
 
@@ -265,6 +266,8 @@ class OpenAIAgentsRefusal(Exception):
 
 class OpenAIAgentsAdapter(ChildProcessAdapter):
     name = "openai-agents"
+    # Imported once in the host template (none starts a thread at import).
+    preload = preloading("agents", "agents.run", "openai")
     framework = "the OpenAI Agents SDK"
     # No lease (liveness is skipped); recorded inputs are the decisions the tool outputs record,
     # late inputs a later decision the saved state's approvals record for a call already answered.

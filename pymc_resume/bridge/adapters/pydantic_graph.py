@@ -79,6 +79,7 @@ from pymc_resume.bridge.adapter import (
     Variant,
 )
 from pymc_resume.bridge.adapter.nodes import NodeContext
+from pymc_resume.bridge.kit.preload import preloading
 from pymc_resume.bridge.kit.process import Barrier, ClientControl, run_in_children, settle
 from pymc_resume.model.state import INITIAL, Checkpoint
 from pymc_resume.model.workflow import Workflow
@@ -181,6 +182,10 @@ def _stage_of(node_id: str) -> int:
 
 class PydanticGraphAdapter:
     name = "pydantic-graph"
+    # Imported once in the host template (none starts a thread at import).
+    preload = preloading(
+        "pydantic", "pydantic_graph.graph", "pydantic_graph.basenode", "pydantic_graph.persistence.file"
+    )
     capabilities = frozenset({"recorded-inputs", "leases", "executions", "late-inputs"})
     unsupported = {"update": UPDATE_UNSUPPORTED, "fork": FORK_UNSUPPORTED}
     framework_calls = FRAMEWORK_CALLS

@@ -27,6 +27,7 @@ from pymc_resume.bridge.adapter import (
     Outcome,
     ThreadView,
 )
+from pymc_resume.bridge.kit.preload import preloading
 from pymc_resume.bridge.kit.process import KILLED, RETURNED, Barrier, ControlledPoints, run_in_children
 from pymc_resume.bridge.kit.warm import WarmClient
 from pymc_resume.model.state import Checkpoint
@@ -58,6 +59,7 @@ FRAMEWORK_CALLS = {
 
 class ReferenceAdapter:
     name = "reference"
+    preload = preloading("pymc_resume.runtime")  # imported once in the host template
     version = __version__
     capabilities = CAPABILITIES | {WARM_CLIENTS, ORDERED_RELEASE}
     framework_calls = FRAMEWORK_CALLS

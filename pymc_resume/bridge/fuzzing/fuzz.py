@@ -31,28 +31,26 @@ import hashlib
 import json
 import math
 import re
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import attrs
-from hypothesis import Verbosity, settings
-from hypothesis import seed as hypothesis_seed
-from hypothesis.errors import Flaky, FlakyStrategyDefinition
-from hypothesis.stateful import run_state_machine_as_test
 
 from pymc_resume.bridge.adapter import declared_variants, unsupported_operations
-from pymc_resume.bridge.adapter.sink import SinkEvent
-from pymc_resume.bridge.fuzzing.budget import Budget, BudgetSpent, past
-from pymc_resume.bridge.fuzzing.machine import fuzz_settings, machine_class
+from pymc_resume.bridge.fuzzing.budget import Budget, past
+from pymc_resume.bridge.fuzzing.recorder import Recorder
 from pymc_resume.bridge.fuzzing.saved_examples import SavedExamples
+from pymc_resume.bridge.fuzzing.shard import FuzzShard, shard_sizes
 from pymc_resume.bridge.fuzzing.shrink import minimize
 from pymc_resume.bridge.hosting.host import AdapterInfo
+from pymc_resume.bridge.hosting.jobs import in_order
 from pymc_resume.bridge.hosting.registry import AdapterBuilder, factory
+from pymc_resume.bridge.hosting.template import HostTemplates, templates_in
 from pymc_resume.bridge.hosting.workdirs import sweep
 from pymc_resume.bridge.judging.clauses import not_expressible, unobservable
 from pymc_resume.bridge.judging.evidence import (
-    EffectCounts,
     Evidence,
     effect_notes,
     effects_json,
@@ -78,14 +76,6 @@ from pymc_resume.model.contract import (
     VIOLATED,
 )
 
-# The share of a run's remaining time Hypothesis's shrinking of one failing example may take:
-# the step-level pass after it (`bridge/fuzzing/shrink.py`) deletes whole steps and does more per replay.
-HYPOTHESIS_SHRINK_SHARE = 0.5
-
-# Between the seeds of successive batches of a run (`FuzzRun.search`), so that seeds 1, 2, 3
-# of a user's runs do not share their batches.
-SEED_STRIDE = 1_000_003
-
 
 @attrs.frozen
 class Target:
@@ -98,10 +88,12 @@ class Target:
     seed: int | None
     repro_dir: Path
     step_timeout: float | None = 30.0
+    # The run's host templates (`hosting/template.py`), or None: hosts forked from the bridge.
+    templates: HostTemplates | None = attrs.field(default=None, eq=False, repr=False)
 
     def builder(self, options: dict | None = None) -> AdapterBuilder:
         options = self.info.options if options is None else options
-        return factory(self.adapter, options, timeout=self.step_timeout)
+        return factory(self.adapter, options, timeout=self.step_timeout, templates=self.templates)
 
     def write(
         self, clause_id: str, violation: Violation, options: dict, *, confirmed: bool, attempts: int
@@ -120,89 +112,6 @@ class Target:
         document["replay_attempts"] = attempts
         json_path, test_path = write_repro(self.repro_dir, document)
         return json_path, test_path, document
-
-
-@attrs.define
-class Recorder:
-    """Counts examples, shrink replays and steps; keeps every violation seen, in order; stops
-    examples when the budget says so; hands each violation to `on_violation` (the writer of
-    repros as found).
-
-    An example run after the round's first failure is one of Hypothesis's shrink replays:
-    counted in `shrink_replays`, not in `examples`."""
-
-    budget: Budget = attrs.Factory(Budget)
-    shrink: bool = True
-    on_violation: Callable[[Violation], None] | None = None
-    started: float = attrs.Factory(time.perf_counter)
-    examples: int = 0
-    shrink_replays: int = 0
-    steps: int = 0
-    violations: list[Violation] = attrs.Factory(list)
-    first_failure: tuple[int, float] | None = None  # (examples run, seconds) at the first
-    first_by_clause: dict[str, tuple[int, float]] = attrs.Factory(dict)
-    round_start: int = 0  # examples run before the current round
-    round_failure: int | None = None  # examples into the current round at its first failure
-    round_clauses: set[str] = attrs.Factory(set)
-    shrink_until: float | None = None  # when Hypothesis's shrinking of this round must stop
-    # What the generated examples exercised, and what the sink counted in them (shrink replays
-    # not included): the evidence behind each `holds` and the effects' counts.
-    evidence: Evidence = attrs.Factory(Evidence)
-    effects: EffectCounts = attrs.Factory(EffectCounts)
-
-    def start_round(self) -> None:
-        self.round_start, self.round_failure, self.round_clauses = self.examples, None, set()
-        self.shrink_until = None
-
-    def example(self) -> None:
-        """A new example is about to start: check the budgets, then count it."""
-        self.check_budget()
-        if self.round_failure is None:
-            self.examples += 1
-        else:
-            self.shrink_replays += 1
-
-    def replay(self) -> None:
-        self.shrink_replays += 1
-
-    def counting(self) -> bool:
-        """Whether the example about to start counts as generated (not a shrink replay)."""
-        return self.round_failure is None
-
-    def closed(self, session: Session, events: list[SinkEvent]) -> None:
-        """A generated example ended: keep what it exercised and what its sink counted."""
-        self.evidence.add(session.exercised, session.exercised_variants)
-        self.effects = self.effects + EffectCounts.of(events, "a fuzzed example")
-
-    def check_budget(self) -> None:
-        self.budget.check(self.shrink_until)
-
-    def step(self) -> None:
-        self.steps += 1
-
-    def violation(self, violation: Violation) -> None:
-        now = (self.examples, time.perf_counter() - self.started)
-        if self.first_failure is None:
-            self.first_failure = now
-        if self.round_failure is None:
-            self.round_failure = self.examples - self.round_start
-            if self.shrink:  # half the time left at most: the step pass shrinks better
-                self.shrink_until = self.budget.shrink_deadline(share=HYPOTHESIS_SHRINK_SHARE)
-        for clause_id in violation.clauses:
-            self.first_by_clause.setdefault(clause_id, now)
-        self.round_clauses.update(violation.clauses)
-        self.violations.append(violation)
-        if self.on_violation is not None:
-            self.on_violation(violation)
-
-    def shortest(self, clause_id: str) -> list[Violation]:
-        """Violations of this clause no longer than the first one seen, fewest steps first
-        (latest first among equals): a repro is never longer than the first failing example."""
-        found = [(len(v.steps), -i, v) for i, v in enumerate(self.violations) if clause_id in v.clauses]
-        if not found:
-            return []
-        first = len(next(v for v in self.violations if clause_id in v.clauses).steps)
-        return [v for length, _, v in sorted(found, key=lambda item: item[:2]) if length <= first]
 
 
 @attrs.frozen
@@ -319,6 +228,8 @@ def run_fuzz(
     budget: Budget | None = None,
     publish: Callable[[FuzzReport], None] | None = None,
     batch: int | None = None,
+    jobs: int = 1,
+    templates: HostTemplates | None = None,
 ) -> FuzzReport:
     """Fuzz `adapter` (a built-in name or module:Class) and write a repro per violated clause.
 
@@ -334,11 +245,12 @@ def run_fuzz(
     building it hangs or kills its process.
     """
     sweep()  # work directories a killed run left behind
-    builder = factory(adapter, options, timeout=step_timeout)
-    target = Target(adapter, builder.info, bounds, seed, Path(repro_dir), step_timeout)
-    run = FuzzRun(target, builder, budget or Budget(), shrink, publish, known)
-    run.search(examples, steps, use_database, all_clauses, batch)
-    return run.finish(all_clauses)
+    with templates_in(templates) as templates:
+        builder = factory(adapter, options, timeout=step_timeout, templates=templates)
+        target = Target(adapter, builder.info, bounds, seed, Path(repro_dir), step_timeout, templates)
+        run = FuzzRun(target, builder, budget or Budget(), shrink, publish, known, jobs)
+        run.search(examples, steps, use_database, all_clauses, batch)
+        return run.finish(all_clauses)
 
 
 def database_name(adapter: str, options: dict) -> str:
@@ -363,10 +275,16 @@ class Findings:
         self.results: dict[str, ClauseResult] = {}  # confirmed (or given up) repros, by clause
         self.as_found: dict[str, int] = {}  # clause -> steps of its unconfirmed repro on disk
         self.lost: str | None = None  # why a repro could not be written
+        # Shards and confirmations run side by side (`--jobs`): one finding written at a time.
+        self._lock = threading.RLock()
 
     def seen(self, violation: Violation) -> None:
         """A failing example: write each clause's steps as a repro when it is the first or the
         shortest seen so far (not confirmed yet)."""
+        with self._lock:
+            self._seen(violation)
+
+    def _seen(self, violation: Violation) -> None:
         wrote = False
         for clause_id in violation.clauses:
             written = self.as_found.get(clause_id)
@@ -400,10 +318,23 @@ class Findings:
             recorder=recorder,
         )
         result = attrs.evolve(result, first_failure=recorder.first_by_clause[clause_id])
-        self.results[clause_id] = result
-        if self.changed is not None:
-            self.changed()
+        with self._lock:
+            self.results[clause_id] = result
+            if self.changed is not None:
+                self.changed()
         return result
+
+    def confirm_all(
+        self, clause_ids: list[str], recorder: Recorder, budget: Budget, shrink: bool, jobs: int = 1
+    ) -> None:
+        """`confirm` each clause, `jobs` clauses side by side: each replays on hosts of its own
+        and writes its own repro, so their order does not matter."""
+        tasks = [
+            (lambda clause_id=clause_id: self.confirm(clause_id, recorder, budget, shrink))
+            for clause_id in clause_ids
+        ]
+        for _ in in_order(tasks, jobs):
+            pass
 
     def check_written(self) -> None:
         """Raise EnvironmentProblem if a repro could not be written."""
@@ -412,7 +343,7 @@ class Findings:
 
 
 class FuzzRun:
-    """The state of one `run_fuzz`: the recorder, the budget, the findings."""
+    """The state of one `run_fuzz`: the shards' merged recorder, the budget, the findings."""
 
     def __init__(
         self,
@@ -422,109 +353,88 @@ class FuzzRun:
         shrink: bool,
         publish: Callable[[FuzzReport], None] | None,
         known: frozenset[str],
+        jobs: int = 1,
     ) -> None:
         self.target = target
         self.builder = builder
         self.budget = budget
         self.shrink = shrink
         self.publish = publish
-        self.found: set[str] = set(known)
+        self.known = known
+        self.jobs = jobs
         self.findings = Findings(target, changed=self._publish)
-        self.recorder = Recorder(budget, shrink, on_violation=self.findings.seen)
+        self.recorder = Recorder(budget, shrink)  # the shards', absorbed in their order
         self.error: str | None = None
         self.stopped: str | None = None
-        self.batches = 0  # Hypothesis runs of a batch that found nothing, so far
 
     # -- the search ------------------------------------------------------------------------
 
     def search(
         self, examples: int, steps: int, use_database: bool, all_clauses: bool, batch: int | None = None
     ) -> None:
-        """Rounds of Hypothesis runs until the examples (or the time budget) are spent. A
-        round that finds a new clause is followed by one ignoring it (same seed: it goes on
-        past the failure); with `batch`, a run of at most that many examples that found
-        nothing is followed by another, with the next seed."""
-        database = self._database() if use_database else None
-        remaining = examples
-        while remaining > 0 and self.error is None and self.stopped is None:
-            self.recorder.start_round()
-            cut_short = self._round(remaining if batch is None else min(remaining, batch), steps, database)
-            new = [cid for cid in CLAUSE_IDS if cid in self.recorder.round_clauses - self.found]
-            for clause_id in new:
-                self.findings.confirm(clause_id, self.recorder, self.budget, self.shrink)
-            if self.stopped is None and self.budget.spent():
-                self.stopped = self.budget.stopped_reason()
-            if self.recorder.round_failure is None and (batch is not None or cut_short):
-                remaining -= max(self.recorder.examples - self.recorder.round_start, 1)
-                self.batches += 1
-                continue
-            if not new or not all_clauses or self.recorder.round_failure is None:
+        """The shards' searches (`shard.py`), `jobs` at a time, taken in their order; then each
+        clause they found is confirmed and minimized, the clauses side by side. With
+        `all_clauses=False` the run stops at the first shard (in order) that found one."""
+        cancelled = threading.Event()
+        sizes = shard_sizes(examples)
+        shards = [
+            FuzzShard(
+                index,
+                self._session,
+                self.target.bounds,
+                self.target.seed,
+                self.budget,
+                self.shrink,
+                self.known,
+                self.findings.seen,
+                cancelled,
+                self._database(index) if use_database else None,
+            )
+            for index in range(len(sizes))
+        ]
+        tasks = [
+            (lambda shard=shard, size=size: shard.search(size, steps, all_clauses, batch))
+            for shard, size in zip(shards, sizes)
+        ]
+        for shard in in_order(tasks, self.jobs, cancelled):
+            self.recorder.absorb(shard.recorder)
+            self.error, self.stopped = shard.error, shard.stopped
+            if self.error is not None or self.stopped is not None:
                 break
-            self.found |= set(new)
-            remaining -= max(self.recorder.round_failure, 1)
+            if shard.recorder.violations and not all_clauses:
+                break
+        new = [cid for cid in CLAUSE_IDS if cid in self.recorder.first_by_clause and cid not in self.known]
+        self.findings.confirm_all(new, self.recorder, self.budget, self.shrink, self.jobs)
+        if self.stopped is None and self.budget.spent():
+            self.stopped = self.budget.stopped_reason()
 
-    def _round(self, remaining: int, steps: int, database) -> bool:
-        """One Hypothesis run, ignoring the clauses found so far; stops at its first failure.
-        True when Hypothesis ended it early because a race made an example draw differently
-        on its second run (the search then goes on with the next seed)."""
-        machine = machine_class(
-            self._session_factory(frozenset(self.found)), processes=self.target.bounds.processes
+    def _session(self, recorder: Recorder, ignore: frozenset[str]) -> Session:
+        """A fresh session for the next example of the shard whose recorder is `recorder`."""
+        counted = recorder.counting()
+        recorder.example()
+        return Session(
+            self.builder,
+            self.target.bounds.workflow,
+            self.target.bounds.values,
+            step_timeout=self.target.step_timeout,
+            before_step=recorder.check_budget,
+            on_step=recorder.step,
+            on_violation=recorder.violation,
+            ignore=ignore,
+            on_close=recorder.closed if counted else None,
         )
-        if self.target.seed is not None:
-            # Each batch that found nothing moves the seed on, so that the next one draws anew.
-            hypothesis_seed(self.target.seed + SEED_STRIDE * self.batches)(machine)
-        try:
-            # Quiet: Hypothesis would print its own account of a flaky example on stdout,
-            # among the run's report; the Recorder has what the report needs.
-            quiet = settings(
-                fuzz_settings(remaining, steps, database, self.shrink), verbosity=Verbosity.quiet
-            )
-            run_state_machine_as_test(machine, settings=quiet)
-        except Violation:
-            pass  # recorded
-        except FlakyStrategyDefinition:
-            # A rule's candidates follow what the adapter shows, and a race can change that
-            # between two runs of one example: Hypothesis then gives up on the whole run. The
-            # examples it ran stand; the caller goes on with the rest under the next seed.
-            return True
-        except Flaky:
-            pass  # a race made a failure flaky on replay; the recorded failures still stand
-        except AdapterFailure as failure:
-            self.error = str(failure)
-        except BudgetSpent as spent:
-            if spent.whole_run:
-                self.stopped = self.budget.stopped_reason()
-        return False
 
-    def _session_factory(self, ignore: frozenset[str]):
-        recorder, bounds = self.recorder, self.target.bounds
-
-        def make_session() -> Session:
-            counted = recorder.counting()
-            recorder.example()
-            return Session(
-                self.builder,
-                bounds.workflow,
-                bounds.values,
-                step_timeout=self.target.step_timeout,
-                before_step=recorder.check_budget,
-                on_step=recorder.step,
-                on_violation=recorder.violation,
-                ignore=ignore,
-                on_close=recorder.closed if counted else None,
-            )
-
-        return make_session
-
-    def _database(self):
-        """One example database per adapter configuration, keyed by the adapter's spec and every
-        option it was built with (two adapters, or one with two option sets, never share saved
-        failures); the name starts with the adapter's own name and options, to be told apart."""
+    def _database(self, shard: int):
+        """One example database per adapter configuration and shard, keyed by the adapter's
+        spec and every option it was built with (two adapters, or one with two option sets,
+        never share saved failures); the name starts with the adapter's own name and options,
+        to be told apart."""
         return SavedExamples(
             str(
                 self.target.repro_dir
                 / "hypothesis-db"
                 / database_name(self.target.adapter, self.target.info.options)
+                / f"shard-{shard}"
             )
         )
 
@@ -576,6 +486,12 @@ class FuzzRun:
                 verdicts[clause_id] = results[clause_id]
             elif clause_id in recorder.first_by_clause:
                 verdicts[clause_id] = being_confirmed(recorder, clause_id)
+            elif clause_id in self.findings.as_found:  # seen by a shard still running
+                verdicts[clause_id] = ClauseResult(
+                    UNCONFIRMED,
+                    reason="seen in a fuzzed example; not confirmed by a replay yet (the run was "
+                    "still going when this was written)",
+                )
             elif self.error is not None:
                 verdicts[clause_id] = ClauseResult(SKIPPED, reason=f"the adapter failed: {self.error}")
             else:

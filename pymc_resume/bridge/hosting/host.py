@@ -19,6 +19,11 @@ forked for its operations, unless they made groups of their own), reaps the host
 The host also dies with the bridge: it asks the kernel for a SIGKILL when its parent dies
 (`PR_SET_PDEATHSIG`), so a bridge killed by SIGKILL leaves no host behind.
 
+A host is forked either from the bridge or, given a `HostTemplate` (`template.py`), from a
+process that imported the framework once: the same host either way, served the same calls, but
+ready in milliseconds. The bridge watches either kind through a pidfd (Linux 5.3), so a reply
+and a host's death wake it alike, without polling.
+
 `probe(build, timeout)` builds an adapter in a host only to read what it declares (name,
 version, capabilities, options, unsupported operations, shortest lease, framework calls, effect
 key), then stops the host:
@@ -29,20 +34,23 @@ from __future__ import annotations
 
 import ctypes
 import os
+import select
 import signal
 import sys
+import threading
 import time
 import weakref
 from collections.abc import Callable
 from multiprocessing.connection import Connection, Pipe
+from typing import TYPE_CHECKING
 
 import attrs
 
+if TYPE_CHECKING:
+    from pymc_resume.bridge.hosting.template import HostTemplate
+
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
-# How often a wait for a reply looks whether the host is still alive: a dead host's pipe may
-# stay open in the processes the adapter forked, so the end of the pipe alone does not tell.
-ALIVE_CHECK_SECONDS = 0.5
 # What the host reads off a freshly built adapter (see `AdapterInfo`).
 BUILD = "build the adapter"
 
@@ -105,9 +113,19 @@ def _info(adapter) -> AdapterInfo:
     )
 
 
-# The bridge's side of every live host, so that a newly forked host closes the others' pipes
-# (a host holding another host's pipe would keep it open after that host died).
+# The bridge's side of every live host, so that a newly forked host (or template) closes the
+# others' pipes (a host holding another host's pipe would keep it open after that host died).
 _LIVE: weakref.WeakSet[HostedAdapter] = weakref.WeakSet()
+_LIVE_LOCK = threading.Lock()  # the bridge's threads (`--jobs`) start and stop hosts
+
+
+def close_live_hosts() -> None:
+    """In a process just forked from the bridge: close the bridge's ends of its hosts' pipes,
+    which are not this process's to hold."""
+    for other in list(_LIVE):
+        if other._conn is not None:
+            other._conn.close()
+            other._conn = None
 
 
 class HostedAdapter:
@@ -116,15 +134,22 @@ class HostedAdapter:
     `build` is a zero-argument callable returning the adapter (a class, a factory, or
     `lambda: adapter` for one built already). `timeout` bounds building and every call
     (None: no deadline; the host is still killed when adapter code raises or it dies).
+    `template`: fork the host from it (when `build` can be pickled to it), not from the bridge.
     """
 
-    def __init__(self, build: Callable[[], object], timeout: float | None = 30.0) -> None:
+    def __init__(
+        self, build: Callable[[], object], timeout: float | None = 30.0, template: HostTemplate | None = None
+    ) -> None:
         self.timeout = timeout
         self.pid: int | None = None
         self._owner = os.getpid()
         self._conn: Connection | None = None
-        self._start(build)
+        self._pidfd: int | None = None
+        self._template: HostTemplate | None = None
+        started = time.perf_counter()
+        self._start(build, template)
         info = self._request(BUILD, ())
+        self.started_seconds = time.perf_counter() - started  # forked and built (for the bench)
         self.info: AdapterInfo = info
         self.name = info.name
         self.version = info.version
@@ -190,9 +215,15 @@ class HostedAdapter:
         if self._conn is None or os.getpid() != self._owner:  # a copy inherited by a fork
             return None
         conn, self._conn = self._conn, None
-        _LIVE.discard(self)
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
         conn.close()
         kill_tree(self.pid)
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+        if self._template is not None:
+            return self._template.reap(self.pid)
         try:
             return os.waitpid(self.pid, 0)[1]
         except ChildProcessError:
@@ -204,26 +235,40 @@ class HostedAdapter:
         except Exception:
             pass
 
-    def _start(self, build: Callable[[], object]) -> None:
+    def _start(self, build: Callable[[], object], template: HostTemplate | None) -> None:
+        from pymc_resume.bridge.hosting.template import TemplateGone, portable
+
+        blob = portable(build) if template is not None else None
         ours, theirs = Pipe()
         parent = os.getpid()
-        sys.stdout.flush()  # what the bridge buffered must not be written twice
-        sys.stderr.flush()
-        pid = fork_holding_signals()
-        if pid == 0:
-            ours.close()
-            for other in list(_LIVE):  # other hosts' pipes: theirs to close, not ours
-                if other._conn is not None:
-                    other._conn.close()
-                    other._conn = None
-            _host_main(theirs, build, parent)  # never returns
-        theirs.close()
-        try:
-            os.setpgid(pid, pid)  # the host does it too: whichever runs first
-        except (ProcessLookupError, PermissionError):
-            pass  # the host is in its own group already, or already gone
+        if blob is not None:
+            try:
+                pid = template.fork_host(blob, theirs.fileno())
+            except TemplateGone as gone:
+                ours.close()
+                raise HostProblem(f"failed: {gone}", DIED) from None
+            finally:
+                theirs.close()
+            self._template = template
+        else:
+            with _LIVE_LOCK:
+                sys.stdout.flush()  # what the bridge buffered must not be written twice
+                sys.stderr.flush()
+                pid = fork_holding_signals()
+                if pid == 0:
+                    ours.close()
+                    close_live_hosts()  # other hosts' pipes: theirs to close, not ours
+                    host_main(theirs, build, parent)  # never returns
+            theirs.close()
+            try:
+                os.setpgid(pid, pid)  # the host does it too: whichever runs first
+            except (ProcessLookupError, PermissionError):
+                pass  # the host is in its own group already, or already gone
+        # Neither the bridge nor the template reaps the host before `stop`: the pid is its own.
+        self._pidfd = os.pidfd_open(pid)
         self.pid, self._conn, self._owner = pid, ours, parent
-        _LIVE.add(self)
+        with _LIVE_LOCK:
+            _LIVE.add(self)
 
     def _request(self, method: str, args: tuple, kwargs: dict | None = None):
         """Send one call (none for the build, which the host starts with) and wait for its
@@ -243,30 +288,24 @@ class HostedAdapter:
         raise HostProblem(f"raised {payload['error']}", RAISED, payload["type"], payload["args"])
 
     def _reply(self):
+        """Wait for the reply, the host's end (its pidfd: a dead host's pipe may stay open in
+        the processes the adapter forked, so the pipe alone does not tell) or the deadline,
+        whichever comes first."""
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
         while True:
-            wait = ALIVE_CHECK_SECONDS
-            if deadline is not None:
-                wait = min(wait, max(0.0, deadline - time.monotonic()))
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
             try:
-                if self._conn.poll(wait):
+                ready, _, _ = select.select([self._conn, self._pidfd], [], [], left)
+                if self._conn.poll(0):
                     return self._conn.recv()
             except (EOFError, OSError):
                 raise HostProblem(f"failed: {_status_text(self.stop())}", DIED) from None
-            if _exited(self.pid):
+            if self._pidfd in ready:
                 raise HostProblem(f"failed: {_status_text(self.stop())}", DIED)
             if deadline is not None and time.monotonic() >= deadline:
                 raise HostProblem(
                     f"did not finish within the step timeout of {self.timeout:g}s (the adapter hangs)", HUNG
                 )
-
-
-def _exited(pid: int) -> bool:
-    """Whether the host has ended, without reaping it (so its group can still be killed)."""
-    try:
-        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-    except ChildProcessError:
-        return True
 
 
 def _status_text(status: int | None) -> str:
@@ -277,9 +316,11 @@ def _status_text(status: int | None) -> str:
     return f"the adapter's process exited with status {os.WEXITSTATUS(status)}"
 
 
-def probe(build: Callable[[], object], timeout: float | None = 30.0) -> AdapterInfo:
+def probe(
+    build: Callable[[], object], timeout: float | None = 30.0, template: HostTemplate | None = None
+) -> AdapterInfo:
     """Build an adapter in a host, read what it declares, stop the host."""
-    host = HostedAdapter(build, timeout)
+    host = HostedAdapter(build, timeout, template)
     host.stop()
     return host.info
 
@@ -287,11 +328,12 @@ def probe(build: Callable[[], object], timeout: float | None = 30.0) -> AdapterI
 # -- the host process ----------------------------------------------------------------------
 
 
-def _host_main(conn: Connection, build: Callable[[], object], parent: int) -> None:
+def host_main(conn: Connection, build: Callable[[], object], parent: int) -> None:
     """The host: build the adapter, then serve calls until `close` or the pipe ends. Never
-    returns; every way out is `os._exit`, so none of the bridge's cleanup runs here."""
+    returns; every way out is `os._exit`, so none of the bridge's cleanup runs here. `parent`
+    is the process that forked it (the bridge, or a template): the host dies with it."""
     try:
-        _become_host(parent)
+        become_host(parent)
         try:
             adapter = build()
             info = _info(adapter)
@@ -327,7 +369,7 @@ def fork_holding_signals() -> int:
     callbacks (logging's among them) around a fork and ignores any exception they raise, so a
     Ctrl-C or SIGTERM whose handler ran there was lost: the command went on as if never asked
     to stop. Held, the signal arrives once the fork is done. The child gets the mask back with
-    its handlers reset (`_become_host`) or before it runs anything else."""
+    its handlers reset (`become_host`) or before it runs anything else."""
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS)
     pid = os.fork()
     if pid != 0:
@@ -387,7 +429,9 @@ def descendants(root: int) -> list[int]:
     return found
 
 
-def _become_host(parent: int) -> None:
+def become_host(parent: int, subreaper: bool = True) -> None:
+    """In a process just forked from `parent`: default signal handlers, a process group of its
+    own, killed when `parent` dies; a host (`subreaper`) also adopts its adapter's orphans."""
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGALRM):
         signal.signal(signum, signal.SIG_DFL)  # the bridge's handlers are not the host's
     release_held_signals()
@@ -397,7 +441,8 @@ def _become_host(parent: int) -> None:
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         # Orphans of the adapter's processes (a double fork) become the host's children, not
         # init's, so that `stop` still finds them among the host's descendants.
-        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        if subreaper:
+            libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     except (OSError, AttributeError):
         pass  # not Linux: the bridge's own cleanup still stops the host
     if os.getppid() != parent:  # the bridge died before the request above took effect

@@ -32,6 +32,7 @@ from pymc_resume.bridge.hosting.host import (
     probe,
     release_held_signals,
 )
+from pymc_resume.bridge.hosting.template import HostTemplate, HostTemplates, TemplateGone
 from pymc_resume.errors import AdapterError, BadInput
 
 BUILT_IN = {
@@ -518,15 +519,20 @@ def check_options(spec: str, adapter_class, options: dict) -> dict:
 class AdapterBuilder:
     """Builds a fresh adapter of one configuration when called (`Session` calls it in the
     adapter's host process). `info` is what the adapter declares, read when `factory` built
-    one up front."""
+    one up front; `template`, when there is one, is where its hosts are forked from
+    (`template.py`). Pickled (to a template), it is only what builds the adapter."""
 
     spec: str
     adapter_class: type
     kwargs: dict
     info: AdapterInfo | None = None
+    template: HostTemplate | None = attrs.field(default=None, eq=False, repr=False)
 
     def __call__(self):
         return self.adapter_class(**self.kwargs)
+
+    def __reduce__(self):
+        return (AdapterBuilder, (self.spec, self.adapter_class, self.kwargs))
 
 
 def factory(
@@ -534,17 +540,26 @@ def factory(
     options: dict | None = None,
     allowed: Collection[str] | None = None,
     timeout: float | None = 30.0,
+    templates: HostTemplates | None = None,
 ) -> AdapterBuilder:
     """A zero-argument callable that builds a fresh adapter; checks the options up front.
-    `allowed`: see `resolve` (None for a spec the user typed).
+    `allowed`: see `resolve` (None for a spec the user typed). `templates`: the run's host
+    templates; the builder's hosts are forked from the adapter class's (see `template.py`).
 
     The up-front check builds one adapter in a host process (`bridge/hosting/host.py`) within
     `timeout` seconds, so that a constructor that fails says so now, in one line, and one that
     hangs or exits is stopped; what it declares is kept as the builder's `info`."""
     adapter_class = resolve(spec, allowed, timeout)
+    template = None
+    if templates is not None:
+        try:
+            template = templates.template_for(adapter_class, timeout)
+        except TemplateGone as gone:
+            raise AdapterError(f"adapter {spec!r}: {gone}") from None
     builder = AdapterBuilder(spec, adapter_class, check_options(spec, adapter_class, options or {}))
+    builder = attrs.evolve(builder, template=template)
     try:
-        info = probe(builder, timeout)
+        info = probe(builder, timeout, template)
     except HostProblem as problem:
         if problem.error_type == "KeyError":  # an option naming something unknown (a fault)
             raise AdapterSpecError(f"adapter {spec!r}: unknown {problem.error_args}") from None

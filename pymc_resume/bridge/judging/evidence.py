@@ -103,6 +103,16 @@ class Evidence:
         for kind, places in exercised.items():
             self.places.setdefault(kind, set()).update(places)
 
+    def add_all(self, other: Evidence) -> None:
+        """Everything `other`'s sessions exercised, as if they were this one's."""
+        self.sessions += other.sessions
+        for clause_id, count in other.counts.items():
+            self.counts[clause_id] = self.counts.get(clause_id, 0) + count
+        for kind, places in other.places.items():
+            self.places.setdefault(kind, set()).update(places)
+        for kind, names in other.variants.items():
+            self.variants.setdefault(kind, set()).update(names)
+
     def exercising(self, clause_id: str) -> int:
         """How many sessions ran any of the operations that judge `clause_id`."""
         return self.counts.get(clause_id, 0)

@@ -1,0 +1,71 @@
+"""Independent runs side by side (`--jobs N`), their results taken in a fixed order.
+
+A battery's scenarios, a profile's fuzz shards, the replays that confirm each violated clause:
+each runs on hosts of its own, in a work folder (and database schema) of its own, and spends
+its time waiting on its hosts (a pipe, a pidfd). So threads of the bridge run them side by
+side, `jobs` at a time, while the hosts do the work. `in_order` hands the results back in the
+tasks' order, never in the order they finished: what a run makes of them (which violation is
+recorded first, which repro is kept) then does not depend on N or on scheduling, and `--jobs 1`
+and `--jobs 2` give the same verdicts.
+
+With `jobs` 1 the tasks run one after another in the calling thread, as they always did.
+A consumer that stops taking results (a battery whose adapter failed) or an exception in the
+calling thread (Ctrl-C, SIGTERM) sets `cancelled`, which the tasks check between their steps,
+and the tasks already started are waited for, so that every session closes its hosts and
+removes its folder before the run goes on or ends.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+class Cancelled(BaseException):
+    """Raised in a task that checks `cancelled` after the run stopped taking its results: a
+    BaseException, so that nothing on its way (Hypothesis included) takes it for a failure."""
+
+
+def check(cancelled: threading.Event | None) -> None:
+    """Raise Cancelled if `cancelled` is set: call it between a task's steps."""
+    if cancelled is not None and cancelled.is_set():
+        raise Cancelled()
+
+
+def in_order(
+    tasks: Sequence[Callable[[], T]], jobs: int, cancelled: threading.Event | None = None
+) -> Iterator[T]:
+    """Run `tasks`, at most `jobs` at a time, and yield their results in the tasks' order; a
+    task's exception is raised at its turn. See the module docstring."""
+    if jobs <= 1:
+        for task in tasks:
+            yield task()
+        return
+    cancelled = cancelled if cancelled is not None else threading.Event()
+    upcoming = iter(tasks)
+    running: deque[Future[T]] = deque()
+    finished = False
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="pymc-resume-job") as pool:
+        try:
+            for task in upcoming:
+                running.append(pool.submit(task))
+                if len(running) == jobs:
+                    break
+            while running:
+                result = running.popleft().result()
+                for task in upcoming:
+                    running.append(pool.submit(task))
+                    break
+                yield result
+            finished = True
+        finally:
+            if not finished:  # stopped early: the tasks still running stop at their next check
+                cancelled.set()
+                for future in running:
+                    future.cancel()
+        # Leaving the pool waits for every task that started: their sessions close first.
