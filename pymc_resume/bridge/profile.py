@@ -137,6 +137,8 @@ class Profile:
     operations: dict[str, str] = attrs.Factory(dict)  # `operation_table`
     variants: dict[str, list[dict]] = attrs.Factory(dict)  # `variant_table`
     effects: dict | None = None  # the sink's counts, the key and why (`evidence.effects_json`)
+    # Where the time went: hosts started, calls into them, the bridge's own CPU (`HostStats`).
+    hosting: dict | None = None
 
     @property
     def violated(self) -> list[str]:
@@ -169,6 +171,7 @@ class Profile:
             "error": self.error,
             "stopped": self.stopped,
             "finished": self.finished,
+            "hosting": self.hosting,
         }
 
 
@@ -235,6 +238,7 @@ class ProfileRun:
     jobs: int = 1
     templates: HostTemplates | None = None
     started: float = attrs.Factory(time.perf_counter)
+    hosting: tuple | None = None  # (the run's HostStats, a snapshot at the start, process time then)
     target: Target | None = None
     findings: Findings | None = None
     battery: BatteryResult | None = None
@@ -246,6 +250,7 @@ class ProfileRun:
             return self._run(templates)
 
     def _run(self, templates: HostTemplates) -> Profile:
+        self.hosting = (templates.stats, templates.stats.snapshot(), time.process_time())
         configuration, bounds = self.configuration, self.bounds
         builder = factory(
             configuration.adapter, configuration.options, timeout=self.step_timeout, templates=templates
@@ -333,7 +338,16 @@ class ProfileRun:
             operation_table(info),
             variant_table(info),
             effects_json(info.effect_key, effects),
+            self._hosting(),
         )
+
+    def _hosting(self) -> dict | None:
+        """The hosts this profile started and its calls into them, and the CPU seconds of the
+        bridge itself (every thread of it; the hosts' CPU is theirs, see bench/bridge.py)."""
+        if self.hosting is None:
+            return None
+        stats, before, cpu = self.hosting
+        return {**stats.since(before).as_json(), "bridge_cpu_seconds": round(time.process_time() - cpu, 3)}
 
     def _with_variants_seen(self, clause_id: str, result: ClauseResult) -> ClauseResult:
         """A violated cell noting every variant its battery violations were seen with (the repro

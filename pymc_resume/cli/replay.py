@@ -13,7 +13,7 @@ import click
 
 from pymc_resume.cli import main
 from pymc_resume.cli.errors import fail, printable
-from pymc_resume.cli.options import Seconds
+from pymc_resume.cli.options import Seconds, host_flags, jobs_or_cores
 
 
 @main.command("replay")
@@ -48,18 +48,25 @@ from pymc_resume.cli.options import Seconds
     "(module:Class or path/to/file.py:Class); repeatable. A repro names code to "
     "run: allow only adapters you trust.",
 )
-def replay_command(repro_file, fault, step_timeout, attempts, allowed):
+@host_flags
+def replay_command(repro_file, fault, step_timeout, attempts, allowed, jobs, fresh_hosts):
     """Replay REPRO_FILE (written by `fuzz` or `profile`) against its adapter, without Hypothesis."""
+    from pymc_resume.bridge.hosting.template import HostTemplates
     from pymc_resume.bridge.repro.replay import KEEP, load_repro, replay_repro
 
     document = load_repro(repro_file)
-    result = replay_repro(
-        document,
-        fault=KEEP if fault is None else fault,
-        step_timeout=step_timeout,
-        attempts=attempts,
-        allowed=tuple(allowed),
-    )
+    with HostTemplates(
+        lambda message: click.echo(printable(message), err=True), enabled=not fresh_hosts
+    ) as hosts:
+        result = replay_repro(
+            document,
+            fault=KEEP if fault is None else fault,
+            step_timeout=step_timeout,
+            attempts=attempts,
+            allowed=tuple(allowed),
+            jobs=jobs_or_cores(jobs),
+            templates=hosts,
+        )
     if result.error is not None:
         fail(f"{document['adapter']!r}: {result.describe()}")
     steps = len(document["steps"])

@@ -182,3 +182,66 @@ def test_profile_against_a_baseline_exits_1_on_a_worse_cell_and_0_against_its_ow
     again = cli(*common, "--json", "q.json", "--baseline", "p.json", cwd=tmp_path)
     assert again.returncode == 0, again.stdout + again.stderr  # violated in both: not worse
     assert ": 0 worse" in again.stdout
+
+
+def _comparable(profile) -> dict:
+    """What a profile says (its verdicts, reasons, notes, counts, each repro's steps), without
+    what differs between any two runs by nature: times, host counts, and what a replay recorded
+    of a step whose order timing decides (two deliveries released together without a window)."""
+    document = profile.as_json()
+    for key in ("seconds", "hosting"):
+        document.pop(key)
+    for cell in document["clauses"].values():
+        for key in ("outcomes", "observed", "first_failure", "repro", "pytest"):
+            cell.pop(key, None)
+        for step in cell["trace"] or ():
+            step.pop("outcome", None)
+    return document
+
+
+# Faults whose findings no race decides (a racy one, stuck-claim, may reproduce in 2 of 3
+# replays in one run and 3 of 3 in another, whatever the jobs).
+@pytest.mark.slow
+@pytest.mark.parametrize("fault", ["no-claim", "record-second-resume"])
+def test_one_job_and_two_give_the_same_profile_battery_and_fuzzing_included(tmp_path, fault):
+    configuration = Configuration(fault, "reference", {"fault": fault})
+    profiles = [
+        run_profile(
+            "reference",
+            configuration,
+            SMALL,
+            examples=25,
+            seed=1,
+            shrink=False,
+            repro_dir=tmp_path / f"jobs-{jobs}",
+            jobs=jobs,
+        )
+        for jobs in (1, 2)
+    ]
+    one, two = (json.dumps(_comparable(p), sort_keys=True) for p in profiles)
+    assert one == two
+    assert profiles[0].violated  # something to agree on: a violation, its repro and replays
+
+
+@pytest.mark.slow
+def test_hosts_from_a_template_give_the_profile_of_hosts_forked_from_the_bridge(tmp_path):
+    from pymc_resume.bridge.hosting.template import HostTemplates
+
+    configuration = Configuration("no-claim", "reference", {"fault": "no-claim"})
+    profiles = []
+    for enabled in (False, True):
+        with HostTemplates(enabled=enabled) as templates:
+            profile = run_profile(
+                "reference",
+                configuration,
+                SMALL,
+                examples=12,
+                seed=2,
+                shrink=False,
+                repro_dir=tmp_path / str(enabled),
+                templates=templates,
+            )
+        profiles.append(profile)
+        assert profile.hosting["templates"] == int(enabled)
+    fresh, templated = (json.dumps(_comparable(p), sort_keys=True) for p in profiles)
+    assert fresh == templated

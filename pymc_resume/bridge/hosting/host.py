@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 if TYPE_CHECKING:
+    from pymc_resume.bridge.hosting.stats import HostStats
     from pymc_resume.bridge.hosting.template import HostTemplate
 
 PR_SET_PDEATHSIG = 1
@@ -138,7 +139,11 @@ class HostedAdapter:
     """
 
     def __init__(
-        self, build: Callable[[], object], timeout: float | None = 30.0, template: HostTemplate | None = None
+        self,
+        build: Callable[[], object],
+        timeout: float | None = 30.0,
+        template: HostTemplate | None = None,
+        stats: HostStats | None = None,
     ) -> None:
         self.timeout = timeout
         self.pid: int | None = None
@@ -146,10 +151,12 @@ class HostedAdapter:
         self._conn: Connection | None = None
         self._pidfd: int | None = None
         self._template: HostTemplate | None = None
+        self._stats = stats
         started = time.perf_counter()
         self._start(build, template)
         info = self._request(BUILD, ())
-        self.started_seconds = time.perf_counter() - started  # forked and built (for the bench)
+        if stats is not None:
+            stats.host_started(time.perf_counter() - started)
         self.info: AdapterInfo = info
         self.name = info.name
         self.version = info.version
@@ -236,19 +243,16 @@ class HostedAdapter:
             pass
 
     def _start(self, build: Callable[[], object], template: HostTemplate | None) -> None:
-        from pymc_resume.bridge.hosting.template import TemplateGone, portable
-
-        blob = portable(build) if template is not None else None
         ours, theirs = Pipe()
         parent = os.getpid()
-        if blob is not None:
-            try:
-                pid = template.fork_host(blob, theirs.fileno())
-            except TemplateGone as gone:
-                ours.close()
-                raise HostProblem(f"failed: {gone}", DIED) from None
-            finally:
-                theirs.close()
+        try:
+            pid = template.fork_host(build, theirs.fileno()) if template is not None else None
+        except HostProblem:
+            ours.close()
+            theirs.close()
+            raise
+        if pid is not None:
+            theirs.close()
             self._template = template
         else:
             with _LIVE_LOCK:
@@ -275,6 +279,7 @@ class HostedAdapter:
         reply within the deadline; on anything but a normal return, stop the host and raise."""
         if self._conn is None:
             raise HostProblem("could not run: the adapter's process was stopped already", DIED)
+        started = time.perf_counter()
         try:
             if method != BUILD:
                 self._conn.send((method, args, kwargs or {}))
@@ -282,6 +287,8 @@ class HostedAdapter:
         except BaseException:  # a deadline, a dead host, or the bridge itself interrupted
             self.stop()
             raise
+        if self._stats is not None and method != BUILD:
+            self._stats.called(method, time.perf_counter() - started)
         if status == "ok":
             return payload
         self.stop()
@@ -317,10 +324,13 @@ def _status_text(status: int | None) -> str:
 
 
 def probe(
-    build: Callable[[], object], timeout: float | None = 30.0, template: HostTemplate | None = None
+    build: Callable[[], object],
+    timeout: float | None = 30.0,
+    template: HostTemplate | None = None,
+    stats: HostStats | None = None,
 ) -> AdapterInfo:
     """Build an adapter in a host, read what it declares, stop the host."""
-    host = HostedAdapter(build, timeout, template)
+    host = HostedAdapter(build, timeout, template, stats)
     host.stop()
     return host.info
 

@@ -32,6 +32,7 @@ from pymc_resume.bridge.hosting.host import (
     probe,
     release_held_signals,
 )
+from pymc_resume.bridge.hosting.stats import HostStats
 from pymc_resume.bridge.hosting.template import HostTemplate, HostTemplates, TemplateGone
 from pymc_resume.errors import AdapterError, BadInput
 
@@ -527,6 +528,7 @@ class AdapterBuilder:
     kwargs: dict
     info: AdapterInfo | None = None
     template: HostTemplate | None = attrs.field(default=None, eq=False, repr=False)
+    stats: HostStats | None = attrs.field(default=None, eq=False, repr=False)  # the run's counts
 
     def __call__(self):
         return self.adapter_class(**self.kwargs)
@@ -557,9 +559,10 @@ def factory(
         except TemplateGone as gone:
             raise AdapterError(f"adapter {spec!r}: {gone}") from None
     builder = AdapterBuilder(spec, adapter_class, check_options(spec, adapter_class, options or {}))
-    builder = attrs.evolve(builder, template=template)
+    stats = templates.stats if templates is not None else None
+    builder = attrs.evolve(builder, template=template, stats=stats)
     try:
-        info = probe(builder, timeout, template)
+        info = probe(builder, timeout, template, stats)
     except HostProblem as problem:
         if problem.error_type == "KeyError":  # an option naming something unknown (a fault)
             raise AdapterSpecError(f"adapter {spec!r}: unknown {problem.error_args}") from None

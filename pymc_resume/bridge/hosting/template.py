@@ -43,6 +43,7 @@ from contextlib import contextmanager
 from multiprocessing.connection import Connection
 
 from pymc_resume.bridge.hosting import host
+from pymc_resume.bridge.hosting.stats import HostStats
 
 # What the template answers once its preload is done.
 READY, UNUSABLE = "ready", "unusable"
@@ -85,17 +86,25 @@ class HostTemplate:
 
     # -- requests ----------------------------------------------------------------------------
 
-    def fork_host(self, build: bytes, pipe_fd: int) -> int:
-        """Fork a host that builds the adapter `build` (a pickled zero-argument callable) and
-        serves it over `pipe_fd` (the host's end of its pipe; the caller closes its copy):
-        the host's pid. Raises TemplateGone."""
-        with self._lock:
-            self._send(("host", build))
-            try:
-                socket.send_fds(self._socket, [b"f"], [pipe_fd])
-            except OSError as error:
-                raise TemplateGone(f"the host template for {self.label} is gone ({error})") from None
-            kind, pid = self._receive()
+    def fork_host(self, build: Callable[[], object], pipe_fd: int) -> int | None:
+        """Fork a host that builds the adapter with `build` (a zero-argument callable, pickled
+        to the template) and serves it over `pipe_fd` (the host's end of its pipe; the caller
+        closes its copy): the host's pid. None when `build` cannot be pickled (a lambda, a local
+        class): such a build is forked from the bridge, which holds it in memory. Raises
+        HostProblem when the template is gone."""
+        blob = portable(build)
+        if blob is None:
+            return None
+        try:
+            with self._lock:
+                self._send(("host", (blob, _surroundings())))
+                try:
+                    socket.send_fds(self._socket, [b"f"], [pipe_fd])
+                except OSError as error:
+                    raise TemplateGone(f"the host template for {self.label} is gone ({error})") from None
+                kind, pid = self._receive()
+        except TemplateGone as gone:
+            raise host.HostProblem(f"failed: {gone}", host.DIED) from None
         return pid
 
     def reap(self, pid: int) -> int | None:
@@ -183,6 +192,28 @@ class HostTemplate:
             raise TemplateGone(f"the host template for {self.label} is gone ({error})") from None
 
 
+def _surroundings() -> tuple[dict[str, str], str, list[str]]:
+    """What a host forked from the bridge would inherit at this moment and a host forked from a
+    template started earlier would not: the environment, the working directory, the import
+    path (a run may set a variable, or a test change directory, after its template started)."""
+    return dict(os.environ), os.getcwd(), list(sys.path)
+
+
+def _take_on(surroundings: tuple[dict[str, str], str, list[str]], preloaded_env: dict[str, str]) -> None:
+    """In a host just forked from the template: the bridge's surroundings, and what the
+    preload set in the environment (CrewAI's telemetry switches), which a fresh host's own
+    imports would have set too."""
+    environment, directory, path = surroundings
+    os.environ.clear()
+    os.environ.update(environment)
+    os.environ.update(preloaded_env)
+    try:
+        os.chdir(directory)
+    except OSError:
+        pass  # removed since: the host works where the template does
+    sys.path[:] = path
+
+
 def running_threads() -> list[str]:
     """The names of this process's threads, native ones included (Linux; else Python's)."""
     try:
@@ -208,6 +239,7 @@ def _template_main(sock: socket.socket, preload: Callable[[], object] | None, br
         # numpy's OpenBLAS starts a pool of threads when a preloaded module first imports it;
         # one is enough for a framework's imports, and keeps the template one thread.
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        before = dict(os.environ)
         if preload is not None:
             try:
                 preload()
@@ -225,25 +257,28 @@ def _template_main(sock: socket.socket, preload: Callable[[], object] | None, br
                 )
                 return
         conn.send((READY, None))
-        _serve(conn, sock)
+        preloaded_env = {name: value for name, value in os.environ.items() if before.get(name) != value}
+        _serve(conn, sock, preloaded_env)
     except (EOFError, OSError):
         pass
     finally:
         os._exit(0)
 
 
-def _serve(conn: Connection, sock: socket.socket) -> None:
+def _serve(conn: Connection, sock: socket.socket, preloaded_env: dict[str, str]) -> None:
     """Requests until the bridge closes the socket: fork a host, or reap one."""
     template = os.getpid()
     while True:
         kind, argument = conn.recv()
         if kind == "host":
+            blob, surroundings = argument
             _, [pipe_fd], _, _ = socket.recv_fds(sock, 1, 1)
             pid = os.fork()
             if pid == 0:
                 conn.close()
                 sock.close()
-                build = _unpickled(argument)
+                _take_on(surroundings, preloaded_env)
+                build = _unpickled(blob)
                 host.host_main(Connection(pipe_fd), build, template)  # never returns
             os.close(pipe_fd)
             conn.send(("forked", pid))
@@ -266,8 +301,7 @@ def _unpickled(blob: bytes) -> Callable[[], object]:
 
 
 def portable(build: Callable[[], object]) -> bytes | None:
-    """`build` pickled for a template, or None when it cannot be (a lambda, a local class):
-    such a build is forked from the bridge, which holds it in memory."""
+    """`build` pickled for a template, or None when it cannot be."""
     try:
         return pickle.dumps(build)
     except Exception:
@@ -301,8 +335,7 @@ class HostTemplates:
         self.keep = keep
         self._templates: dict[type, HostTemplate] = {}
         self._lock = threading.Lock()
-        self.started = 0  # templates started (for the bench)
-        self.seconds = 0.0  # spent starting them
+        self.stats = HostStats()  # every host of the run's, templates or not
 
     def template_for(self, adapter_class: type, timeout: float | None) -> HostTemplate | None:
         """The template of `adapter_class`, started if it is not yet; None when disabled."""
@@ -318,8 +351,7 @@ class HostTemplates:
             label = f"{adapter_class.__module__}:{adapter_class.__qualname__}"
             started = time.perf_counter()
             template = HostTemplate(_preload_of(adapter_class), label, timeout)
-            self.started += 1
-            self.seconds += time.perf_counter() - started
+            self.stats.template_started(time.perf_counter() - started)
             self._templates[adapter_class] = template
         if template.fallback is not None:
             self.say(

@@ -150,7 +150,7 @@ def hosted(adapter, timeout: float | None) -> HostedAdapter:
         return adapter
     build = adapter if isinstance(adapter, type) or not hasattr(adapter, "observe") else (lambda: adapter)
     try:
-        return HostedAdapter(build, timeout, getattr(build, "template", None))
+        return HostedAdapter(build, timeout, getattr(build, "template", None), getattr(build, "stats", None))
     except HostProblem as problem:
         raise AdapterFailure(f"building the adapter {problem.reason}") from None
 

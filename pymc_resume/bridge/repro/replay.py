@@ -21,7 +21,9 @@ import attrs
 
 from pymc_resume import __version__
 from pymc_resume.bridge.adapter import declared_variants, variants_of
+from pymc_resume.bridge.hosting.jobs import in_order
 from pymc_resume.bridge.hosting.registry import factory
+from pymc_resume.bridge.hosting.template import HostTemplates, templates_in
 from pymc_resume.bridge.judging.session import AdapterFailure, Session, Violation, describe_step
 from pymc_resume.bridge.repro.format import FORMATS, ReproError, read_repro, repro_bounds
 from pymc_resume.files import write_atomically, write_json
@@ -209,32 +211,40 @@ def replay_repro(
     step_timeout: float | None = 30.0,
     attempts: int | None = None,
     allowed: tuple[str, ...] = (),
+    jobs: int = 1,
+    templates: HostTemplates | None = None,
 ) -> ReplayResult:
     """Replay a repro's steps against a fresh adapter; `fault` overrides the recorded fault
     option ("none" for the correct runtime). The adapter it names must be built in, installed,
     or in `allowed` (see `registry.resolve`): a repro is data, never a way to run a callable.
 
     A repro of a race records how many replays to allow (`replay_attempts`); the steps are
-    replayed, each time on a fresh adapter, until the recorded clause fails or they run out.
+    replayed, each time on a fresh adapter, until the recorded clause fails or they run out:
+    `jobs` replays side by side, the result the first in order that reproduced (so it is the
+    same for any `jobs`). `templates`: where hosts are forked from (None: a template of its own).
     """
     options = dict(document.get("adapter_options") or {})
     if fault is not KEEP:
         options["fault"] = None if fault in (None, "", "none") else fault
-    make_adapter = factory(document["adapter"], options, allowed=allowed)
-    check_variants(document["steps"], make_adapter.info)
-    bounds = repro_bounds(document, "repro")
-    clause = document["clause"]
-    attempts = max(1, attempts or document.get("replay_attempts") or 1)
-    result = ReplayResult(clause, {}, None, attempts=attempts)
-    for attempt in range(1, attempts + 1):
-        try:
-            violation = replay_steps(make_adapter, bounds, document["steps"], step_timeout, only=clause)
-        except AdapterFailure as failure:
-            return ReplayResult(clause, {}, None, error=str(failure), attempt=attempt, attempts=attempts)
-        if violation is None:
-            result = ReplayResult(clause, {}, None, attempt=attempt, attempts=attempts)
-            continue
-        result = ReplayResult(clause, violation.clauses, violation.at, attempt=attempt, attempts=attempts)
-        if result.reproduces:
-            break
+    with templates_in(templates) as templates:
+        make_adapter = factory(document["adapter"], options, allowed=allowed, templates=templates)
+        check_variants(document["steps"], make_adapter.info)
+        bounds = repro_bounds(document, "repro")
+        clause = document["clause"]
+        attempts = max(1, attempts or document.get("replay_attempts") or 1)
+
+        def attempt(number: int) -> ReplayResult:
+            try:
+                violation = replay_steps(make_adapter, bounds, document["steps"], step_timeout, only=clause)
+            except AdapterFailure as failure:
+                return ReplayResult(clause, {}, None, error=str(failure), attempt=number, attempts=attempts)
+            if violation is None:
+                return ReplayResult(clause, {}, None, attempt=number, attempts=attempts)
+            return ReplayResult(clause, violation.clauses, violation.at, attempt=number, attempts=attempts)
+
+        result = ReplayResult(clause, {}, None, attempts=attempts)
+        tasks = [(lambda number=number: attempt(number)) for number in range(1, attempts + 1)]
+        for result in in_order(tasks, min(jobs, attempts)):
+            if result.reproduces or result.error is not None:
+                break
     return result
