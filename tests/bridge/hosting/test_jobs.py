@@ -23,7 +23,11 @@ def _sleeper(seconds: float, value, log: list | None = None):
 @pytest.mark.parametrize("jobs", [1, 2, 3])
 def test_results_come_in_the_tasks_order_whatever_finishes_first(jobs):
     finished: list = []
-    tasks = [_sleeper(0.3, "slow", finished), _sleeper(0.0, "quick", finished), _sleeper(0.1, "mid", finished)]
+    tasks = [
+        _sleeper(0.3, "slow", finished),
+        _sleeper(0.0, "quick", finished),
+        _sleeper(0.1, "mid", finished),
+    ]
     assert list(in_order(tasks, jobs)) == ["slow", "quick", "mid"]
     if jobs > 1:
         assert finished[0] == "quick"  # it did run beside the slow one
