@@ -247,3 +247,45 @@ def test_profile_all_runs_every_family_and_a_repro_replays_through_the_command(t
     assert cells, "a one-step workflow still shows the frameworks' violations"
     replay = cli("replay", cells[0]["repro"], cwd=tmp_path)
     assert replay.returncode == 1, replay.stdout + replay.stderr
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_hosts_from_the_template_give_the_rows_of_hosts_forked_from_the_bridge(family, tmp_path):
+    """Each family's configurations, on the one-step workflow (the battery's crashes, forks,
+    invalid inputs and concurrent deliveries, cheaply): the same verdicts whether each host is
+    forked from the host template, which imported the framework once, or from the command
+    itself, which imports it in every host. The family's defaults here, every configuration
+    with PYMC_RESUME_EVERY_CONFIGURATION=1 (CrewAI's three, forked from the command, take
+    200 s)."""
+    (tmp_path / "one-step.toml").write_text(ONE_STEP)
+    every = os.environ.get("PYMC_RESUME_EVERY_CONFIGURATION") == "1"
+    only = [] if every else ["--config", FAMILIES[family].configurations[0].name]
+    rows = {}
+    for hosts in ("template", "fresh"):
+        run = cli(
+            "profile",
+            family,
+            *only,
+            "--bounds",
+            "one-step.toml",
+            "--examples",
+            "0",
+            "--no-shrink",
+            "--json",
+            f"{hosts}.json",
+            "--repro-dir",
+            f"repros-{hosts}",
+            *(["--fresh-hosts"] if hosts == "fresh" else []),
+            cwd=tmp_path,
+        )
+        profiles = json.loads((tmp_path / f"{hosts}.json").read_text())["profiles"]
+        templates = sum(p["hosting"]["templates"] for p in profiles)  # one a family, shared
+        assert templates == (1 if hosts == "template" else 0), run.stderr
+        rows[hosts] = {
+            p["config"]: [p["clauses"][cid]["verdict"] for cid in CLAUSE_IDS]
+            for p in profiles
+            if not p["error"]
+        }
+        expected = len(FAMILIES[family].configurations) if every else 1
+        assert len(rows[hosts]) == expected, run.stdout + run.stderr
+    assert rows["template"] == rows["fresh"]

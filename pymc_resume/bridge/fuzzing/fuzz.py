@@ -45,7 +45,7 @@ from pymc_resume.bridge.fuzzing.saved_examples import SavedExamples
 from pymc_resume.bridge.fuzzing.shard import FuzzShard, shard_sizes
 from pymc_resume.bridge.fuzzing.shrink import minimize
 from pymc_resume.bridge.hosting.host import AdapterInfo
-from pymc_resume.bridge.hosting.jobs import in_order
+from pymc_resume.bridge.hosting.jobs import in_order, turns_for, waiting_on
 from pymc_resume.bridge.hosting.registry import AdapterBuilder, factory
 from pymc_resume.bridge.hosting.template import HostTemplates, templates_in
 from pymc_resume.bridge.hosting.workdirs import sweep
@@ -364,6 +364,7 @@ class FuzzRun:
         self.jobs = jobs
         self.findings = Findings(target, changed=self._publish)
         self.recorder = Recorder(budget, shrink)  # the shards', absorbed in their order
+        self.turns = turns_for(jobs)  # the shards take turns but while they wait on hosts
         self.error: str | None = None
         self.stopped: str | None = None
 
@@ -388,6 +389,7 @@ class FuzzRun:
                 self.known,
                 self.findings.seen,
                 cancelled,
+                self.turns,
                 self._database(index) if use_database else None,
             )
             for index in range(len(sizes))
@@ -422,6 +424,7 @@ class FuzzRun:
             on_violation=recorder.violation,
             ignore=ignore,
             on_close=recorder.closed if counted else None,
+            waiting=lambda: waiting_on(self.turns),
         )
 
     def _database(self, shard: int):

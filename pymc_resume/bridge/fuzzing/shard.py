@@ -30,7 +30,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from pymc_resume.bridge.fuzzing.budget import Budget, BudgetSpent
 from pymc_resume.bridge.fuzzing.machine import fuzz_settings, machine_class
 from pymc_resume.bridge.fuzzing.recorder import Recorder
-from pymc_resume.bridge.hosting.jobs import Cancelled
+from pymc_resume.bridge.hosting.jobs import Cancelled, Turns, turn_of
 from pymc_resume.bridge.judging.session import AdapterFailure, Session, Violation
 from pymc_resume.model.bounds import Bounds
 from pymc_resume.model.contract import CLAUSE_IDS
@@ -69,6 +69,7 @@ class FuzzShard:
         known: frozenset[str],
         on_violation: Callable[[Violation], None],
         cancelled: threading.Event,
+        turns: Turns | None = None,
         database=None,
     ) -> None:
         self.index = index
@@ -78,6 +79,7 @@ class FuzzShard:
         self.budget = budget
         self.shrink = shrink
         self.database = database
+        self.turns = turns  # shards side by side take turns but while they wait on hosts
         self.found: set[str] = set(known)
         self.recorder = Recorder(budget, shrink, on_violation=on_violation, cancelled=cancelled)
         self.error: str | None = None
@@ -86,6 +88,10 @@ class FuzzShard:
 
     def search(self, examples: int, steps: int, all_clauses: bool, batch: int | None = None) -> FuzzShard:
         """Rounds of Hypothesis runs until the shard's examples (or the time budget) are spent."""
+        with turn_of(self.turns):
+            return self._search(examples, steps, all_clauses, batch)
+
+    def _search(self, examples: int, steps: int, all_clauses: bool, batch: int | None) -> FuzzShard:
         recorder = self.recorder
         remaining = examples
         while remaining > 0 and self.error is None and self.stopped is None:

@@ -21,6 +21,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -69,3 +70,46 @@ def in_order(
                 for future in running:
                     future.cancel()
         # Leaving the pool waits for every task that started: their sessions close first.
+
+
+class Turns:
+    """One lock that threads running Hypothesis take turns with: each holds it while it runs
+    its own code (Hypothesis drawing and shrinking, the judging of a step) and lets it go
+    while it waits on a host (`waiting`), which is where a fuzz run spends its time.
+
+    Why: CPython 3.11 keeps the AST builder's recursion depth per interpreter, not per thread,
+    so two threads parsing at once can fail with "SystemError: AST constructor recursion depth
+    mismatch" (python/cpython#106905); Hypothesis parses the source of every module imported
+    since its last example, for constants to draw. Taking turns keeps everything but the waits
+    on one thread at a time, whatever a library does in between, and the waits still overlap.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        with self._lock:
+            yield
+
+    @contextmanager
+    def waiting(self) -> Iterator[None]:
+        """Let the others run while this thread waits (it holds its turn on entry and exit)."""
+        self._lock.release()
+        try:
+            yield
+        finally:
+            self._lock.acquire()
+
+
+def turns_for(jobs: int) -> Turns | None:
+    """Turns for `jobs` threads side by side; None for one (nothing to take turns with)."""
+    return Turns() if jobs > 1 else None
+
+
+def waiting_on(turns: Turns | None) -> AbstractContextManager:
+    return turns.waiting() if turns is not None else nullcontext()
+
+
+def turn_of(turns: Turns | None) -> AbstractContextManager:
+    return turns.turn() if turns is not None else nullcontext()

@@ -35,7 +35,7 @@ import shutil
 import signal
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 
 from pymc_resume.bridge.adapter import (
@@ -235,8 +235,12 @@ class Session:
         workroot: str | Path | None = None,
         on_close: Callable[[Session, list[SinkEvent]], None] | None = None,
         variants: dict[str, str] | None = None,
+        waiting: Callable[[], AbstractContextManager] | None = None,
     ) -> None:
-        self.adapter = hosted(adapter, step_timeout)
+        # What this thread does while it waits on the host (`hosting/jobs.py`, `Turns`).
+        self.waiting = waiting or nullcontext
+        with self.waiting():
+            self.adapter = hosted(adapter, step_timeout)
         self.workdir: Path | None = None
         self.on_close = None  # not before the session is set up: nothing ran yet
         self.exercised: dict[str, set[str]] = {}  # kind of operation -> where (bridge/judging/evidence.py)
@@ -842,7 +846,8 @@ class Session:
         """Call into the hosted adapter; a call that does not return normally (it raised, its
         process died, it outlived the step timeout) is an AdapterFailure naming the step."""
         try:
-            return function()
+            with self.waiting():
+                return function()
         except HostProblem as problem:
             if problem.kind == RAISED:
                 raise AdapterFailure(
