@@ -19,6 +19,9 @@ and prints one JSON record per run:
   not_computing        wall x min(jobs, cores) - cpu_seconds: processor time the run could have
                        used and did not: waiting on a database server, on I/O, on sleeps and
                        polls, on process start-up's page faults
+  postgres_cpu_seconds CPU seconds the local PostgreSQL server's processes spent meanwhile (read
+                       from /proc; the server is not the run's child, so its work for the run is
+                       part of `not_computing`)
   scenarios            the battery's scenarios; `framework_operations`: calls into the adapter
                        that ran client operations (start, resume, resume-together, recover,
                        fork, update)
@@ -57,6 +60,24 @@ def every_configuration() -> list[str]:
     return [f"{name}:{c.name}" for name, family in FAMILIES.items() for c in family.configurations]
 
 
+def postgres_cpu() -> float:
+    """User + system CPU seconds of every process of this machine named `postgres` (the local
+    server, its backends among them), from /proc; 0 where there is no /proc."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        name, fields = stat[stat.index("(") + 1 : stat.rindex(")")], stat.rsplit(")", 1)[1].split()
+        if name == "postgres":
+            total += sum(int(field) for field in fields[11:15])  # its own, and its reaped backends
+    return total / ticks
+
+
 def run_one(config: str, mode: str, workdir: Path) -> dict:
     family, _, name = config.partition(":")
     kind, _, jobs = mode.partition(":")
@@ -81,6 +102,7 @@ def run_one(config: str, mode: str, workdir: Path) -> dict:
         "--repro-dir",
         str(workdir / "repros"),
     ] + (["--fresh-hosts"] if kind == "fresh" else [])
+    server_before = postgres_cpu()
     started = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=workdir)
     stderr = process.stderr.read()
@@ -94,6 +116,7 @@ def run_one(config: str, mode: str, workdir: Path) -> dict:
         "exit_code": process.returncode,
         "wall_seconds": round(wall, 2),
         "cpu_seconds": round(cpu, 2),
+        "postgres_cpu_seconds": round(postgres_cpu() - server_before, 2),
     }
     try:
         [profile] = json.loads(out.read_text())["profiles"]
