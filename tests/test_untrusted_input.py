@@ -167,7 +167,10 @@ def test_a_repro_naming_a_built_in_adapter_by_its_old_module_path_still_replays(
     from pymc_resume.bridge.adapters.reference import ReferenceAdapter
     from pymc_resume.bridge.hosting.registry import resolve
 
-    assert resolve("pymc_resume.bridge.reference_adapter:ReferenceAdapter", allowed=()) is ReferenceAdapter
+    assert (
+        resolve("pymc_resume.bridge.reference_adapter:ReferenceAdapter", allowed=()).load()
+        is ReferenceAdapter
+    )
     (tmp_path / "repro.json").write_text(
         json.dumps(repro(adapter="pymc_resume.bridge.reference_adapter:ReferenceAdapter", adapter_options={}))
     )
@@ -224,7 +227,8 @@ def test_entry_points_are_trusted_only_outside_the_current_directory(tmp_path, m
     assert not (package / "MARKER").exists()
     _, skipped = all_families()
     assert [s["adapter"] for s in skipped if "not trusted" in s["reason"]] == ["crafted"]
-    assert resolve("crafted", allowed={"crafted"}) is ReferenceAdapter  # --allow-adapter crafted
+    assert not (package / "MARKER").exists()  # naming it imports nothing, trusted or not
+    assert resolve("crafted", allowed={"crafted"}).load() is ReferenceAdapter  # --allow-adapter crafted
     (tmp_path / "elsewhere").mkdir()
     monkeypatch.chdir(tmp_path / "elsewhere")  # from another folder, the same package is installed code
     assert installed_adapters()["crafted"] == "crafted_adapter:Adapter" and "crafted" not in local_adapters()

@@ -191,7 +191,8 @@ def profile_command(
             known = ", ".join(c.name for c in family.configurations)
             fail(f"--config: {family.name} has no configuration {', '.join(only_configs)} (known: {known})")
         runs += [
-            (family, with_options(configuration, adapter_option_pairs)) for configuration in configurations
+            (family, with_options(configuration, adapter_option_pairs, step_timeout))
+            for configuration in configurations
         ]
     writable_file(json_path, "--json")
     if operations:
@@ -387,18 +388,19 @@ def operations_text(tables: list[dict]) -> str:
     return "\n".join(lines).rstrip()
 
 
-def with_options(configuration, pairs):
+def with_options(configuration, pairs, step_timeout: float | None = 60.0):
     """`configuration` with the `--adapter-option` pairs over its own options, checked against
-    its adapter's constructor now (one line, exit 2, before any configuration runs)."""
+    its adapter's constructor now, by building one in a host (one line, exit 2, before any
+    configuration runs)."""
     import attrs
 
-    from pymc_resume.bridge.hosting.registry import AdapterSpecError, check_options, resolve
+    from pymc_resume.bridge.hosting.registry import AdapterSpecError, factory
 
     if not pairs:
         return configuration
     options = adapter_options(pairs, configuration.options)
     try:
-        check_options(configuration.adapter, resolve(configuration.adapter), options)
+        factory(configuration.adapter, options, timeout=step_timeout)
     except AdapterSpecError as error:
         fail(f"--adapter-option: {error}")
     return attrs.evolve(configuration, options=options)

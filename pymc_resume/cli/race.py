@@ -126,6 +126,7 @@ def race_command(adapter, store, ks, trials, gate, durability, apis, hosts, post
             GATE_CHOICES[gate] if gate else None,
             _list(hosts, "--hosts", int),
             _list(apis, "--api"),
+            timeout=timeout,
         )
     except (AdapterSpecError, RaceInputError) as error:
         fail(str(error))

@@ -204,3 +204,21 @@ class RaceAlarmBlockingAdapter(ReferenceAdapter):
             time.sleep(3600)
             os._exit(0)
         time.sleep(3600)
+
+
+class RaceConstructorExits(ReferenceAdapter):
+    """Ends its process with status 0 in its constructor: `race` once built it in the command's
+    own process and exited 0 printing nothing."""
+
+    def __init__(self, **options):
+        os._exit(0)
+
+
+class RaceConstructorRaisesSystemExit(ReferenceAdapter):
+    def __init__(self, **options):
+        raise SystemExit(0)
+
+
+class RaceConstructorSleeps(ReferenceAdapter):
+    def __init__(self, **options):
+        time.sleep(3600)

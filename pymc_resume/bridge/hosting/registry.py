@@ -1,39 +1,35 @@
 """Adapters by name: the built-in ones, or `module:Class` for a user's own; and the framework
 families a conformance profile runs, each with its configurations.
 
-`factory(spec, options)` builds one adapter per example; `options` are keyword arguments
-of the adapter's constructor (the reference adapter takes `fault`).
+Naming an adapter imports nothing: `resolve(spec)` checks the name (and, for one read from a
+file, that it is trusted) and returns an `AdapterRef`; the module is imported only in the
+processes that run adapter code (`loading.py`). `factory(spec, options)` builds one adapter up
+front in a host, to check the options and read what it declares, and returns the builder every
+example builds its own adapter with.
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib
-import importlib.util
-import inspect
+import importlib.machinery
 import math
 import os
-import select
-import signal
 import sys
-import time
 from collections.abc import Collection
 from pathlib import Path
 
 import attrs
 
-from pymc_resume.bridge.hosting.host import (
-    HELD_SIGNALS,
-    RAISED,
-    AdapterInfo,
-    HostProblem,
-    fork_holding_signals,
-    kill_tree,
-    probe,
-    release_held_signals,
+from pymc_resume.bridge.hosting.child import ChildProblem, in_child
+from pymc_resume.bridge.hosting.host import RAISED, HostProblem, probe
+from pymc_resume.bridge.hosting.loading import (
+    AdapterBuilder,
+    AdapterNotFound,
+    AdapterRef,
+    NotAnAdapter,
+    UnknownOptions,
+    check_adapter_class,
 )
-from pymc_resume.bridge.hosting.stats import HostStats
-from pymc_resume.bridge.hosting.template import HostTemplate, HostTemplates, TemplateGone
+from pymc_resume.bridge.hosting.template import HostTemplates, TemplateGone
 from pymc_resume.errors import AdapterError, BadInput
 
 BUILT_IN = {
@@ -87,12 +83,19 @@ class Family:
     install: str | None = None  # the command that installs it
 
     def installed(self) -> bool:
+        """Whether the module `requires` can be found on the import path: looked up package by
+        package, without importing any (a framework's package runs code when imported)."""
         if self.requires is None:
             return True
-        try:
-            return importlib.util.find_spec(self.requires) is not None
-        except ImportError:  # a parent package is missing
-            return False
+        *packages, module = self.requires.split(".")
+        folders = [Path(entry or os.curdir) for entry in sys.path]
+        for package in packages:  # a package is a folder (a namespace package has no __init__)
+            folders = [folder / package for folder in folders if (folder / package).is_dir()]
+        suffixes = importlib.machinery.all_suffixes()
+        return any(
+            (folder / module).is_dir() or any((folder / f"{module}{suffix}").is_file() for suffix in suffixes)
+            for folder in folders
+        )
 
 
 FAMILIES: dict[str, Family] = {
@@ -188,7 +191,7 @@ FAMILIES: dict[str, Family] = {
 }
 
 
-def family_of(spec: str) -> Family:
+def family_of(spec: str, timeout: float | None = 60.0) -> Family:
     """The family a `profile ADAPTER` argument names: a family, a built-in name (its one
     configuration), an installed adapter's entry-point name, or `module:Class` (a user's
     adapter, run as it is)."""
@@ -196,29 +199,49 @@ def family_of(spec: str) -> Family:
         return FAMILIES[spec]
     installed = installed_adapters()
     if spec in installed and spec not in BUILT_IN:
-        return installed_family(spec, installed[spec])
+        return installed_family(spec, installed[spec], timeout)
     if spec in local_adapters() and spec not in BUILT_IN:  # typed on the command line: the user's choice
         target = next(point.value for point, _ in _entry_points() if point.name == spec)
-        module_name = target.rpartition(":")[0]
-        if module_name and module_name not in sys.modules:
-            _trial_import(module_name, spec, 60.0)  # local code: imported first where it cannot hang us
-        return installed_family(spec, target)
+        return installed_family(spec, target, timeout)
     resolve(spec)  # raises AdapterSpecError with the reason
     return Family(spec, (Configuration("default", spec),))
 
 
-def installed_family(name: str, target: str) -> Family:
+def installed_family(name: str, target: str, timeout: float | None = 60.0) -> Family:
     """The family an installed package offers under entry-point `name`: the `Family` object
     `target` names (a framework with several configurations), or, for an adapter class, a
-    family with that one adapter as its "default" configuration."""
+    family with that one adapter as its "default" configuration. Which of the two it is, a child
+    process finds out (`child.py`): the package's module is never imported here."""
     module_name, colon, attribute = target.rpartition(":")
     if not colon or not module_name:
         raise AdapterSpecError(f"installed adapter {name!r}: entry point {target!r} is not module:Object")
-    offered = getattr(_import(module_name, name), attribute, None)
+    try:
+        offered = in_child(lambda: _offered(AdapterRef(name, target)), timeout)
+    except ChildProblem as problem:
+        if problem.error_type == AdapterNotFound.__name__:
+            raise AdapterSpecError(f"adapter {name!r}: {problem.reason}") from None
+        if problem.error_type == NotAnAdapter.__name__:
+            raise AdapterSpecError(f"adapter {name!r} {problem.reason}") from None
+        raise AdapterError(f"adapter {name!r}: reading entry point {target!r} {_what(problem)}") from None
     if isinstance(offered, Family):
         return offered
-    resolve(name)  # an adapter class, checked as any other (raises with the reason)
     return Family(name, (Configuration("default", name),))
+
+
+def _offered(ref: AdapterRef) -> Family | None:
+    """In a child: the Family the entry point names, or None for an adapter class (checked
+    here against the protocol: anything else raises NotAnAdapter)."""
+    offered = ref.load()
+    if isinstance(offered, Family):
+        return offered
+    check_adapter_class(offered)
+    return None
+
+
+def _what(problem: ChildProblem) -> str:
+    if problem.error_type is None:
+        return problem.reason
+    return f"raised {problem.error_type}: {problem.reason}"
 
 
 def all_families() -> tuple[list[Family], list[dict]]:
@@ -255,17 +278,6 @@ def _untrusted(name: str, location: Path, how: str) -> str:
 
 # The entry-point group through which an installed package offers adapters by name.
 ENTRY_POINT_GROUP = "pymc_resume.adapters"
-
-# Methods every adapter class has (an operation its framework cannot express, declared in
-# `unsupported`, may be missing). Attributes such as `name` and `version` may be set by the
-# constructor, so they are checked on the built adapter.
-REQUIRED_METHODS = ("options", "open", "close", "start", "recover", "observe")
-OPERATION_METHODS = {
-    "resume": "resume",
-    "resume-together": "resume_together",
-    "fork": "fork",
-    "update": "update",
-}
 
 
 def installed_adapters() -> dict[str, str]:
@@ -334,18 +346,14 @@ def _resolved(path) -> Path | None:
         return None
 
 
-def resolve(spec: str, allowed: Collection[str] | None = None, timeout: float | None = 60.0):
-    """The adapter class a spec names: a built-in name, an installed adapter's entry-point
-    name, `module:Class` or `path/to/file.py:Class`.
+def resolve(spec: str, allowed: Collection[str] | None = None) -> AdapterRef:
+    """Where the adapter a spec names is: a built-in name, an installed adapter's entry-point
+    name, `module:Class` or `path/to/file.py:Class`. Nothing is imported (`loading.py`).
 
     `allowed=None` accepts any spec: the user typed it on the command line. A spec read from a
     file (a repro) is untrusted: then only built-in and installed adapters, and the specs in
-    `allowed` (`--allow-adapter`), are resolved; nothing else is imported, so a repro cannot
-    make pymc-resume call an arbitrary function such as `os:system`.
-
-    A module that is neither built in nor installed is imported first in a forked child within
-    `timeout` seconds (`_trial_import`): one that hangs or ends its process at import is
-    stopped there, in one line, before this process imports it.
+    `allowed` (`--allow-adapter`), are resolved, so a repro cannot make pymc-resume import and
+    call an arbitrary function such as `os:system`.
     """
     if not isinstance(spec, str) or not spec.strip():
         raise AdapterSpecError(f"adapter spec {spec!r}: expected a name or module:Class")
@@ -360,7 +368,6 @@ def resolve(spec: str, allowed: Collection[str] | None = None, timeout: float | 
                 _untrusted(spec, local[spec], "a repro names it only with --allow-adapter " + spec)
             )
         target = next(point.value for point, _ in _entry_points() if point.name == spec)
-        trial = True
     elif target is None:
         if allowed is not None and spec not in allowed:
             known = ", ".join([*BUILT_IN, *installed])
@@ -369,128 +376,26 @@ def resolve(spec: str, allowed: Collection[str] | None = None, timeout: float | 
                 "other adapters only with --allow-adapter " + spec
             )
         target = spec
-    trial = target == spec
     module_name, colon, class_name = target.rpartition(":")
-    if not colon or not module_name or not class_name.isidentifier():
+    if not colon or not module_name or not all(part.isidentifier() for part in class_name.split(".")):
         known = ", ".join(BUILT_IN)
         raise AdapterSpecError(
             f"unknown adapter {spec!r} (built-in: {known}; or module:Class or path/to/file.py:Class)"
         )
-    if trial and module_name not in sys.modules:  # user code, not yet imported
-        _trial_import(module_name, spec, timeout)
-    module = _import(module_name, spec)
-    adapter = getattr(module, class_name, None)
-    if adapter is None:
-        raise AdapterSpecError(f"adapter {spec!r}: {module_name!r} has no {class_name!r}")
-    check_adapter_class(adapter, spec)
-    return adapter
-
-
-def _trial_import(module_name: str, spec: str, timeout: float | None) -> None:
-    """Import `module_name` in a forked child, in a process group of its own, and wait for it
-    at most `timeout` seconds; on a hang, the child's whole group and every descendant is
-    killed. An import that raises is left for the real import to report."""
-    read, write = os.pipe()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = fork_holding_signals()
-    if pid == 0:  # the child: import, say so, end without running the parent's cleanup
-        for signum in HELD_SIGNALS:
-            signal.signal(signum, signal.SIG_DFL)
-        release_held_signals()
-        os.close(read)
-        os.setpgid(0, 0)
-        try:
-            _import(module_name, spec)
-        except BaseException:
-            pass
-        os.write(write, b"imported")
-        os._exit(0)
-    os.close(write)
-    try:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        said = b""
-        while True:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            ready, _, _ = select.select([read], [], [], left)
-            if not ready:
-                raise AdapterError(
-                    f"adapter {spec!r}: importing {module_name!r} did not finish within {timeout:g}s"
-                )
-            chunk = os.read(read, 64)
-            if not chunk:
-                break
-            said += chunk
-        if said != b"imported":
-            raise AdapterError(f"adapter {spec!r}: importing {module_name!r} ended the process it ran in")
-    finally:
-        os.close(read)
-        kill_tree(pid)
-        os.waitpid(pid, 0)
-
-
-def _import(module_name: str, spec: str):
-    """The module a spec names (a dotted name, or a .py file path); any failure is one line."""
-    if module_name.endswith(".py") or "/" in module_name:
-        return _import_file(Path(module_name), spec)
-    if not all(part.isidentifier() for part in module_name.split(".")):
+    is_file = module_name.endswith(".py") or "/" in module_name
+    if is_file and not Path(module_name).is_file():
+        raise AdapterSpecError(f"adapter {spec!r}: no file {module_name!r}")
+    if not is_file and not all(part.isidentifier() for part in module_name.split(".")):
         raise AdapterSpecError(f"adapter {spec!r}: {module_name!r} is not a module name")
-    try:
-        return importlib.import_module(module_name)
-    except ImportError as error:
-        raise AdapterSpecError(f"adapter {spec!r}: cannot import {module_name!r}: {error}") from None
-    except BaseException as error:
-        raise AdapterError(
-            f"adapter {spec!r}: importing {module_name!r} failed: {type(error).__name__}: {error}"
-        ) from None
-
-
-def _import_file(path: Path, spec: str):
-    if not path.is_file():
-        raise AdapterSpecError(f"adapter {spec!r}: no file {str(path)!r}")
-    name = "pymc_resume_user_adapter_" + hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
-    if name in sys.modules:
-        return sys.modules[name]
-    module_spec = importlib.util.spec_from_file_location(name, path)
-    if module_spec is None or module_spec.loader is None:
-        raise AdapterSpecError(f"adapter {spec!r}: {str(path)!r} is not a Python file")
-    module = importlib.util.module_from_spec(module_spec)
-    sys.modules[name] = module  # before running it, as an import does (dataclasses need it)
-    try:
-        module_spec.loader.exec_module(module)
-    except BaseException as error:
-        del sys.modules[name]
-        raise AdapterError(
-            f"adapter {spec!r}: loading {str(path)!r} failed: {type(error).__name__}: {error}"
-        ) from None
-    return module
-
-
-def check_adapter_class(adapter, spec: str) -> None:
-    """Refuse, in one line, what cannot be an adapter class: not a class, or a class without
-    a method of the adapter protocol (`bridge.adapter.Adapter`)."""
-    if not inspect.isclass(adapter):
-        raise AdapterSpecError(f"adapter {spec!r} is not a class (got {type(adapter).__name__})")
-    unsupported = getattr(adapter, "unsupported", None)
-    declared = set(unsupported) if isinstance(unsupported, dict) else set()
-    wanted = [
-        *REQUIRED_METHODS,
-        *(method for operation, method in OPERATION_METHODS.items() if operation not in declared),
-    ]
-    missing = [method for method in wanted if not callable(getattr(adapter, method, None))]
-    if missing:
-        raise AdapterSpecError(
-            f"adapter {spec!r} does not implement the adapter protocol: missing "
-            f"{', '.join(missing)} (see pymc_resume.bridge.adapter.Adapter)"
-        )
+    return AdapterRef(spec, target)
 
 
 JSON_SCALARS = (str, int, float, bool, type(None))
 
 
-def check_options(spec: str, adapter_class, options: dict) -> dict:
-    """The keyword arguments `options` give the adapter's constructor: plain JSON values, each
-    a parameter the constructor declares."""
+def check_options(spec: str, options: dict) -> dict:
+    """The keyword arguments `options` give the adapter's constructor: plain JSON values. Whether
+    the constructor takes them is checked where the adapter is built (`loading.load_checked`)."""
     if not isinstance(options, dict):
         raise AdapterSpecError(f"adapter {spec!r}: options must be a JSON object")
     kwargs = {}
@@ -504,37 +409,7 @@ def check_options(spec: str, adapter_class, options: dict) -> dict:
             )
         if value is not None:
             kwargs[key] = value
-    if kwargs:
-        try:
-            inspect.signature(adapter_class).bind(**kwargs)
-        except TypeError:
-            raise AdapterSpecError(
-                f"adapter {spec!r} does not take option(s) {', '.join(sorted(kwargs))}"
-            ) from None
-        except ValueError:  # no signature to read (a builtin)
-            raise AdapterSpecError(f"adapter {spec!r} declares no options") from None
     return kwargs
-
-
-@attrs.frozen
-class AdapterBuilder:
-    """Builds a fresh adapter of one configuration when called (`Session` calls it in the
-    adapter's host process). `info` is what the adapter declares, read when `factory` built
-    one up front; `template`, when there is one, is where its hosts are forked from
-    (`template.py`). Pickled (to a template), it is only what builds the adapter."""
-
-    spec: str
-    adapter_class: type
-    kwargs: dict
-    info: AdapterInfo | None = None
-    template: HostTemplate | None = attrs.field(default=None, eq=False, repr=False)
-    stats: HostStats | None = attrs.field(default=None, eq=False, repr=False)  # the run's counts
-
-    def __call__(self):
-        return self.adapter_class(**self.kwargs)
-
-    def __reduce__(self):
-        return (AdapterBuilder, (self.spec, self.adapter_class, self.kwargs))
 
 
 def factory(
@@ -544,31 +419,47 @@ def factory(
     timeout: float | None = 30.0,
     templates: HostTemplates | None = None,
 ) -> AdapterBuilder:
-    """A zero-argument callable that builds a fresh adapter; checks the options up front.
-    `allowed`: see `resolve` (None for a spec the user typed). `templates`: the run's host
-    templates; the builder's hosts are forked from the adapter class's (see `template.py`).
+    """A zero-argument callable that builds a fresh adapter (in a host); checks the spec and
+    the options up front. `allowed`: see `resolve` (None for a spec the user typed).
+    `templates`: the run's host templates; the builder's hosts are forked from its template.
 
     The up-front check builds one adapter in a host process (`bridge/hosting/host.py`) within
-    `timeout` seconds, so that a constructor that fails says so now, in one line, and one that
-    hangs or exits is stopped; what it declares is kept as the builder's `info`."""
-    adapter_class = resolve(spec, allowed, timeout)
+    `timeout` seconds: a module that cannot be imported, a class that is no adapter, an option
+    the constructor does not take, a constructor that fails, hangs or exits, is one line now;
+    what the adapter declares is kept as the builder's `info`."""
+    ref = resolve(spec, allowed)
+    kwargs = check_options(spec, options or {})
     template = None
     if templates is not None:
         try:
-            template = templates.template_for(adapter_class, timeout)
+            template = templates.template_for(ref, timeout)
         except TemplateGone as gone:
             raise AdapterError(f"adapter {spec!r}: {gone}") from None
-    builder = AdapterBuilder(spec, adapter_class, check_options(spec, adapter_class, options or {}))
     stats = templates.stats if templates is not None else None
-    builder = attrs.evolve(builder, template=template, stats=stats)
+    builder = AdapterBuilder(spec, ref, kwargs, template=template, stats=stats)
     try:
         info = probe(builder, timeout, template, stats)
     except HostProblem as problem:
-        if problem.error_type == "KeyError":  # an option naming something unknown (a fault)
-            raise AdapterSpecError(f"adapter {spec!r}: unknown {problem.error_args}") from None
-        if problem.kind == RAISED:  # with the constructor's own message
-            raise AdapterSpecError(
-                f"adapter {spec!r} cannot be built: {problem.reason.removeprefix('raised ')}"
-            ) from None
-        raise AdapterError(f"adapter {spec!r}: building the adapter {problem.reason}") from None
+        raise built_error(spec, problem) from None
+    if templates is not None:
+        templates.tell_fallback(template)
     return attrs.evolve(builder, info=info)
+
+
+# How a build's failure in the host reads: by the exception's class, the words that follow.
+_SPEC_ERRORS = {
+    AdapterNotFound.__name__: ": ",
+    NotAnAdapter.__name__: " ",
+    UnknownOptions.__name__: " ",
+}
+
+
+def built_error(spec: str, problem: HostProblem) -> Exception:
+    """The one-line error for an adapter that could not be built in its host."""
+    if problem.kind == RAISED and problem.error_type in _SPEC_ERRORS:
+        return AdapterSpecError(f"adapter {spec!r}{_SPEC_ERRORS[problem.error_type]}{problem.error_args}")
+    if problem.error_type == "KeyError":  # an option naming something unknown (a fault)
+        return AdapterSpecError(f"adapter {spec!r}: unknown {problem.error_args}")
+    if problem.kind == RAISED:  # with the constructor's own message
+        return AdapterSpecError(f"adapter {spec!r} cannot be built: {problem.reason.removeprefix('raised ')}")
+    return AdapterError(f"adapter {spec!r}: building the adapter {problem.reason}")

@@ -30,7 +30,6 @@ passed along with the request (SCM_RIGHTS); a lock makes the requests of the bri
 
 from __future__ import annotations
 
-import importlib
 import os
 import pickle
 import socket
@@ -43,6 +42,7 @@ from contextlib import contextmanager
 from multiprocessing.connection import Connection
 
 from pymc_resume.bridge.hosting import host
+from pymc_resume.bridge.hosting.loading import AdapterRef
 from pymc_resume.bridge.hosting.stats import HostStats
 
 # What the template answers once its preload is done.
@@ -308,13 +308,12 @@ def portable(build: Callable[[], object]) -> bytes | None:
         return None
 
 
-def _preload_of(adapter_class: type) -> Callable[[], object]:
-    """What the template of `adapter_class` imports: the adapter's module, then what the class
-    declares (its `preload`)."""
-    declared = getattr(adapter_class, "preload", None)
+def _preload_of(ref: AdapterRef) -> Callable[[], object]:
+    """What the template of `ref` imports: the adapter's module, then what its class declares
+    (its `preload`)."""
 
     def preload() -> None:
-        importlib.import_module(adapter_class.__module__)
+        declared = getattr(ref.load(), "preload", None)
         if callable(declared):
             declared()
 
@@ -326,39 +325,50 @@ class HostTemplates:
     stopped together (`close`, or the end of a `with` block). At most `keep` live at once: a
     profile of every framework moves from one family to the next.
 
-    `say` gets the one line a run prints when a template's preload is dropped. `enabled=False`
-    gives no templates at all: every host is forked from the bridge (`--fresh-hosts`)."""
+    `say` gets the one line a run prints when a template's preload is dropped
+    (`tell_fallback`). `enabled=False` gives no templates at all: every host is forked from the
+    bridge (`--fresh-hosts`)."""
 
     def __init__(self, say: Callable[[str], None] | None = None, enabled: bool = True, keep: int = 2) -> None:
         self.say = say or (lambda message: None)
         self.enabled = enabled
         self.keep = keep
-        self._templates: dict[type, HostTemplate] = {}
+        self._templates: dict[str, HostTemplate] = {}  # by the adapter class's target
         self._lock = threading.Lock()
         self.stats = HostStats()  # every host of the run's, templates or not
+        self._told: set[str] = set()  # templates whose dropped preload was said
 
-    def template_for(self, adapter_class: type, timeout: float | None) -> HostTemplate | None:
-        """The template of `adapter_class`, started if it is not yet; None when disabled."""
+    def template_for(self, ref: AdapterRef, timeout: float | None) -> HostTemplate | None:
+        """The template of the adapter class `ref` names, started if it is not yet; None when
+        disabled."""
         if not self.enabled:
             return None
+        label = ref.target
         with self._lock:
-            template = self._templates.get(adapter_class)
+            template = self._templates.get(label)
             if template is not None and template.alive:
-                self._templates[adapter_class] = self._templates.pop(adapter_class)  # most recent
+                self._templates[label] = self._templates.pop(label)  # the most recent last
                 return template
             while len(self._templates) >= self.keep:
                 self._templates.pop(next(iter(self._templates))).stop()
-            label = f"{adapter_class.__module__}:{adapter_class.__qualname__}"
             started = time.perf_counter()
-            template = HostTemplate(_preload_of(adapter_class), label, timeout)
+            template = HostTemplate(_preload_of(ref), label, timeout)
             self.stats.template_started(time.perf_counter() - started)
-            self._templates[adapter_class] = template
-        if template.fallback is not None:
-            self.say(
-                f"host template for {label}: not preloaded ({template.fallback}); "
-                "each host imports the framework itself"
-            )
+            self._templates[label] = template
         return template
+
+    def tell_fallback(self, template: HostTemplate | None) -> None:
+        """Say, once per template, that its preload was dropped and why: after an adapter was
+        built from it (an adapter whose module cannot even be imported gets its own one line,
+        and no word on the template)."""
+        with self._lock:
+            if template is None or template.fallback is None or template.label in self._told:
+                return
+            self._told.add(template.label)
+        self.say(
+            f"host template for {template.label}: not preloaded ({template.fallback}); "
+            "each host imports the framework itself"
+        )
 
     def close(self) -> None:
         with self._lock:

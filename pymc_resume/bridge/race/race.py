@@ -39,7 +39,16 @@ import attrs
 from pymc_resume.bridge.adapter import CRASHED, OK, REFUSED, FuzzSetup
 from pymc_resume.bridge.adapter.nodes import FuzzNodes
 from pymc_resume.bridge.adapter.sink import Sink
+from pymc_resume.bridge.hosting.child import ChildProblem, in_child
 from pymc_resume.bridge.hosting.host import HostedAdapter, HostProblem, probe
+from pymc_resume.bridge.hosting.loading import (
+    AdapterBuilder,
+    AdapterNotFound,
+    AdapterRef,
+    NotAnAdapter,
+    UnknownOptions,
+    load_checked,
+)
 from pymc_resume.bridge.hosting.registry import resolve
 from pymc_resume.bridge.hosting.workdirs import make_workdir, sweep
 from pymc_resume.bridge.judging.session import (
@@ -49,7 +58,7 @@ from pymc_resume.bridge.judging.session import (
     step_deadline,
 )
 from pymc_resume.bridge.race.hosts import placing
-from pymc_resume.errors import BadInput, PymcResumeError
+from pymc_resume.errors import AdapterError, BadInput, PymcResumeError
 from pymc_resume.model.contract import HOLDS, VIOLATED
 from pymc_resume.model.workflow import APPROVE, Workflow
 
@@ -226,6 +235,7 @@ def plan_cells(
     gates: list[bool] | None = None,
     hosts: list[int] | None = None,
     apis: list[str] | None = None,
+    timeout: float | None = 120.0,
 ) -> list[Cell]:
     """Cells for `adapter`: stores x API x durability modes x gate x hosts x k. An option left None
     takes the adapter's own default (every durability mode its module declares, for the base
@@ -234,21 +244,21 @@ def plan_cells(
     `hosts` (None: every racer on the machine, the store over loopback) puts the PostgreSQL
     cells on a network island, once per host count; a SQLite store is a file on one host, so
     its cells run on one host only, whatever `hosts` says. `apis` (default: invoke) adds the
-    racers' async graphs (ainvoke) for an adapter that has them (`ASYNC_VARIANTS`)."""
-    adapter_class = resolve(adapter)
-    parameters = inspect.signature(adapter_class).parameters
+    racers' async graphs (ainvoke) for an adapter that has them (`ASYNC_VARIANTS`). What the
+    adapter's constructor takes is read in a child process (`constructor_of`), within `timeout`."""
+    ref = resolve(adapter)
+    constructor = constructor_of(ref, timeout)
+    parameters = constructor.defaults
     if not ks or any(not 2 <= k <= MAX_RACERS for k in ks):
         raise RaceInputError(
             f"--k: every k must be at least 2 (a race needs two racers) "
             f"and at most {MAX_RACERS} (each is a process)"
         )
     stores = _choices(adapter, parameters, "store", stores, [_default(parameters, "store")])
-    durabilities = _choices(
-        adapter, parameters, "durability", durabilities, _modes(adapter_class, parameters)
-    )
+    durabilities = _choices(adapter, parameters, "durability", durabilities, _modes(constructor))
     gates = _choices(adapter, parameters, "gate", gates, [bool(_default(parameters, "gate"))])
     host_counts = _host_counts(adapter, stores, hosts)
-    variants = _variants(adapter, adapter_class, apis)
+    variants = _variants(adapter, ref, apis)
     cells = []
     for store, (api, variant) in itertools.product(stores, variants.items()):
         networked = hosts is not None and store == "postgres"
@@ -275,11 +285,49 @@ def plan_cells(
                             )
                         )
     for options in {tuple(sorted(c.options.items())) for c in cells}:
-        _check_options(adapter_class, adapter, dict(options))
+        _check_options(ref, dict(options), timeout)
     return cells
 
 
-def _variants(adapter: str, adapter_class, apis: list[str] | None) -> dict[str, str | None]:
+@attrs.frozen
+class Constructor:
+    """What planning needs of an adapter's constructor, read in a child process: each parameter
+    and its default (None when it has none, or one that is not a plain value), and the
+    durability modes its module declares (`DURABILITY`)."""
+
+    defaults: dict[str, object]
+    durability_modes: tuple
+
+
+def constructor_of(ref: AdapterRef, timeout: float | None) -> Constructor:
+    """The adapter's constructor, read in a child (`hosting/child.py`): the command never
+    imports the adapter's module. A module that cannot be imported is bad input; one that
+    hangs, exits or raises otherwise is one line, exit 2."""
+    try:
+        return in_child(lambda: _read_constructor(ref), timeout)
+    except ChildProblem as problem:
+        if problem.error_type in (AdapterNotFound.__name__, NotAnAdapter.__name__):
+            raise RaceInputError(f"adapter {ref.spec!r}: {problem.reason}") from None
+        raise AdapterError(f"adapter {ref.spec!r}: reading its constructor {_said(problem)}") from None
+
+
+def _read_constructor(ref: AdapterRef) -> Constructor:
+    """In a child: the class, checked, and its constructor's parameters."""
+    adapter_class = load_checked(ref, {})
+    plain = (str, int, float, bool, type(None))
+    defaults = {
+        name: (parameter.default if isinstance(parameter.default, plain) else None)
+        for name, parameter in inspect.signature(adapter_class).parameters.items()
+    }
+    module = sys.modules[adapter_class.__module__]
+    return Constructor(defaults, tuple(getattr(module, "DURABILITY", ())))
+
+
+def _said(problem: ChildProblem) -> str:
+    return problem.reason if problem.error_type is None else f"raised {problem.error_type}: {problem.reason}"
+
+
+def _variants(adapter: str, ref: AdapterRef, apis: list[str] | None) -> dict[str, str | None]:
     """The adapter class spec (None: the race's own) that runs each asked API."""
     apis = list(dict.fromkeys(apis or [INVOKE]))
     unknown = [a for a in apis if a not in APIS]
@@ -290,7 +338,7 @@ def _variants(adapter: str, adapter_class, apis: list[str] | None) -> dict[str, 
         if api == INVOKE:
             variants[api] = None
             continue
-        spec = ASYNC_VARIANTS.get(f"{adapter_class.__module__}:{adapter_class.__qualname__}")
+        spec = ASYNC_VARIANTS.get(ref.target)
         if spec is None:
             raise RaceInputError(
                 f"adapter {adapter!r} has no async graphs to race (--api ainvoke): "
@@ -313,15 +361,25 @@ def _host_counts(adapter: str, stores: list, hosts: list[int] | None) -> list[in
     return list(dict.fromkeys(hosts))
 
 
-def _check_options(adapter_class, adapter: str, options: dict) -> None:
-    """A bad option value (the constructor's KeyError) is bad input; anything else the
-    environment lacks (a driver that is not installed) is reported by the cell that needs it."""
+def _check_options(ref: AdapterRef, options: dict, timeout: float | None) -> None:
+    """Build the adapter with `options` in a child, within `timeout`: a bad option value (the
+    constructor's KeyError) is bad input; a constructor that exits, raises a BaseException or
+    hangs is one line, exit 2; anything else the environment lacks (a driver that is not
+    installed) is reported by the cell that needs it."""
     try:
-        adapter_class(**options)
-    except KeyError as error:
-        raise RaceInputError(f"adapter {adapter!r}: unknown {', '.join(map(str, error.args))}") from None
-    except Exception:
-        pass
+        in_child(lambda: _built(ref, options), timeout)
+    except ChildProblem as problem:
+        if problem.error_type == "KeyError":
+            raise RaceInputError(f"adapter {ref.spec!r}: unknown {problem.reason}") from None
+        if problem.error_type in (AdapterNotFound.__name__, NotAnAdapter.__name__, UnknownOptions.__name__):
+            raise RaceInputError(f"adapter {ref.spec!r}: {problem.reason}") from None
+        if problem.error_type is None or problem.error_type in ("SystemExit", "KeyboardInterrupt"):
+            raise AdapterError(f"adapter {ref.spec!r}: building it with {options} {_said(problem)}") from None
+
+
+def _built(ref: AdapterRef, options: dict) -> None:
+    """In a child: the adapter built with `options` (nothing returned: only whether it could)."""
+    load_checked(ref, options)(**options)
 
 
 def _choices(adapter: str, parameters, name: str, asked: list | None, default: list) -> list:
@@ -336,18 +394,15 @@ def _choices(adapter: str, parameters, name: str, asked: list | None, default: l
     return list(dict.fromkeys(asked))
 
 
-def _default(parameters, name: str):
-    parameter = parameters.get(name)
-    if parameter is None or parameter.default is inspect.Parameter.empty:
-        return None
-    return parameter.default
+def _default(parameters: dict, name: str):
+    return parameters.get(name)
 
 
-def _modes(adapter_class, parameters) -> list:
+def _modes(constructor: Constructor) -> list:
     """Every durability mode the adapter's module declares when the adapter defaults to the
     first of them (the generic class); else the one mode the adapter is named for."""
-    default = _default(parameters, "durability")
-    declared = tuple(getattr(sys.modules[adapter_class.__module__], "DURABILITY", ()))
+    default = constructor.defaults.get("durability")
+    declared = constructor.durability_modes
     if declared and default == declared[0]:
         return list(declared)
     return [default]
@@ -395,10 +450,10 @@ def run_race(
     started = time.monotonic()
     sweep()  # work directories a killed run left behind (then an adapter's open sweeps its schemas)
     url = postgres_url(postgres)
-    adapter_class = resolve(adapter, timeout=timeout)
+    ref = resolve(adapter)
     local = [c for c in cells if not c.network]
     unreachable = postgres_unreachable(url) if any(c.store == "postgres" for c in local) else None
-    version = _version(adapter_class, cells, timeout)
+    version = _version(ref, cells, timeout)
     results = [CellResult(cell) for cell in cells]
     with contextlib.ExitStack() as stack:
         island = None
@@ -426,18 +481,18 @@ def run_race(
                 continue
             # The adapters (and their child processes) read the server's URL from the environment.
             os.environ[POSTGRES_URL_VARIABLE] = island.url if cell.network else url
-            runner = resolve(cell.variant) if cell.variant else adapter_class
+            runner = resolve(cell.variant) if cell.variant else ref
             _run_cell(runner, result, trials, timeout, island if cell.network else None, where, progress)
     os.environ[POSTGRES_URL_VARIABLE] = url
     return RaceReport(adapter, version, results, time.monotonic() - started)
 
 
 def _run_cell(
-    adapter_class, result: CellResult, trials: int, timeout: float, island, where: str, progress
+    ref: AdapterRef, result: CellResult, trials: int, timeout: float, island, where: str, progress
 ) -> None:
     cell = result.cell
     cell_started = time.monotonic()
-    make_adapter = lambda options=cell.options: adapter_class(**options)
+    make_adapter = AdapterBuilder(ref.spec, ref, dict(cell.options))  # built in each trial's host
     hosts = island.hosts[: cell.hosts] if island is not None else None
     for trial in range(1, trials + 1):
         try:
@@ -457,12 +512,12 @@ def _run_cell(
     result.seconds = time.monotonic() - cell_started
 
 
-def _version(adapter_class, cells: list[Cell], timeout: float) -> str:
+def _version(ref: AdapterRef, cells: list[Cell], timeout: float) -> str:
     """The version the adapter declares, read in a host process (adapter code never runs in
     the command's own)."""
     for cell in cells:
         try:
-            return str(probe(lambda options=cell.options: adapter_class(**options), timeout).version)
+            return str(probe(AdapterBuilder(ref.spec, ref, dict(cell.options)), timeout).version)
         except HostProblem:
             continue
     return "?"

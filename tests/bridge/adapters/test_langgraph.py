@@ -225,7 +225,7 @@ def test_one_node_replay_fork_reruns_the_effect_before_its_fork_point_under_a_ne
 
 
 def test_registered_as_langgraph_with_a_durability_per_configuration():
-    assert resolve("langgraph") is LangGraphAdapter
+    assert resolve("langgraph").load() is LangGraphAdapter
     assert LangGraphAdapter().options() == {"durability": "sync"}
     assert LangGraphAsync().options() == {"durability": "async"}
     assert LangGraphExit().options() == {"durability": "exit"}

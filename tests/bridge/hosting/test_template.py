@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from pymc_resume.bridge.hosting.host import DIED, HostedAdapter, HostProblem
-from pymc_resume.bridge.hosting.registry import AdapterBuilder
+from pymc_resume.bridge.hosting.loading import AdapterBuilder, AdapterRef
 from pymc_resume.bridge.hosting.template import HostTemplate, HostTemplates
 
 PRELOADED: list[int] = []  # the pid of the process whose preload ran, in that process
@@ -50,6 +50,9 @@ class Probe:
     def exit_now(self) -> None:
         os._exit(3)
 
+    # The rest of the adapter protocol, which a host checks before it builds an adapter.
+    open = close = start = recover = resume = resume_together = fork = update = exit_now
+
 
 class Threaded(Probe):
     @staticmethod
@@ -73,14 +76,18 @@ def _alive(pid: int) -> bool:
 
 
 def _host(templates: HostTemplates, adapter_class: type) -> HostedAdapter:
-    template = templates.template_for(adapter_class, 30.0)
-    return HostedAdapter(AdapterBuilder("probe", adapter_class, {}), 30.0, template, templates.stats)
+    template = templates.template_for(AdapterRef.of_class(adapter_class), 30.0)
+    return HostedAdapter(_builder(adapter_class), 30.0, template, templates.stats)
+
+
+def _builder(adapter_class: type) -> AdapterBuilder:
+    return AdapterBuilder("probe", AdapterRef.of_class(adapter_class), {})
 
 
 def test_hosts_are_forked_from_the_template_with_its_preload():
     with HostTemplates() as templates:
         first, second = _host(templates, Probe), _host(templates, Probe)
-        template = templates.template_for(Probe, 30.0)
+        template = templates.template_for(AdapterRef.of_class(Probe), 30.0)
         try:
             seen = [first.observe(), second.observe()]
         finally:
@@ -106,7 +113,9 @@ def test_a_preload_that_cannot_be_kept_is_dropped_and_said_once(adapter_class, r
             where = host.observe()
         finally:
             host.stop()
-        template = templates.template_for(adapter_class, 30.0)
+        template = templates.template_for(AdapterRef.of_class(adapter_class), 30.0)
+        templates.tell_fallback(template)
+        templates.tell_fallback(template)
     assert not template.preloaded and reason in template.fallback
     assert where["preloaded"] == [] and where["threads"] == 1  # a host of the plain template
     assert len(said) == 1 and reason in said[0] and "each host imports the framework itself" in said[0]
@@ -114,7 +123,7 @@ def test_a_preload_that_cannot_be_kept_is_dropped_and_said_once(adapter_class, r
 
 def test_a_host_that_dies_or_is_stopped_leaves_the_template_serving():
     with HostTemplates() as templates:
-        template = templates.template_for(Probe, 30.0)
+        template = templates.template_for(AdapterRef.of_class(Probe), 30.0)
         dying = _host(templates, Probe)
         with pytest.raises(HostProblem) as problem:
             dying._request("exit_now", ())
@@ -131,7 +140,7 @@ def test_a_host_that_dies_or_is_stopped_leaves_the_template_serving():
 
 def test_a_host_takes_on_the_bridges_environment_and_folder_of_the_moment(monkeypatch, tmp_path):
     with HostTemplates() as templates:
-        templates.template_for(Probe, 30.0)
+        templates.template_for(AdapterRef.of_class(Probe), 30.0)
         monkeypatch.setenv("PYMC_RESUME_TEMPLATE_TEST", "set after the template started")
         monkeypatch.chdir(tmp_path)
         host = _host(templates, Probe)
@@ -149,10 +158,11 @@ def test_the_template_and_its_hosts_die_with_a_killed_bridge(tmp_path):
         import sys, time
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from test_template import Probe, _host
+        from pymc_resume.bridge.hosting.loading import AdapterRef
         from pymc_resume.bridge.hosting.template import HostTemplates
         templates = HostTemplates()
         host = _host(templates, Probe)
-        print(templates.template_for(Probe, 30.0).pid, host.pid, flush=True)
+        print(templates.template_for(AdapterRef.of_class(Probe), 30.0).pid, host.pid, flush=True)
         time.sleep(60)
         """
     )
@@ -171,14 +181,14 @@ def test_the_template_and_its_hosts_die_with_a_killed_bridge(tmp_path):
 
 def test_at_most_keep_templates_live_at_once():
     with HostTemplates(keep=1) as templates:
-        first = templates.template_for(Probe, 30.0)
-        second = templates.template_for(Threaded, 30.0)
+        first = templates.template_for(AdapterRef.of_class(Probe), 30.0)
+        second = templates.template_for(AdapterRef.of_class(Threaded), 30.0)
         assert not first.alive and second.alive
-        assert templates.template_for(Probe, 30.0) is not first
+        assert templates.template_for(AdapterRef.of_class(Probe), 30.0) is not first
 
 
 def test_a_stopped_template_refuses_to_fork_in_one_line():
     template = HostTemplate(None, "a template")
     template.stop()
     with pytest.raises(HostProblem, match="was stopped"):
-        HostedAdapter(AdapterBuilder("probe", Probe, {}), 30.0, template)
+        HostedAdapter(_builder(Probe), 30.0, template)

@@ -153,7 +153,7 @@ def test_installed_adapters_join_profile_all(installed_package):
     assert [c.name for c in by_name["outside-family"].configurations] == ["correct", "no-claim"]
     [broken] = skipped
     assert broken["adapter"] == "broken" and "not a class" in broken["reason"]
-    assert family_of("outside-family") is by_name["outside-family"]
+    assert family_of("outside-family") == by_name["outside-family"]  # read again, in a child
 
 
 def test_an_installed_adapter_is_profiled_by_its_name(installed_package, tmp_path):

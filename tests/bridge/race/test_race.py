@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -415,3 +416,31 @@ def test_a_misbehaving_adapter_runs_in_a_host_and_the_race_says_so(adapter, reas
     )
     assert run.returncode == 2, run.stdout + run.stderr
     assert reason in run.stderr.splitlines()[-1] and "Traceback" not in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize(
+    "adapter, reason",
+    [
+        ("RaceConstructorExits", "ended the process it ran in"),
+        ("RaceConstructorRaisesSystemExit", "raised SystemExit"),
+        ("RaceConstructorSleeps", "did not finish within 3s"),
+    ],
+)
+def test_a_constructor_that_exits_or_hangs_is_one_line_within_the_timeout(adapter, reason, tmp_path):
+    """The race plans its cells from the adapter's constructor, which it reads and calls in a
+    child process with the race's timeout: the command never builds (or imports) it itself."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    started = time.monotonic()
+    run = subprocess.run(
+        [sys.executable, "-m", "pymc_resume", "race", f"bridge_test_adapters:{adapter}"]
+        + ["--k", "2", "--trials", "1", "--timeout", "3"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=60,
+    )
+    assert run.returncode == 2, run.stdout + run.stderr
+    [line] = run.stderr.splitlines()
+    assert reason in line and line.startswith("pymc-resume: error: adapter"), line
+    assert time.monotonic() - started < 3 + 10  # the timeout, plus starting Python twice
