@@ -265,8 +265,10 @@ class ProfileRun:
             templates,
         )
         self.findings = Findings(self.target, changed=self._publish)
-        workflow = expressible_workflow(bounds.workflow, unsupported_operations(builder.info))
-        battery = scenarios(workflow, bounds.processes, battery_variants(builder.info))
+        unsupported = unsupported_operations(builder.info)
+        workflow = expressible_workflow(bounds.workflow, unsupported)
+        every = scenarios(workflow, bounds.processes, battery_variants(builder.info))
+        battery = [s for s in every if not set(s.needs) & set(unsupported)]  # those that can run
         self.say(f"{self.family} {configuration.name}: {len(battery)} targeted scenarios")
         # No shrink budget here: the battery's scenarios are short already, and are not shrunk.
         recorder = Recorder(self.budget, shrink=False, on_violation=self.findings.seen)

@@ -56,7 +56,9 @@ adapter's own client code, before any call reached the framework) or `NOT_EXPRES
 documented call of the variant expresses what was asked, such as a fork from a checkpoint the
 framework cannot fork from). Only what reached the framework is evidence for a verdict: a
 clause exercised only by other refusals is `skipped`, never `holds`. A refusal that does not
-say is counted as the client's.
+say is counted as the client's. An operation our client completed without calling the framework
+at all (a recovery of a thread that had already ended: nothing to do) is an `OK` outcome with
+`by=CLIENT`, a no-op: no evidence either.
 """
 
 from __future__ import annotations
@@ -119,11 +121,15 @@ class Outcome:
     status: str  # OK, REFUSED or CRASHED
     detail: str = ""
     thread: int | None = None  # the new thread of a fork
-    by: str | None = None  # who refused (REFUSERS); a refusal that does not say is the client's
+    # Who refused (REFUSERS; a refusal that does not say is the client's); on an OK outcome,
+    # CLIENT says our client did it alone, calling nothing of the framework (a no-op).
+    by: str | None = None
 
     def reached_framework(self) -> bool:
         """Whether the framework performed or refused the operation (not our client alone)."""
-        return self.status != REFUSED or self.by == FRAMEWORK
+        if self.status == REFUSED:
+            return self.by == FRAMEWORK
+        return self.by != CLIENT
 
     def as_json(self) -> dict:
         data = {"status": self.status, "detail": self.detail}
@@ -131,6 +137,8 @@ class Outcome:
             data["thread"] = self.thread
         if self.status == REFUSED:
             data["by"] = self.by if self.by in REFUSERS else CLIENT
+        elif self.by == CLIENT:
+            data["by"] = CLIENT
         return data
 
 

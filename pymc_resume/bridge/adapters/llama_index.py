@@ -65,7 +65,7 @@ from pymc_resume.bridge.adapter import (
     ThreadView,
     Variant,
 )
-from pymc_resume.bridge.kit import ChildProcessAdapter, Refusal
+from pymc_resume.bridge.kit import ChildProcessAdapter, NoOp, Refusal
 from pymc_resume.bridge.kit.preload import preloading
 from pymc_resume.model.state import INITIAL, UPDATE, Checkpoint
 from pymc_resume.model.workflow import UNSET, NodeKind, StageKind, Workflow
@@ -257,9 +257,9 @@ class LlamaIndexAdapter(ChildProcessAdapter):
         if saved is None:
             return self._framework(lambda: self._drive(thread, lambda flow: flow.run()))
         if not saved.get("is_running"):
-            return "already stopped"
+            raise NoOp("already stopped: nothing to recover")
         if not _in_flight(saved):
-            return "parked (idle, waiting for input): nothing to recover"
+            raise NoOp("parked (idle, waiting for input): nothing to recover")
         return self._framework(
             lambda: self._drive(
                 thread, lambda flow: flow.run(ctx=Context.from_dict(flow, saved, serializer=JsonSerializer()))

@@ -73,7 +73,7 @@ from pymc_resume.bridge.adapter import (
     ThreadView,
     Variant,
 )
-from pymc_resume.bridge.kit import ChildProcessAdapter, NotExpressible, Refusal
+from pymc_resume.bridge.kit import ChildProcessAdapter, NoOp, NotExpressible, Refusal
 from pymc_resume.bridge.kit.preload import preloading
 from pymc_resume.model.state import INITIAL, UPDATE, Checkpoint
 from pymc_resume.model.workflow import APPROVE
@@ -454,13 +454,13 @@ class OpenAIAgentsAdapter(ChildProcessAdapter):
         streamed = variant == STREAMED
         if self.store == STATE_FILE:
             if saved is not None:
-                return "the saved RunState is at a pause (parked or finished): nothing to continue"
+                raise NoOp("the saved RunState is at a pause (parked or finished): nothing to continue")
             return self._run(
                 thread, INPUT, context={APP: list(self.workflow.initial_state())}, streamed=streamed
             )
         items = self._session_items(thread)
         if saved is not None and not self._session_ahead(json.loads(saved), items):
-            return "the session and the saved RunState agree (parked or finished): nothing to continue"
+            raise NoOp("the session and the saved RunState agree (parked or finished): nothing to continue")
         context = {APP: list(self._context_from(items, saved))}
         return self._run(thread, [] if items else INPUT, context=context, streamed=streamed)
 

@@ -79,6 +79,7 @@ from pymc_resume.bridge.adapter import (
     Variant,
 )
 from pymc_resume.bridge.adapter.nodes import NodeContext
+from pymc_resume.bridge.kit.child_process_adapter import NoOp
 from pymc_resume.bridge.kit.preload import preloading
 from pymc_resume.bridge.kit.process import Barrier, ClientControl, run_in_children, settle
 from pymc_resume.model.state import INITIAL, Checkpoint
@@ -307,6 +308,8 @@ class PydanticGraphAdapter:
             call = getattr(client, action)
             try:
                 detail = asyncio.run(call(value, variant) if action == "resume" else call(value))
+            except NoOp as nothing:
+                return {"status": OK, "detail": str(nothing), "by": CLIENT}
             except _Refusal as refusal:
                 return {"status": REFUSED, "detail": f"{ADAPTER_RULE}: {refusal}", "by": CLIENT}
             except Exception as error:
@@ -432,9 +435,9 @@ class _Client:
         if head is None:
             return await self.start(None)
         if head.kind == "end":
-            return "already ended"
+            raise NoOp("already ended: nothing to recover")
         if head.status == "created" and self._parked(head.node):
-            return f"parked at {head.node.get_node_id()}"
+            raise NoOp(f"parked at {head.node.get_node_id()}: nothing to recover")
         return await self._from_persistence()
 
     async def _from_persistence(self) -> str:

@@ -7,6 +7,6 @@ a PostgreSQL example a schema of its own and sweeps those a killed run left.
 May import: `bridge.adapter` and `pymc_resume.model`.
 """
 
-from pymc_resume.bridge.kit.child_process_adapter import ChildProcessAdapter, NotExpressible, Refusal
+from pymc_resume.bridge.kit.child_process_adapter import ChildProcessAdapter, NoOp, NotExpressible, Refusal
 
-__all__ = ["ChildProcessAdapter", "NotExpressible", "Refusal"]
+__all__ = ["ChildProcessAdapter", "NoOp", "NotExpressible", "Refusal"]

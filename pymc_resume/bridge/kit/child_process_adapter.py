@@ -12,8 +12,10 @@ the after-commit crash point needs a hook where the framework has just stored a 
   outcome's detail, or raising an exception listed in `refusals` (what the framework returns to
   its client as an error: the operation is `refused` by the framework), `Refusal` (the client's
   own refusal, before any framework call) or `NotExpressible` (no documented call of the
-  variant expresses what was asked). An operation with two or more variants passes the chosen
-  one's name on as a keyword, `variant=name` (`bridge/adapter/protocol.py`);
+  variant expresses what was asked); or raising `NoOp` when it has nothing to do and calls
+  nothing of the framework (a recovery of a thread that had already ended). An operation with
+  two or more variants passes the chosen one's name on as a keyword, `variant=name`
+  (`bridge/adapter/protocol.py`);
 - in the adapter's own process, the client calls that run no node (`fork`, `update`) and
   `observe()`, read from the framework's store.
 
@@ -79,6 +81,12 @@ class Refusal(Exception):
 class NotExpressible(Exception):
     """What was asked (a fork from this checkpoint, with this intent, by this variant) has no
     documented call in the framework: refused with `Outcome.by` NOT_EXPRESSIBLE."""
+
+
+class NoOp(Exception):
+    """The client has nothing to do and calls nothing of the framework (recovering a thread
+    that had already ended): an OK outcome with `by` CLIENT, which is no evidence for a verdict.
+    Its message says why."""
 
 
 class ChildProcessAdapter:
@@ -327,6 +335,8 @@ class ChildProcessAdapter:
             self.control = ClientControl(thread, op, role, crash, window, barrier)
             try:
                 detail = client()
+            except NoOp as nothing:
+                return {"status": OK, "detail": str(nothing), "by": CLIENT}
             except (Refusal, NotExpressible, *self.refusals) as refusal:
                 return {
                     "status": REFUSED,
