@@ -76,7 +76,7 @@ CRASH_POINTS = ("before-execute", "after-execute", "after-commit")
 # Where k concurrent deliveries are held until all of them got there (a barrier).
 RACE_WINDOWS = ("after-load", "after-execute")
 
-CAPABILITIES = frozenset({"recorded-inputs", "leases", "executions", "late-inputs"})
+CAPABILITIES = frozenset({"recorded-inputs", "leases", "executions", "late-inputs", "stuck-runs"})
 WARM_CLIENTS = "warm-clients"
 ORDERED_RELEASE = "ordered-release"
 # Capabilities that add steps (see the module docstring), next to the observing ones above.

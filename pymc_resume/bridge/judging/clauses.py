@@ -17,25 +17,29 @@ from pymc_resume.model.contract import (
     FORK_INTENT,
     LIVENESS,
 )
-from pymc_resume.model.state import NO_VALUE, World
+from pymc_resume.model.state import IDLE, NEW, NO_VALUE, World
 from pymc_resume.model.workflow import Workflow, value_name
 
-# What an adapter must let the bridge observe for a clause to be judged.
-REQUIRES: dict[str, frozenset[str]] = {
-    CONSUME_ONCE_CONSUMPTION: frozenset({"executions"}),
-    FORK_DETERMINISM: frozenset({"executions"}),
-    FORK_INTENT: frozenset({"recorded-inputs"}),
-    LIVENESS: frozenset({"leases"}),
+# What an adapter must let the bridge observe for a clause to be judged: every capability of
+# one of the sets. `liveness` is judged on leases (the drain recovers what a dead holder left),
+# or on `stuck-runs`: the adapter's chains show a thread as parked at an interrupt only when a
+# documented resume continues it, so a thread the drain's recovery cannot finish is seen stuck
+# (neither complete nor parked), whether or not the framework has leases.
+REQUIRES: dict[str, tuple[frozenset[str], ...]] = {
+    CONSUME_ONCE_CONSUMPTION: (frozenset({"executions"}),),
+    FORK_DETERMINISM: (frozenset({"executions"}),),
+    FORK_INTENT: (frozenset({"recorded-inputs"}),),
+    LIVENESS: (frozenset({"leases"}), frozenset({"stuck-runs"})),
 }
 
 
 def unobservable(capabilities: frozenset[str]) -> dict[str, str]:
     """Clause id -> why it cannot be judged on an adapter with these capabilities."""
     missing = {}
-    for clause_id, needed in REQUIRES.items():
-        lacking = sorted(needed - capabilities)
-        if lacking:
-            missing[clause_id] = f"the adapter cannot observe {', '.join(lacking)}"
+    for clause_id, alternatives in REQUIRES.items():
+        if not any(needed <= capabilities for needed in alternatives):
+            lacking = " or ".join(", ".join(sorted(needed - capabilities)) for needed in alternatives)
+            missing[clause_id] = f"the adapter cannot observe {lacking}"
     return missing
 
 
@@ -83,6 +87,9 @@ def judge_liveness(workflow: Workflow, world: World) -> str | None:
             f"t{t} at stage {pc} ({_lease(thread.runner)}, "
             f"claim {value_name(thread.claims[pc]) if workflow.consumes[pc] else 'n/a'})"
         )
+    if not stuck:  # a process still working, or a thread never started: say so, never nothing
+        stuck = [f"t{t} {_status(thread)}" for t, thread in enumerate(world.threads) if _status(thread)]
+        stuck += [f"a process {p.phase}" for p in world.processes if p.phase != IDLE] or ["(see the store)"]
     return "after recovering every crashed thread and starting every new one, not quiescent: " + "; ".join(
         stuck
     )
@@ -93,6 +100,10 @@ def ordered(violations: dict[str, str]) -> dict[str, str]:
 
 
 # -- what was observed ---------------------------------------------------------------------
+
+
+def _status(thread) -> str:
+    return "never started" if thread.status == NEW else ""
 
 
 def _lease(runner: int) -> str:
