@@ -5,7 +5,10 @@ import signal
 import time
 from pathlib import Path
 
+from pymc_resume.bridge.adapter import Observation, ThreadView
 from pymc_resume.bridge.adapters.reference import ReferenceAdapter
+from pymc_resume.model.state import Checkpoint
+from pymc_resume.model.workflow import UNSET, NodeKind
 from pymc_resume.runtime import faults_for
 
 
@@ -222,3 +225,38 @@ class RaceConstructorRaisesSystemExit(ReferenceAdapter):
 class RaceConstructorSleeps(ReferenceAdapter):
     def __init__(self, **options):
         time.sleep(3600)
+
+
+class ForkLeakingAdapter(ReferenceAdapter):
+    """A parent whose later checkpoints hold its fork's values: after a fork is made from thread
+    0, every checkpoint thread 0 commits afterwards shows, at each pure step's node where the
+    fork's newest checkpoint holds a value, the fork's value (a client that kept the fork's state
+    in memory and committed it as the parent's). The parent's checkpoints from before the fork, its recorded
+    inputs and the fork itself are untouched: only the parent's future after the fork differs."""
+
+    def open(self, setup):
+        super().open(setup)
+        self.nodes = setup.workflow.nodes
+        self.forked_at = None  # thread 0's chain length when its first fork was made
+
+    def fork(self, thread, checkpoint, intent, value, client=None):
+        outcome = super().fork(thread, checkpoint, intent, value, client=client)
+        if outcome.status == "ok" and thread == 0 and self.forked_at is None:
+            self.forked_at = len(super().observe().threads[0].chain)
+        return outcome
+
+    def observe(self):
+        seen = super().observe()
+        if self.forked_at is None or len(seen.threads) < 2:
+            return seen
+        parent, fork = seen.threads[0], seen.threads[1]
+        leaked = fork.chain[-1].app
+        chain = list(parent.chain)
+        for k in range(self.forked_at, len(chain)):
+            app = list(chain[k].app)
+            for node, kind in enumerate(self.nodes):  # the pure steps': what no input records
+                if kind is NodeKind.STEP and leaked[node] != UNSET:
+                    app[node] = leaked[node]
+            chain[k] = Checkpoint(chain[k].pc, tuple(app), chain[k].stage)
+        views = (ThreadView(tuple(chain), parent.run, parent.inputs, parent.late_inputs), *seen.threads[1:])
+        return Observation(views)

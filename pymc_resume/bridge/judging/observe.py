@@ -31,7 +31,7 @@ from pymc_resume.model.state import (
     Thread,
     World,
 )
-from pymc_resume.model.workflow import Workflow, value_name
+from pymc_resume.model.workflow import DONE, NodeKind, StageKind, Workflow, value_name
 
 RUNNERS = {"new": FREE, "free": FREE, "live": LIVE, "dead": DEAD, "failed": FREE}
 STATUSES = {"new": NEW, "failed": FAILED}  # any other run state: started
@@ -81,15 +81,22 @@ class History:
     late_seen: dict[tuple[int, int, int], str] = attrs.Factory(dict)
 
 
-def parent_changes(history: History, observation: Observation) -> dict[int, str]:
+def parent_changes(
+    history: History, observation: Observation, workflow: Workflow | None = None
+) -> dict[int, str]:
     """Parent thread -> what changed in its checkpoints or recorded inputs since a fork was
-    made from it (the first such fork), for every parent that changed."""
+    made from it (the first such fork), for every parent that changed; with `workflow`, also
+    a checkpoint the parent committed after the fork that holds a fork's value where its own
+    inputs give another (`future_change`)."""
     changed: dict[int, str] = {}
     for f, fork in sorted(history.forks.items()):
         if fork.parent in changed or fork.parent >= len(observation.threads):
             continue
         now = observation.threads[fork.parent]
         made = f"after fork t{f} was made from its checkpoint {fork.base}"
+        if workflow is not None and (leaked := future_change(workflow, history, observation, f)) is not None:
+            changed[fork.parent] = leaked
+            continue
         point = fork.snapshot[-1].pc if fork.snapshot else None
         if tuple(now.chain[: len(fork.parent_chain)]) != fork.parent_chain:
             k = next(
@@ -116,6 +123,62 @@ def parent_changes(history: History, observation: Observation) -> dict[int, str]
             )
             break
     return changed
+
+
+def future_change(workflow: Workflow, history: History, observation: Observation, f: int) -> str | None:
+    """A checkpoint the parent of fork `f` committed after the fork was made that holds, at a
+    node, a value its own recorded inputs do not give and one of its forks holds there: the
+    fork's value in the parent's future (a client that kept the fork's state in memory and
+    committed it as the parent's). The parent's future must be what it would have been without
+    the fork (docs/contract.md). Judged only on a parent whose chain agreed with its own inputs
+    when the fork was made and that never crashed (a crash's divergence is recovery's to judge);
+    a value no fork holds is counted where it is seen, not here."""
+    fork = history.forks[f]
+    now = observation.threads[fork.parent]
+    if now.inputs is None or fork.parent in history.crashed:
+        return None
+    if any(_disagreeing(workflow, entry, now.inputs) for entry in fork.parent_chain):
+        return None
+    forks = [
+        t
+        for t, other in history.forks.items()
+        if other.parent == fork.parent and t < len(observation.threads)
+    ]
+    held = {
+        (entry.pc, node, entry.app[node])
+        for t in forks
+        for entry in observation.threads[t].chain
+        for node in range(len(entry.app))
+    }
+    for k in range(len(fork.parent_chain), len(now.chain)):
+        entry = now.chain[k]
+        for node, expected in _disagreeing(workflow, entry, now.inputs):
+            if any(value == entry.app[node] and n == node for _, n, value in held):
+                return (
+                    f"the parent t{fork.parent}'s checkpoint {k}, committed after fork t{f} was made from "
+                    f"its checkpoint {fork.base}, holds {value_name(entry.app[node])} at node {node}, a "
+                    f"value of its fork, where its own inputs give {value_name(expected)}"
+                )
+    return None
+
+
+def _disagreeing(workflow: Workflow, entry: Checkpoint, inputs: dict[int, int]) -> list[tuple[int, int]]:
+    """(node, expected value) for each node of a stage `entry` committed whose value is not the
+    one a crash-free run with `inputs` gives it (nodes past an input not recorded are unknown)."""
+    app = list(workflow.initial_state())
+    known: list[int] = []  # nodes whose value follows from the inputs, in stage order
+    for position, stage in enumerate(workflow.stages[: entry.pc]):
+        if stage.kind is StageKind.STEP:
+            app[stage.node] = workflow.step_output(tuple(app), stage.node)
+        elif stage.consumes:
+            if inputs.get(position, NO_VALUE) == NO_VALUE:
+                break
+            app[stage.node] = inputs[position]
+        elif workflow.nodes[stage.node] is NodeKind.EFFECT:
+            app[stage.node] = DONE
+        if stage.node not in known:
+            known.append(stage.node)
+    return [(node, app[node]) for node in known if entry.app[node] != app[node]]
 
 
 def as_when_forked(history: History, observation: Observation) -> Observation:

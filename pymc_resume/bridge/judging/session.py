@@ -640,7 +640,7 @@ class Session:
             violated[CONSUME_ONCE_VALUE] = self._late_reason(world, violated[CONSUME_ONCE_VALUE])
         for clause_id, seen in self.history.findings:
             violated.setdefault(clause_id, seen)
-        changed = parent_changes(self.history, self.observation)
+        changed = parent_changes(self.history, self.observation, self.workflow)
         for f, fork in self.history.forks.items():
             threads = self.observation.threads
             if f >= len(threads) or fork.parent in changed:
