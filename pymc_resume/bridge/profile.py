@@ -39,6 +39,7 @@ import attrs
 from pymc_resume.bridge.adapter import (
     CONTRACT_OPERATIONS,
     INTENTS,
+    WARM_CLIENTS,
     declared_variants,
     expressible_workflow,
     framework_calls,
@@ -267,7 +268,8 @@ class ProfileRun:
         self.findings = Findings(self.target, changed=self._publish)
         unsupported = unsupported_operations(builder.info)
         workflow = expressible_workflow(bounds.workflow, unsupported)
-        every = scenarios(workflow, bounds.processes, battery_variants(builder.info))
+        warm = WARM_CLIENTS in builder.info.capabilities
+        every = scenarios(workflow, bounds.processes, battery_variants(builder.info), warm)
         battery = [s for s in every if not set(s.needs) & set(unsupported)]  # those that can run
         self.say(f"{self.family} {configuration.name}: {len(battery)} targeted scenarios")
         # No shrink budget here: the battery's scenarios are short already, and are not shrunk.

@@ -29,7 +29,7 @@ def test_the_reference_conforms_on_every_id(tmp_path):
     )
     assert profile.error is None
     assert {cid: r.verdict for cid, r in profile.clauses.items()} == dict.fromkeys(CLAUSE_IDS, "holds")
-    assert profile.scenarios == len(scenarios(SMALL.workflow, SMALL.processes))
+    assert profile.scenarios == len(scenarios(SMALL.workflow, SMALL.processes, warm=True))
     assert profile.examples >= 3
     assert "held in" in profile.clauses["liveness"].reason
 
@@ -42,6 +42,8 @@ def test_the_reference_conforms_on_every_id(tmp_path):
         ("persist-unvalidated", "checkpoint-validity"),
         ("fork-by-reference", "fork-determinism"),
         ("rerun-step-on-recovery", "prefix-continuation"),
+        # A warm client's fork at a parked head: the battery forks and continues in one.
+        ("warm-fork-shares-state", "fork-determinism"),
     ],
 )
 def test_the_battery_alone_finds_a_faults_clause_with_a_replayable_repro(tmp_path, fault, target):

@@ -123,12 +123,14 @@ def machine_class(make_session: Callable[[], Session], processes: int = 2, max_f
             return {"variant": chosen} if len(names) > 1 else {}
 
         def _served(self, data) -> dict:
-            """Who serves a step that runs nodes, and where it crashes: a fresh process at a
-            drawn crash point, or the warm client, which is never killed (its memory is what
-            it is for; a killed warm client is only a fresh one). Both are drawn either way,
-            so that the draws line up."""
+            """Who serves a step that runs nodes, and where it crashes: a drawn crash point, in a
+            fresh process; else the drawn client (a fresh process, or the warm client, which is
+            never killed: its memory is what it is for, and a killed warm client is only a
+            fresh one). The crash is drawn first and keeps its share whatever the capabilities
+            (warm clients once took a third of the crashes away, and two recovery faults with
+            them); both are drawn either way, so that the draws line up."""
             crash, client = self._crash(data), self._client(data)
-            return {"crash": None if client else crash, **client}
+            return {"crash": crash} if crash is not None else {"crash": None, **client}
 
         # -- rules: the model's client actions ----------------------------------------
 

@@ -32,7 +32,7 @@ from collections.abc import Callable
 
 import attrs
 
-from pymc_resume.bridge.adapter import CRASH_POINTS, CRASHED, OK, RACE_WINDOWS, CrashPoint
+from pymc_resume.bridge.adapter import CRASH_POINTS, CRASHED, OK, RACE_WINDOWS, WARM_CLIENT_IDS, CrashPoint
 from pymc_resume.bridge.judging.session import Session
 from pymc_resume.model.contract import (
     CHECKPOINT_VALIDITY,
@@ -74,15 +74,21 @@ class Scenario:
 
 
 def advance(
-    session: Session, thread: int, crash: CrashPoint | None = None, values: dict[int, int] | None = None
+    session: Session,
+    thread: int,
+    crash: CrashPoint | None = None,
+    values: dict[int, int] | None = None,
+    client: str | None = None,
 ) -> None:
     """Carry `thread` to its end (or until it makes no progress); see the module docstring.
 
-    `values` gives the resume value per consuming stage (default: approve everywhere).
+    `values` gives the resume value per consuming stage (default: approve everywhere);
+    `client`, a warm client that serves every step (none: a fresh process each).
     """
     workflow = session.workflow
     values = values or {}
     pending = crash.as_json() if crash is not None else None
+    served = {"client": client} if client else {}
     last = None
     for _ in range(ADVANCE_LIMIT_PER_STAGE * (len(workflow.stages) + 1)):
         view = session.observation.threads[thread]
@@ -101,25 +107,29 @@ def advance(
         if state == last and step["action"] == "recover":
             return  # recovery makes no progress: the drain and liveness judge it
         last = state
-        session.apply(step)
+        session.apply({**step, **served})
         if any(outcome["status"] == CRASHED for outcome in session.steps[-1]["outcome"]):
             pending = None
 
 
-def _parked_at(session: Session, thread: int, stage_wanted: Callable[[int], bool]) -> bool:
-    """Resume `thread` (approving) until it parks at a consuming stage `stage_wanted` accepts."""
+def _parked_at(
+    session: Session, thread: int, stage_wanted: Callable[[int], bool], client: str | None = None
+) -> bool:
+    """Resume `thread` (approving) until it parks at a consuming stage `stage_wanted` accepts;
+    with `client`, every step in that warm client."""
     workflow = session.workflow
+    served = {"client": client} if client else {}
     for _ in range(len(workflow.stages) + 1):
         view = session.observation.threads[thread]
         pc = view.chain[-1].pc
         if view.run == "new":
-            session.apply({"action": "start", "thread": thread, "crash": None})
+            session.apply({"action": "start", "thread": thread, "crash": None, **served})
             continue
         if pc == workflow.end or not workflow.consumes[pc]:
             return False
         if stage_wanted(pc):
             return True
-        session.apply({"action": "resume", "thread": thread, "value": APPROVE, "crash": None})
+        session.apply({"action": "resume", "thread": thread, "value": APPROVE, "crash": None, **served})
     return False
 
 
@@ -193,10 +203,12 @@ def crash_and_recover(crash: CrashPoint) -> Callable[[Session], None]:
     return run
 
 
-def _fork_twice(session: Session, thread: int, checkpoint: int, intent: str) -> bool:
+def _fork_twice(
+    session: Session, thread: int, checkpoint: int, intent: str, client: str | None = None
+) -> bool:
     """Fork `thread` twice from `checkpoint` with `intent` (and, for edits, the same new input:
     a value other than the recorded one), so the two forks can be compared; whether
-    the framework made the first one."""
+    the framework made the first one. With `client`, both in that warm client."""
     choices = dict(session.fork_choices(thread))
     edits = choices.get(checkpoint, [])
     if intent == "edit" and not edits:
@@ -205,6 +217,8 @@ def _fork_twice(session: Session, thread: int, checkpoint: int, intent: str) -> 
     # parent is resumed with afterwards.
     value = edits[-1] if intent == "edit" else None
     fork = {"action": "fork", "thread": thread, "checkpoint": checkpoint, "intent": intent, "value": value}
+    if client:
+        fork["client"] = client
     session.apply(fork)
     if session.steps[-1]["outcome"][0]["status"] != OK:
         return False  # refused (a position the framework cannot express): no second one
@@ -230,6 +244,25 @@ def forks_at_parked_heads(intent: str) -> Callable[[Session], None]:
             _fork_twice(session, 0, len(session.observation.threads[0].chain) - 1, intent)
         advance(session, 0)
         _advance_forks(session)
+
+    return run
+
+
+def warm_forks_at_parked_heads(intent: str) -> Callable[[Session], None]:
+    """`forks_at_parked_heads`, every step in one warm client (a long-lived process): the
+    parent parks, is forked from its head and goes on in the process that holds its state and
+    made the forks, where a client that keeps a fork's state in memory lets it leak into the
+    parent's later checkpoints (or the parent's into the fork's)."""
+
+    def run(session: Session) -> None:
+        client = WARM_CLIENT_IDS[0]
+        for stage in session.workflow.consuming:
+            if not _parked_at(session, 0, lambda pc, stage=stage: pc == stage, client):
+                break
+            _fork_twice(session, 0, len(session.observation.threads[0].chain) - 1, intent, client)
+        advance(session, 0, client=client)
+        for thread in range(1, len(session.observation.threads)):
+            advance(session, thread, client=client)
 
     return run
 
@@ -264,18 +297,41 @@ def forks_at_older_checkpoints(intent: str) -> Callable[[Session], None]:
 
 
 def scenarios(
-    workflow: Workflow, processes: int, variants: dict[str, dict[str, tuple[str, ...]]] | None = None
+    workflow: Workflow,
+    processes: int,
+    variants: dict[str, dict[str, tuple[str, ...]]] | None = None,
+    warm: bool = False,
 ) -> list[Scenario]:
     """The battery for `workflow` (as the adapter runs it), in the order it runs: every
     scenario under every variant its operations have. `variants` maps each operation to its
     variants' names, for a fork by intent (`{"fork": {"replay": (...), "edit": (...)}}`,
-    others under the key ""); without it every operation has one, unnamed."""
+    others under the key ""); without it every operation has one, unnamed. `warm`: the adapter
+    has warm clients (`warm-clients`): forks at a parked head made and continued in one."""
     variants = variants or {}
-    return [
-        each
-        for scenario in _base_battery(workflow, processes, variants.get("fork", {}))
-        for each in _under_every_variant(scenario, variants)
-    ]
+    battery = _base_battery(workflow, processes, variants.get("fork", {}))
+    if warm and workflow.consuming:
+        battery += _warm_battery(variants.get("fork", {}))
+    return [each for scenario in battery for each in _under_every_variant(scenario, variants)]
+
+
+def _warm_battery(fork_variants: dict[str, tuple[str, ...]]) -> list[Scenario]:
+    """Forks at a parked head, made and continued in one warm client, once per intent and fork
+    variant that performs it."""
+    battery = []
+    for intent in ("replay", "edit"):
+        names = fork_variants.get(intent) or ("",)
+        for name in names:
+            suffix = f" [fork: {name}]" if len(names) > 1 else ""
+            battery.append(
+                Scenario(
+                    f"warm-fork-{intent}-parked-head{suffix}",
+                    (FORK_DETERMINISM, FORK_INTENT),
+                    ("fork",),
+                    warm_forks_at_parked_heads(intent),
+                    variants={"fork": name} if name else {},
+                )
+            )
+    return battery
 
 
 def _under_every_variant(

@@ -50,6 +50,7 @@ store's reading in `observe()` instead (see docs/adapters.md, "What 'dead' means
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from pymc_resume.bridge.adapter import (
@@ -114,6 +115,10 @@ class ChildProcessAdapter:
         super().__init_subclass__(**kwargs)
         if cls.__dict__.get("abstract", False):
             return
+        for name in ("fork", "update"):  # run in this process: refusals become outcomes here
+            own = cls.__dict__.get(name)
+            if own is not None and not hasattr(own, "refusals_as_outcomes"):
+                setattr(cls, name, _refusals_as_outcomes(own))
         own_fork = getattr(cls, "fork", None)
         if WARM_CLIENTS in cls.capabilities and own_fork and not hasattr(own_fork, "serves_warm_clients"):
             cls.own_fork = own_fork
@@ -346,6 +351,23 @@ class ChildProcessAdapter:
             return {"status": OK, "detail": str(detail or "")}
 
         return task
+
+
+def _refusals_as_outcomes(method):
+    """`method` (the adapter's `fork` or `update`, which run in the adapter's own process, not
+    a child), with the kit's `Refusal` and `NotExpressible` and the framework's `refusals`
+    turned into refused Outcomes, as the client hooks' are: docs/adapters.md tells an adapter
+    to raise them there too (a raise used to end the run as a broken adapter, exit 2)."""
+
+    @functools.wraps(method)
+    def call(self, *args, **kwargs) -> Outcome:
+        try:
+            return method(self, *args, **kwargs)
+        except (Refusal, NotExpressible, *self.refusals) as refusal:
+            return Outcome(REFUSED, f"{type(refusal).__name__}: {refusal}", by=_by(refusal))
+
+    call.refusals_as_outcomes = True  # type: ignore[attr-defined]
+    return call
 
 
 def _fork_in_warm_clients(own_fork):

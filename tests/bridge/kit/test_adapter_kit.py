@@ -172,3 +172,29 @@ def test_an_installed_adapter_is_profiled_by_its_name(installed_package, tmp_pat
     assert run.returncode == 0, run.stdout + run.stderr
     [profile] = json.loads((tmp_path / "p.json").read_text())["profiles"]
     assert profile["adapter"] == "outside" and profile["config"] == "default"
+
+
+def test_not_expressible_and_refusals_raised_from_fork_or_update_are_refused_outcomes():
+    """docs/adapters.md tells an adapter to raise `NotExpressible` from `fork` for a position its
+    framework cannot fork from; `fork` and `update` run in the adapter's own process, and a raise
+    there once ended the run as a broken adapter (exit 2)."""
+    from pymc_resume.bridge.adapter import NOT_EXPRESSIBLE, REFUSED
+    from pymc_resume.bridge.kit import ChildProcessAdapter, NotExpressible, Refusal
+
+    class OnlyAtTheHead(ChildProcessAdapter):
+        def client_start(self, thread):
+            return ""
+
+        client_resume = client_recover = client_start
+
+        def fork(self, thread, checkpoint, intent, value, **variant):
+            raise NotExpressible("forks only from the head")
+
+        def update(self, thread, value):
+            raise Refusal("no such thread")
+
+    adapter = OnlyAtTheHead()
+    forked = adapter.fork(0, 1, "replay", None)
+    assert (forked.status, forked.by) == (REFUSED, NOT_EXPRESSIBLE) and "from the head" in forked.detail
+    updated = adapter.update(0, 1)
+    assert updated.status == REFUSED and not updated.reached_framework()
