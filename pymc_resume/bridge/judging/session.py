@@ -445,10 +445,40 @@ class Session:
                     history.sent.setdefault(t, []).append(value)
                     if outcome.status == REFUSED and action == "resume":
                         self._judge_refused_valid(t, before)
+        if action == "resume-together":
+            self._judge_concurrent_acceptance(step, outcomes, before)
         if action == "update" and step["value"] == INVALID and outcomes[0].status != REFUSED:
             history.findings.append((CHECKPOINT_VALIDITY, f"a schema-invalid update of t{t} was accepted"))
         if action == "fork" and outcomes[0].status == OK:
             self._remember_fork(step, outcomes[0], before)
+
+    def _judge_concurrent_acceptance(self, step: dict, outcomes: list, before: Observation) -> None:
+        """k deliveries held together at one parked interrupt: at most one is consumed and the
+        others are refused (docs/contract.md). Every delivery the framework accepted (OK,
+        having reached it) beyond one was not refused: a second record of the interrupt, which
+        the model counts under consume-once-value (its claim was taken by the first), whatever
+        was consumed. DBOS is the case: it records each `send` as a message, its workflow reads
+        one, and tells every racer its value was taken."""
+        t = step["thread"]
+        reading = self._as_forked(before, t)
+        parked = self._parked(reading, t)
+        if parked is None or self._consumed_interrupt(reading, t) is not None:
+            return
+        accepted = [
+            value
+            for value, outcome in zip(step["values"], outcomes)
+            if value != INVALID and outcome.status == OK and outcome.reached_framework()
+        ]
+        stage = parked[0]
+        for value in accepted[1:]:
+            self.history.second_records.setdefault(t, []).append((stage, value))
+            self.history.late_seen[(t, stage, value)] = (
+                f"{len(accepted)} of {len(step['values'])} deliveries of resumes held together at the "
+                f"interrupt at stage {stage} of t{t} were accepted (ok): at most one can be the consumed "
+                f"one, and the framework refused none of the others (a resume of {value_name(value)} "
+                "recorded instead of refused; counted here, not under consume-once-consumption, whose "
+                "executions are what ran the interrupt's node)"
+            )
 
     def _exercise(self, step: dict, outcomes: list, before: Observation) -> None:
         """Record what kind of operation the step ran, where, and with which variant
