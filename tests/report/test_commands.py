@@ -54,7 +54,7 @@ def test_diff_lists_improvements_and_exits_0(tmp_path):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (("report", "nosuch.json", "-o", "r.html"), "nosuch.json: cannot read it"),
+        (("report", "nosuch.json", "-o", "r.html"), "nosuch.json: cannot read a profile"),
         (("report", "bad.json", "-o", "r.html"), "bad.json: not a profile document"),
         (("report", HOLDING), "Missing option '-o'"),
         (("diff", HOLDING, "bad.json"), "bad.json: not a profile document"),
