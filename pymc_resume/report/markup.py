@@ -32,6 +32,8 @@ def escaped(value: object) -> Markup:
     escaped."""
     if isinstance(value, Markup):
         return value
+    if type(value) is int:  # a coordinate, a count: digits and a sign, nothing to escape
+        return Markup(value)
     text = escape(str(value), quote=True)
     return Markup(INVISIBLE.sub(lambda match: match.group(0).encode("unicode_escape").decode("ascii"), text))
 

@@ -19,7 +19,10 @@ tables and the diagrams scroll or shrink within it). It is a function of its doc
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from pymc_resume import __version__
+from pymc_resume.errors import BadInput
 from pymc_resume.model.contract import (
     CLAUSE_IDS,
     HOLDS,
@@ -33,7 +36,7 @@ from pymc_resume.model.contract import (
 from pymc_resume.report.changes import BETTER, CHANGED, WORSE, cell_change
 from pymc_resume.report.markup import Markup, html, join
 from pymc_resume.report.profiles import Document, Row, grouped, rows_of
-from pymc_resume.report.sequence import diagram, story
+from pymc_resume.report.sequence import MAX_STEPS, diagram, story
 
 # verdict -> (glyph, what the legend says)
 GLYPHS = {
@@ -47,6 +50,10 @@ MARKS = {WORSE: ("▼", "worse than the row above"), BETTER: ("▲", "better"), 
 # No script, no load of any kind (images, fonts, frames, fetches); the page's own style only.
 POLICY = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 NOT_RECORDED = "not recorded"
+# Characters of one page, at most: 8 MiB of real profiles (175 configurations, 1,050 diagrams)
+# make 11 million. A crafted profile whose parts each draw a lot is refused, not written.
+MAX_PAGE = 24 * 2**20
+TOOLTIP = 300  # characters of a reason in a cell's tooltip (it is whole in the cell's panel)
 
 STYLE = """
 body { font-family: system-ui, "DejaVu Sans", sans-serif; margin: 1.2em; color: #111; background: #fff; }
@@ -57,7 +64,7 @@ h3 { font-size: 1em; margin: 1em 0 .3em; }
 table { border-collapse: collapse; }
 th, td { border: 1px solid #999; padding: 3px 6px; font-size: 13px; text-align: left; vertical-align: top; }
 .matrix th.id { writing-mode: vertical-rl; transform: rotate(180deg); font-weight: 600; white-space: nowrap; }
-.matrix td.cell { padding: 0; min-width: 6.4em; }
+.matrix td.cell { padding: 0; min-width: 6em; }
 .matrix td.cell a { display: block; padding: 5px 6px; color: #111; text-decoration: none;
   white-space: nowrap; }
 .matrix tr.group-start > * { border-top: 3px solid #333; }
@@ -75,7 +82,7 @@ td.changed-worse { outline-style: double; outline-width: 5px; outline-offset: -5
 .legend span.swatch { display: inline-block; padding: 2px 8px; border: 1px solid #999; margin-right: .3em; }
 .panel { display: none; border: 2px solid #333; padding: .6em 1em 1em; margin: 1em 0; max-width: 70em;
   overflow-wrap: anywhere; }
-.scroll { overflow-x: auto; max-width: 100%; }
+.scroll { overflow-x: auto; max-width: 100%; padding: 0 2px 2px 0; }
 .panel:target { display: block; }
 .hint { color: #444; font-size: 13px; }
 .reason { white-space: pre-wrap; }
@@ -104,7 +111,22 @@ svg .violation rect { fill: #f2a7a7; stroke: #000; stroke-width: 1.5; stroke-das
 
 
 def render(documents: list[Document], title: str = "Resume contract: conformance report") -> str:
-    """The whole page for the rows of `documents`, in order, grouped by configuration."""
+    """The whole page for the rows of `documents`, in order, grouped by configuration. Raises
+    BadInput, before the page is whole, when it would have more than `MAX_PAGE` characters."""
+    parts, size = [], 0
+    for part in _parts(documents, title):
+        size += len(part) + 1
+        if size > MAX_PAGE:
+            raise BadInput(
+                f"the report of {', '.join(d.source for d in documents)} would have more than "
+                f"{MAX_PAGE:,} characters: report fewer profiles at once"
+            )
+        parts.append(part)
+    return "\n".join(parts) + "\n"
+
+
+def _parts(documents: list[Document], title: str) -> Iterator[Markup]:
+    """The page's parts, one at a time (a panel at most)."""
     groups = grouped(rows_of(documents))
     numbered = [(n, row) for n, row in enumerate(row for group in groups for row in group)]
     previous = _previous_rows(groups)
@@ -130,11 +152,17 @@ def render(documents: list[Document], title: str = "Resume contract: conformance
         _runs(documents),
         _skipped(documents),
         Markup('<div id="panels">'),
-        *(_row_panel(n, row) for n, row in numbered),
-        *(_cell_panel(n, row, cid, previous.get(n)) for n, row in numbered for cid in CLAUSE_IDS),
-        html('</div><p class="hint">Written by pymc-resume {}.</p></body></html>', __version__),
     ]
-    return "\n".join(part for part in parts if part) + "\n"
+    yield from (part for part in parts if part)
+    for n, row in numbered:
+        yield _row_panel(n, row)
+    for n, row in numbered:
+        calls = {
+            (op, v["name"]): v["call"] for op, declared in row.data["variants"].items() for v in declared
+        }
+        for cid in CLAUSE_IDS:
+            yield _cell_panel(n, row, cid, previous.get(n), calls)
+    yield html('</div><p class="hint">Written by pymc-resume {}.</p></body></html>', __version__)
 
 
 def cell_id(row_number: int, clause_id: str) -> str:
@@ -238,7 +266,7 @@ def _cell(n: int, row: Row, cid: str, above: Row | None) -> Markup:
         verdict,
         html(' data-change="{}"', kind) if kind else "",
         cell_id(n, cid),
-        row.cell(cid).get("reason") or "",
+        _short(row.cell(cid).get("reason") or "", TOOLTIP),
         glyph,
         verdict,
         mark,
@@ -372,7 +400,8 @@ def _docs(docs: str) -> Markup:
     return html("{}", docs)
 
 
-def _cell_panel(n: int, row: Row, cid: str, above: Row | None) -> Markup:
+def _cell_panel(n: int, row: Row, cid: str, above: Row | None, calls: dict[tuple[str, str], str]) -> Markup:
+    """A cell's panel; `calls` is its row's framework call of each (operation, variant)."""
     cell = row.cell(cid)
     verdict = cell["verdict"]
     glyph, _ = GLYPHS[verdict]
@@ -405,7 +434,7 @@ def _cell_panel(n: int, row: Row, cid: str, above: Row | None) -> Markup:
                 f"; {detail}" if detail else "",
             )
         )
-    parts += [_variants_used(n, row, cell), _evidence(row, cid, cell)]
+    parts += [_variants_used(n, cell, calls), _evidence(row, cid, cell)]
     notes = join(html("<li>{}</li>", note) for note in cell["notes"])
     if notes:
         parts.append(html("<h3>Notes</h3><ul>{}</ul>", notes))
@@ -415,10 +444,10 @@ def _cell_panel(n: int, row: Row, cid: str, above: Row | None) -> Markup:
     return join(parts, "\n")
 
 
-def _variants_used(n: int, row: Row, cell: dict) -> Markup:
-    """The variants (operation: name) that decided the cell, with their framework calls."""
+def _variants_used(n: int, cell: dict, calls: dict[tuple[str, str], str]) -> Markup:
+    """The variants (operation: name) that decided the cell, with their framework calls (cut:
+    each is whole in the configuration's operations)."""
     named = cell["variants"]
-    declared = row.data["variants"]
     if not named:
         if cell["verdict"] not in (HOLDS, VIOLATED, UNCONFIRMED):
             return Markup("")
@@ -428,9 +457,9 @@ def _variants_used(n: int, row: Row, cell: dict) -> Markup:
             row_id(n),
         )
     items = []
-    for entry in named:
+    for entry in dict.fromkeys(named):
         operation, _, name = entry.partition(": ")
-        call = next((v["call"] for v in declared.get(operation, []) if v["name"] == name), "")
+        call = _short(calls.get((operation, name), ""), TOOLTIP)
         items.append(html("<li><strong>{}</strong>: <code>{}</code></li>", entry, call))
     return html("<h3>Variants that decided it</h3><ul>{}</ul>", join(items))
 
@@ -466,6 +495,8 @@ def _evidence(row: Row, cid: str, cell: dict) -> Markup:
 def _repro(n: int, row: Row, cid: str, cell: dict) -> Markup:
     told = story(cell, row.data["variants"])
     lines = [Markup("<h3>Repro</h3>")]
+    if len(cell["trace"]) > MAX_STEPS:
+        lines.append(html("<p>Its first {} of {} steps:</p>", MAX_STEPS, len(cell["trace"])))
     if cell.get("repro"):
         lines.append(
             html(
@@ -507,6 +538,10 @@ def _repro(n: int, row: Row, cid: str, cell: dict) -> Markup:
     )
     lines.append(diagram(told, cid, " ".join((cell.get("reason") or "").split()), cell_id(n, cid)))
     return join(lines, "\n")
+
+
+def _short(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[: chars - 1] + "…"
 
 
 def _lines(lines: tuple[str, ...]) -> Markup:

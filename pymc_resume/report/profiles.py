@@ -25,13 +25,15 @@ from pymc_resume.errors import BadInput
 from pymc_resume.files import UnreadableFile, read_bounded
 from pymc_resume.report.schema import SchemaError, validate
 
-# Every profile one command reads, together. A profile of every framework's configurations with
-# their repros' stories is about 2 MB; parsing 16 MiB of JSON costs at most a few hundred MiB.
-MAX_TOTAL_BYTES = 16 * 2**20
-# JSON values (counted as the commas and brackets of the files, strings included, an upper bound)
-# in them together: 1,000,000 empty objects would take 70 MiB of memory. A real profile has one
-# per 40 bytes or so.
-MAX_TOTAL_VALUES = 2_000_000
+# Every profile one command reads, together. A configuration with six violated cells and their
+# repros' stories takes 47 KB (tests/report/profiles/langgraph-sqlite-sync.json): 8 MiB hold 175
+# such configurations, whose page (1,050 diagrams) is 11 MB.
+MAX_TOTAL_BYTES = 8 * 2**20
+# JSON values in them together, counted as the commas and opening brackets of the files (an upper
+# bound: strings count too, an object twice): what parsing and checking cost in memory, about
+# 200 MiB at the limit. A real profile, as `profile --json` indents it, counts one per 34 bytes:
+# 8 MiB of it about 250,000.
+MAX_TOTAL_VALUES = 1_000_000
 
 
 @attrs.frozen

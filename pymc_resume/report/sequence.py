@@ -22,7 +22,13 @@ from pymc_resume.report.markup import Markup, html, join
 
 DRAIN = "drain"
 LANES = ("client", "framework", "store", "sink")
-MAX_EVENTS = 8  # sink events drawn per step; the rest are counted
+# What one step draws, at most (the rest is counted): a story is drawn twice (table, diagram),
+# so what a cell's JSON holds must not multiply without bound on the page.
+MAX_EVENTS = 8  # sink events
+MAX_STORE_LINES = 12  # changes in the store
+MAX_OUTCOMES = 8  # answers (one per client of a concurrent resume)
+MAX_LINE = 200  # characters of any one line (the whole text is in the cell's JSON)
+MAX_STEPS = 200  # steps of one repro (a repro file holds at most 200)
 
 
 @attrs.frozen
@@ -139,9 +145,10 @@ def _step_of(op: str | None) -> int | str | None:
 
 
 def story(cell: dict, variants: dict[str, list[dict]] | None = None) -> list[StepStory]:
-    """The violated cell's repro, step by step, then the drain when the clause failed there or
-    the sink shows drain operations."""
-    steps = cell.get("trace") or []
+    """The violated cell's repro, step by step (its first `MAX_STEPS`), then the drain when the
+    clause failed there or the sink shows drain operations. Each step's lines are cut to
+    `MAX_LINE` characters and counted past their limits."""
+    steps = (cell.get("trace") or [])[:MAX_STEPS]
     outcomes = cell.get("outcomes") or []
     observed = cell.get("observed") or {}
     stores = observed.get("stores") or []
@@ -151,7 +158,7 @@ def story(cell: dict, variants: dict[str, list[dict]] | None = None) -> list[Ste
     at = cell.get("violated_at")
     told = []
     for i, step in enumerate(steps):
-        results = tuple(outcome_text(o) for o in (outcomes[i] if i < len(outcomes) and outcomes[i] else []))
+        results = [outcome_text(o) for o in (outcomes[i] if i < len(outcomes) and outcomes[i] else [])]
         variant, call = _variant(step, variants or {})
         store = []
         if i < len(stores):
@@ -159,12 +166,12 @@ def story(cell: dict, variants: dict[str, list[dict]] | None = None) -> list[Ste
         told.append(
             StepStory(
                 i,
-                step_text(step),
-                variant,
-                call,
-                results,
+                _short(step_text(step), MAX_LINE),
+                _short(variant, MAX_LINE),
+                _short(call, MAX_LINE),
+                _capped(results, MAX_OUTCOMES, "answers"),
                 any(r.startswith("crashed") for r in results),
-                tuple(store),
+                _capped(store, MAX_STORE_LINES, "changes in the store"),
                 _events(events.get(i, [])),
                 at == i,
             )
@@ -188,9 +195,14 @@ def story(cell: dict, variants: dict[str, list[dict]] | None = None) -> list[Ste
 
 def _events(events: list[dict]) -> tuple[str, ...]:
     lines = [event_text(e) for e in events[:MAX_EVENTS]]
-    if len(events) > MAX_EVENTS:
-        lines.append(f"... {len(events) - MAX_EVENTS} more sink events")
-    return tuple(lines)
+    return _capped(lines, MAX_EVENTS, "sink events", more=len(events) - len(lines))
+
+
+def _capped(lines: list[str], limit: int, what: str, more: int = 0) -> tuple[str, ...]:
+    """The first `limit` lines, each cut to `MAX_LINE` characters, and a line counting the rest."""
+    more += max(0, len(lines) - limit)
+    shown = [_short(line, MAX_LINE) for line in lines[:limit]]
+    return tuple(shown + ([f"... {more} more {what}"] if more else []))
 
 
 def _variant(step: dict, variants: dict[str, list[dict]]) -> tuple[str, str]:
@@ -212,6 +224,7 @@ WIDTH = 920
 ROW = 20  # pixels per message
 TOP = 46
 CHARS = 44  # characters of a label between two neighbouring lanes
+TOOLTIP = 1000  # characters of the violation's tooltip (the reason is whole in the panel)
 
 
 def diagram(told: list[StepStory], clause: str, reason: str, key: str) -> Markup:
@@ -333,7 +346,7 @@ def _cross(y: int, label: str) -> Markup:
 
 
 def _violation(y: int, clause: str, reason: str) -> Markup:
-    text = f"✗ {clause} violated: {reason}"
+    text = _short(f"✗ {clause} violated: {reason}", TOOLTIP)
     return html(
         '<g class="violation"><title>{}</title><rect x="50" y="{}" width="{}" height="{}" rx="3"/>'
         '<text x="60" y="{}" class="label">{}</text></g>',

@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -59,6 +60,7 @@ WRONG = {  # what a value of each kind must not be
     "name": [3, False, ["a"], {"a": 1}, LONE_SURROGATE, "n" * 600, NAN],
     "count": ["3", -1, 1.5, True, [], {}, 10**16, HUGE_DIGITS, NAN, INFINITY, OVERFLOW],
     "integer": ["3", 1.5, False, [1], {}, 10**16, HUGE_DIGITS, INFINITY],
+    "seed": ["3", 1.5, False, [1], {}, 10**41, HUGE_DIGITS, INFINITY],
     "seconds": ["3", -1, True, [], {}, 10**10, NAN, INFINITY, OVERFLOW],
     "boolean": ["true", 1, 0, [], {}],
     "verdict": ["fine", "HOLDS", 3, [], {}],
@@ -128,7 +130,7 @@ TYPED = {
     (*CELL, "observed", "events", 0, "stage"): "integer",
     (*CELL, "observed", "events", 0, "applied"): "boolean",
     ("bounds",): "object?",
-    ("seed",): "integer?",
+    ("seed",): "seed?",
     ("examples",): "count?",
     ("skipped",): "list?",
 }
@@ -230,6 +232,7 @@ def test_every_typed_position_the_cases_use_is_where_the_fixture_says():
         "text": str,
         "count": int,
         "integer": int,
+        "seed": int,
         "seconds": (int, float),
         "boolean": bool,
         "verdict": str,
@@ -489,7 +492,7 @@ def test_a_fifo_a_device_and_a_giant_are_refused_at_once(tmp_path, command):
     for name, says in [
         ("fifo.json", "not a regular file"),
         ("/dev/zero", "not a regular file"),
-        ("giant.json", "more than the 16,777,216 allowed"),
+        ("giant.json", f"more than the {MAX_TOTAL_BYTES:,} allowed"),
     ]:
         args = {
             "report": ["report", name, "-o", "r.html"],
@@ -507,7 +510,7 @@ def test_profiles_too_large_together_are_refused_before_any_is_parsed(tmp_path):
     assert alone.returncode == 0, alone.stderr
     assert "x" * 100 not in (tmp_path / "one.html").read_text()  # unknown keys are never shown
     together = cli("report", "big.json", "big.json", "-o", "two.html", cwd=tmp_path)
-    assert_refused(together, "more than 16,777,216 bytes together")
+    assert_refused(together, f"more than {MAX_TOTAL_BYTES:,} bytes together")
     assert not (tmp_path / "two.html").exists()
 
 
@@ -528,3 +531,37 @@ def test_many_more_profiles_from_strangers(tmp_path, data):
         assert report.exit_code in (0, 2)
         if report.exit_code == 0:
             assert_inert((folder / "r.html").read_text())
+
+
+# -- 6. what one value can make the page draw -------------------------------------------------
+
+
+def test_a_long_text_is_drawn_whole_once_however_often_the_document_points_at_it(tmp_path):
+    """A framework call of 20,000 characters named by every step of 1,000-step repros in every
+    cell, and a reason of 20,000 quotes: each whole once on the page (the operations table, the
+    cell's panel), cut wherever it repeats (the steps, the diagrams, the tooltips)."""
+    call, reason = "C" * 20_000, '"' * 20_000
+    cell = {"verdict": "violated", "reason": reason, "trace": [{"action": "a", "variant": "n"}] * 1000}
+    profile = {
+        "adapter": "x",
+        "version": "1",
+        "config": "c",
+        "operations": {"a": "the call"},
+        "variants": {"a": [{"name": "n", "call": call}]},
+        "clauses": {cid: {**cell, "variants": ["a: n"] * 200} for cid in VALID["profiles"][0]["clauses"]},
+    }
+    (tmp_path / "p.json").write_text(json.dumps({"profiles": [profile]}))
+    assert run_cli(["report", "p.json", "-o", "r.html"], tmp_path).exit_code == 0
+    page = (tmp_path / "r.html").read_text()
+    assert page.count(call) == 1 and page.count("&quot;" * 20_000) == 9  # the panels: whole
+    cut = [len(run) for run in re.findall("C+", page) if len(run) < len(call)]  # elsewhere: cut
+    assert max(cut) < 300 and sum(cut) < 50 * len(call), (max(cut), sum(cut))
+    assert len(page) < 5 * 2**20, len(page)
+
+
+def test_a_page_past_its_limit_is_refused_in_one_line_and_not_written(tmp_path, monkeypatch):
+    from pymc_resume.report import page
+
+    monkeypatch.setattr(page, "MAX_PAGE", 30_000)  # the page of these two has 45,085
+    line = run_refused(["report", str(FIXTURE), str(OTHER), "-o", "r.html"], tmp_path)
+    assert "would have more than 30,000 characters: report fewer profiles at once" in line
