@@ -70,8 +70,8 @@ def comparison_text(comparison, baseline: str) -> str:
     lines += [printable(f"not compared: {line}") for line in comparison.not_compared]
     lines += [printable(f"warning: {line}") for line in comparison.warnings]
     compared = len(comparison.compared)
-    lines.append(
-        f"against {baseline}: {len(comparison.worse)} worse, {len(comparison.better)} better, "
+    lines.append(  # the baseline's path may hold anything a file name can
+        f"against {printable(baseline)}: {len(comparison.worse)} worse, {len(comparison.better)} better, "
         f"{len(comparison.changes) - len(comparison.worse) - len(comparison.better)} otherwise changed "
         f"cell(s) in {compared} configuration(s) compared"
     )

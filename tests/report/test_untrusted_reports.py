@@ -565,3 +565,10 @@ def test_a_page_past_its_limit_is_refused_in_one_line_and_not_written(tmp_path, 
     monkeypatch.setattr(page, "MAX_PAGE", 30_000)  # the page of these two has 45,085
     line = run_refused(["report", str(FIXTURE), str(OTHER), "-o", "r.html"], tmp_path)
     assert "would have more than 30,000 characters: report fewer profiles at once" in line
+
+
+def test_a_file_name_with_escapes_is_printed_escaped(tmp_path):
+    name = "b\x1b[2J\u202e.json"
+    (tmp_path / name).write_text(FIXTURE.read_text())
+    result = run_cli(["diff", name, str(OTHER)], tmp_path)
+    assert result.exit_code == 0 and not set(result.output) & CONTROL and "\\x1b[2J" in result.output
