@@ -5,7 +5,7 @@ Installed with pymc-resume (the `pytest11` entry point `pymc_resume`), it gives 
 - the fixture `resume_contract`: `resume_contract(adapter, **options)` fuzzes the adapter
   against the contract (`pymc-resume fuzz`'s engine) and fails the test, one paragraph per
   violated id with its reason, its minimal steps, the repro file and the command that replays it,
-  ready to paste (`pymc-resume replay FILE --allow-adapter SPEC`); it returns the run's
+  ready to paste (`env PYTHONPATH=DIR pymc-resume replay FILE --allow-adapter SPEC`); it returns the run's
   `FuzzReport` when every id holds;
 - the marker `@pytest.mark.resume_contract("module:Class", **options)`, or
   `resume_contract(adapter=Class, ...)` (a class as the marker's only positional argument would
