@@ -61,9 +61,9 @@ def comparison_text(comparison, baseline: str) -> str:
             for c in comparison.changes
         ]
         lines.append(table(["change", "framework", "config", "id", "was", "now"], rows))
-        for c in comparison.changes:  # a worse cell with its new reason; a change inside a cell
-            said = [c.detail, c.reason] if c.kind == WORSE else [c.detail]
-            if any(said):
+        for c in comparison.changes:  # a worse cell, or a change inside a cell, with its new reason
+            if c.kind == WORSE or c.detail:
+                said = [c.detail, f"now: {c.reason}" if c.detail else c.reason]
                 text = " ".join("; ".join(part for part in said if part).split())
                 lines.append(printable(f"  {c.kind}: {c.adapter} {c.config} {c.clause}: {text}"))
     # Names and reasons come from the profile files: escaped and cut, as in the table.

@@ -26,7 +26,7 @@ document neither profiled nor skipped was not asked for (a run narrowed with `--
 listed as not compared, never worse. Two documents that share no configuration compare nothing,
 which a gate must not take for a pass: `compare` refuses them (BadInput, exit 2). Settings that
 make two runs incomparable cell for cell (other bounds, seed, budget, pymc-resume version) and
-framework versions that differ are listed as warnings (`settings_warnings`).
+framework versions or adapter options that differ are listed as warnings (`settings_warnings`).
 """
 
 from __future__ import annotations
@@ -219,8 +219,8 @@ def one_row_per_configuration(document: Document) -> None:
 def settings_warnings(old: Document, new: Document, pairs: list[tuple[Row, Row]]) -> list[str]:
     """One line for each setting of the two runs that differs (a verdict under other bounds,
     another seed or another budget is not the same check) or that one of them did not record,
-    and for each compared configuration whose framework version differs or whose run stopped
-    early, failed or was unfinished."""
+    and for each compared configuration whose framework version or adapter options differ or whose
+    run stopped early, failed or was unfinished."""
     found = []
     was, now = settings_of(old), settings_of(new)
     for what in dict.fromkeys([*was, *now]):
@@ -240,6 +240,9 @@ def _row_warnings(old: Document, new: Document, pairs: list[tuple[Row, Row]]) ->
         if old_row.version != new_row.version:
             versions = f"{old_row.version} -> {new_row.version}"
             found.append(f"{new_row.adapter} {new_row.config}: framework version {versions}")
+        if old_row.options != new_row.options:
+            before, after = _difference(old_row.options, new_row.options)
+            found.append(f"{new_row.adapter} {new_row.config}: adapter options {before} -> {after}")
         for row, source in ((old_row, old.source), (new_row, new.source)):
             name = f"{row.adapter} {row.config} in {source}"
             if row.data.get("error"):

@@ -274,12 +274,12 @@ STEP = record(
 OUTCOME = record(
     status=field(NAME, "?"), detail=field(nullable(either(scalar(), WORDS))), by=field(nullable(NAME))
 )
-STORE = record(
+STORE = record(  # a thread's store after a step (`bridge/judging/session.py` store_summary)
     checkpoints=required(count()),
-    pc=required(STAGE),
-    stage=required(STAGE),
+    pc=required(nullable(STAGE)),  # null: no checkpoint yet
+    stage=required(nullable(STAGE)),
     run=required(NAME),
-    inputs=field(map_of(stage_key(), scalar(), MAX_ENTRIES), dict),
+    inputs=field(nullable(map_of(stage_key(), scalar(), MAX_ENTRIES)), dict),
 )
 EVENT = record(
     op=field(nullable(NAME)),

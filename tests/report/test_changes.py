@@ -161,3 +161,10 @@ def test_two_profiles_of_one_configuration_in_a_document_cannot_be_compared():
     data["profiles"].append(copy.deepcopy(data["profiles"][0]))
     with pytest.raises(BadInput, match="two profiles of reference sqlite"):
         compare(document_of(data, "twice.json"), document_of(document("reference.json"), "new"))
+
+
+def test_a_configuration_run_with_other_adapter_options_is_compared_with_a_warning():
+    old, new = document("reference.json"), document("reference.json")
+    new["profiles"][0]["adapter_options"] = {"fault": "no-claim"}
+    comparison = compare(document_of(old, "old.json"), document_of(new, "new.json"))
+    assert comparison.warnings == ("reference sqlite: adapter options fault=None -> fault=no-claim",)
