@@ -5,7 +5,7 @@ Installed with pymc-resume (the `pytest11` entry point `pymc_resume`), it gives 
 - the fixture `resume_contract`: `resume_contract(adapter, **options)` fuzzes the adapter
   against the contract (`pymc-resume fuzz`'s engine) and fails the test, one paragraph per
   violated id with its reason, its minimal steps, the repro file and the command that replays it,
-  ready to paste (`pymc-resume replay FILE --allow-adapter SPEC`); it returns the run's
+  ready to paste (`env PYTHONPATH=DIR pymc-resume replay FILE --allow-adapter SPEC`); it returns the run's
   `FuzzReport` when every id holds;
 - the marker `@pytest.mark.resume_contract("module:Class", **options)`, or
   `resume_contract(adapter=Class, ...)` (a class as the marker's only positional argument would
@@ -25,9 +25,14 @@ it, or why it was skipped).
 `adapter` is what `pymc-resume fuzz` takes (a built-in name, `module:Class`,
 `path/to/file.py:Class`, an installed adapter's name) or an adapter class; `options` are its
 constructor's keyword arguments, checked against it. Shrinking and repros need the adapter by
-name, and a replay typed in a shell must find it: so a class, or a `module:Class` that is neither
-built in nor installed, is named by its file (`/abs/path/test_mine.py:MyAdapter`; a class defined
-in a test module works), and the printed replay command allows it. `adapter` may also be any
+name, and a replay typed in a shell must find it. So a class, or a `module:Class` that is neither
+built in nor installed, is named by its module path, as the command line names it
+(`mypkg.adapters:MyAdapter`; a module of a package keeps its relative imports working, which a
+file path would break), and the printed replay command sets `PYTHONPATH` to the folder the module
+was imported from (before the run's own `PYTHONPATH`) and allows the adapter, so that it
+reproduces when pasted into a shell in any directory. A module whose name does not lead to its
+file from any folder is named by its file (`/abs/path/mine.py:MyAdapter`). A class defined in a
+test module works either way. `adapter` may also be any
 zero-argument factory (`lambda: MyAdapter(store=url)`): it is fuzzed as `contract_test_case`
 does, and a violation fails the test with Hypothesis's minimal steps but no repro file (a replay
 rebuilds an adapter by name).
@@ -44,6 +49,7 @@ nothing.
 from __future__ import annotations
 
 import importlib
+import os
 import shlex
 import shutil
 import sys
@@ -175,7 +181,8 @@ def _seed(text: str | None) -> int | None | str:
 def adapter_spec(adapter) -> str:
     """The spec `pymc-resume fuzz` takes for `adapter`, in a form a shell can replay: a built-in
     or installed adapter as it is named; a class, or a `module:Class` that is neither, by its
-    file (pytest's import path for a test module is not the shell's)."""
+    module path when the module's name leads to its file from some folder (`import_root`), else
+    by its file."""
     if isinstance(adapter, type):
         if "<locals>" in adapter.__qualname__:
             raise pytest.UsageError(
@@ -189,7 +196,7 @@ def adapter_spec(adapter) -> str:
         raise pytest.UsageError(
             f"resume_contract: expected an adapter class, spec or factory, not {type(adapter).__name__}"
         )
-    return spec if is_known(spec) else by_file(spec)
+    return spec if is_known(spec) else by_module(spec)
 
 
 def is_known(spec: str) -> bool:
@@ -200,37 +207,73 @@ def is_known(spec: str) -> bool:
     return spec in {*BUILT_IN, *BUILT_IN.values(), *installed, *installed.values()}
 
 
-def by_file(spec: str) -> str:
-    """`module:Class` as `/absolute/path/module.py:Class` (the module imported here, as pytest
-    imported it); a file spec made absolute; a spec whose module is not found as it was given."""
+def by_module(spec: str) -> str:
+    """`module:Class` as it is when the module (imported here, as pytest imported it) is found
+    by its name from the folder `import_root` gives, else as `/absolute/path/module.py:Class`; a
+    file spec made absolute; a spec whose module is not found as it was given."""
     module_name, colon, name = spec.rpartition(":")
     if not colon or not module_name:
         return spec
     if module_name.endswith(".py") or "/" in module_name:
         return f"{Path(module_name).resolve()}:{name}"
-    module = sys.modules.get(module_name)
+    module = _module(module_name)
     if module is None:
-        try:
-            module = importlib.import_module(module_name)
-        except Exception:
-            return spec  # fuzzing it says what is wrong, in one line
+        return spec  # fuzzing it says what is wrong, in one line
+    if import_root(module) is not None:
+        return spec
     file = getattr(module, "__file__", None)
     return f"{Path(file).resolve()}:{name}" if file else spec
 
 
+def _module(name: str):
+    try:
+        return sys.modules.get(name) or importlib.import_module(name)
+    except Exception:
+        return None
+
+
+def import_root(module) -> Path | None:
+    """The folder from which `module` is imported by its name and finds its own file
+    (`/src` for `mypkg.sub.mod` in `/src/mypkg/sub/mod.py`), or None (no file, or a name that
+    does not lead to it: a module loaded from a path under another name)."""
+    file = getattr(module, "__file__", None)
+    parts = module.__name__.split(".")
+    if not file or not all(part.isidentifier() for part in parts):
+        return None
+    path = Path(file).resolve()
+    package = path.name == "__init__.py"  # mypkg/__init__.py is the package mypkg
+    depth = len(parts) if package else len(parts) - 1
+    if depth >= len(path.parents):
+        return None
+    root = path.parents[depth]
+    expected = (
+        root.joinpath(*parts, "__init__.py") if package else root.joinpath(*parts[:-1], parts[-1] + ".py")
+    )
+    return root if expected == path else None
+
+
 def replay_command(repro: str, spec: str) -> str:
     """The command that replays `repro`, as a shell takes it from anywhere: absolute paths, the
-    adapter allowed when it is neither built in nor installed, and `pymc-resume` as this
-    environment runs it (the script beside this Python, else this Python with -m)."""
+    adapter allowed when it is neither built in nor installed, its module's folder on
+    `PYTHONPATH` when it is named by module path (`env PYTHONPATH=... `: an assignment survives
+    quoting only as an argument of `env`), and `pymc-resume` as this environment runs it (the
+    script beside this Python, else this Python with -m)."""
     script = shutil.which("pymc-resume")
     here = Path(sys.executable).parent
     runner = (
         ["pymc-resume"] if script and Path(script).parent == here else [sys.executable, "-m", "pymc_resume"]
     )
     command = [*runner, "replay", str(Path(repro).resolve())]
-    if not is_known(spec):
-        command += ["--allow-adapter", spec]
-    return shlex.join(command)
+    if is_known(spec):
+        return shlex.join(command)
+    module_name = spec.rpartition(":")[0]
+    module = None if module_name.endswith(".py") or "/" in module_name else sys.modules.get(module_name)
+    root = None if module is None else import_root(module)
+    prefix = []
+    if root is not None:
+        search = [str(root), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+        prefix = ["env", "PYTHONPATH=" + os.pathsep.join(dict.fromkeys(search))]
+    return shlex.join([*prefix, *command, "--allow-adapter", spec])
 
 
 @contextmanager

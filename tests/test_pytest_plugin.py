@@ -62,20 +62,67 @@ def test_a_violation_prints_a_replay_command_that_reproduces_when_pasted_as_is(p
     result.stdout.fnmatch_lines(["*violates consume-once-consumption*", "*1. *", "*repro: found/*.json*"])
     [repro] = (pytester.path / "found").glob("*consume_once_consumption.json")
     assert json.loads(repro.read_text())["clause"] == "consume-once-consumption"
-    # A set: on CI, pytest's short summary repeats the whole failure message, replay line included.
-    [command] = {
-        line.split("replay: ", 1)[1] for line in result.stdout.lines if line.startswith("  replay: ")
-    }
-    assert f"--allow-adapter {pytester.path / 'test_layer.py'}:FaultyLayer" in command
-    # Pasted into a shell somewhere else, with this environment's scripts on the PATH.
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    pasted = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, env=env)
-    assert pasted.returncode == 1, pasted.stdout + pasted.stderr
-    assert pasted.stdout.startswith("reproduces") and "consume-once-consumption" in pasted.stdout
+    command = replay_line(result)
+    assert command.startswith(f"env PYTHONPATH={pytester.path}")  # where the test module was found
+    assert command.endswith(" --allow-adapter test_layer:FaultyLayer")  # by module path, as the CLI
+    assert_reproduces_when_pasted(command, tmp_path)
     # Hypothesis's files under the repro directory, keyed by the adapter and its options.
     assert not (pytester.path / ".hypothesis").exists()
     [database] = (pytester.path / "found" / "hypothesis-db").iterdir()
     assert database.name.startswith("FaultyLayer-no-claim-")
+
+
+def replay_line(result: pytest.RunResult) -> str:
+    # A set: on CI, pytest's short summary repeats the whole failure message, replay line included.
+    [command] = {
+        line.split("replay: ", 1)[1] for line in result.stdout.lines if line.startswith("  replay: ")
+    }
+    return command
+
+
+def assert_reproduces_when_pasted(command: str, somewhere: Path) -> None:
+    """Pasted into a shell in another folder, with this environment's scripts on the PATH and
+    none of the test run's import path."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    pasted = subprocess.run(["bash", "-c", command], cwd=somewhere, capture_output=True, text=True, env=env)
+    assert pasted.returncode == 1, pasted.stdout + pasted.stderr
+    assert pasted.stdout.startswith("reproduces") and "consume-once-consumption" in pasted.stdout
+
+
+def test_an_adapter_in_a_package_with_relative_imports_replays_by_module_path(pytester, tmp_path):
+    """How a framework ships its adapter: a module of a package that imports its siblings
+    relatively. Named by its file, the module could not be loaded; by module path it is, in the
+    check and in the pasted replay line."""
+    pytester.mkpydir("layerpkg")
+    pytester.makepyfile(
+        **{
+            "layerpkg/base": """
+                from pymc_resume.bridge.adapters.reference import ReferenceAdapter
+
+                class Base(ReferenceAdapter):
+                    name = "layer-base"
+            """,
+            "layerpkg/adapter": """
+                from .base import Base
+
+                class FaultyLayer(Base):
+                    name = "faulty-layer"
+            """,
+            "test_package": """
+                from layerpkg.adapter import FaultyLayer
+
+                def test_layer(resume_contract):
+                    resume_contract(FaultyLayer, fault="no-claim", examples=40, seed=1)
+            """,
+        }
+    )
+    result = run(pytester, "--resume-repro-dir", "found")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*violates consume-once-consumption*"])
+    command = replay_line(result)
+    assert command.startswith(f"env PYTHONPATH={pytester.path}")
+    assert command.endswith(" --allow-adapter layerpkg.adapter:FaultyLayer")
+    assert_reproduces_when_pasted(command, tmp_path)
 
 
 def test_the_marker_checks_a_class_from_the_test_module_before_the_body(pytester):

@@ -165,6 +165,7 @@ def profile_command(
 
     if every == (adapter is not None):
         fail("give either ADAPTER or --all")
+    baseline = read_baseline(baseline_path)  # checked before anything else is done
     try:
         bounds = load_bounds(bounds_name)
     except BoundsError as error:
@@ -173,8 +174,11 @@ def profile_command(
         families, skipped = all_families() if every else ([family_of(adapter)], [])
     except (AdapterSpecError, AdapterError) as error:
         fail(str(error))
-    runs = []
+    runs, planned = [], []
     for family in families:
+        planned += [
+            (family.name, c.name) for c in family.configurations if not only_configs or c.name in only_configs
+        ]
         if not family.installed():
             if not every:
                 fail(f"{family.name} is not installed: {family.install}")
@@ -194,25 +198,30 @@ def profile_command(
             (family, with_options(configuration, adapter_option_pairs, step_timeout))
             for configuration in configurations
         ]
+    if baseline is not None:  # a baseline that shares no configuration with the run gates nothing
+        from pymc_resume.report.changes import require_common_configuration
+
+        require_common_configuration(baseline, planned, "this run")
+    asked = {"examples": examples, "steps": steps, "max_seconds": max_seconds}
+    asked |= {"shrink_seconds": shrink_seconds, "shrink": not no_shrink}  # the budget, as documents say it
     writable_file(json_path, "--json")
     if operations:
         tables = operation_tables(runs, every, skipped, step_timeout)
         click.echo(operations_text(tables))
         if context.get_parameter_source("examples") is not ParameterSource.COMMANDLINE:
             if json_path:  # the tables alone: no battery, no fuzzing
-                write_json(json_path, _document(bounds, seed, 0, [], skipped, tables))
+                write_json(json_path, _document(bounds, seed, {**asked, "examples": 0}, [], skipped, tables))
             return
         click.echo("")
     writable_folder(repro_dir, "--repro-dir")
     writable_file(markdown_path, "--markdown")
     writable_file(html_path, "--html")
-    baseline = read_baseline(baseline_path)
     budget = Budget(max_seconds, shrink_seconds)
     profiles: list = []
 
     def publish(current) -> None:  # the profiles so far, the one running included
         if json_path:
-            write_json(json_path, _document(bounds, seed, examples, [*profiles, current], skipped))
+            write_json(json_path, _document(bounds, seed, asked, [*profiles, current], skipped))
 
     say = lambda message: click.echo(printable(message), err=True)
     templates = HostTemplates(say, enabled=not fresh_hosts)
@@ -259,11 +268,11 @@ def profile_command(
                     }
                 )
     if json_path:
-        write_json(json_path, _document(bounds, seed, examples, profiles, skipped))
+        write_json(json_path, _document(bounds, seed, asked, profiles, skipped))
     if markdown_path:
         write_atomically(markdown_path, markdown_table(profiles, skipped) + "\n")
     click.echo(profile_text(profiles, skipped))
-    document = _document(bounds, seed, examples, profiles, skipped)
+    document = _document(bounds, seed, asked, profiles, skipped)
     if html_path:
         write_report(html_path, document, json_path, baseline)
     failed = [p for p in profiles if p.error]
@@ -281,12 +290,15 @@ def profile_command(
 
 def read_baseline(path: str | None):
     """The baseline profile document, read and checked before anything runs (exit 2 when it is
-    not one)."""
+    not one, or has two profiles of one configuration)."""
     if path is None:
         return None
+    from pymc_resume.report.changes import one_row_per_configuration
     from pymc_resume.report.profiles import read_document
 
-    return read_document(path)
+    baseline = read_document(path)
+    one_row_per_configuration(baseline)
+    return baseline
 
 
 def _run_name(json_path: str | None) -> str:
@@ -406,13 +418,20 @@ def with_options(configuration, pairs, step_timeout: float | None = 60.0):
     return attrs.evolve(configuration, options=options)
 
 
-def _document(bounds, seed, examples, profiles, skipped, operations_only: list[dict] | None = None) -> dict:
+def _document(
+    bounds, seed, budget: dict, profiles, skipped, operations_only: list[dict] | None = None
+) -> dict:
     """The JSON document; with `operations_only`, each profile is a configuration's operation
-    table alone (`"clauses": null`: nothing was judged)."""
+    table alone (`"clauses": null`: nothing was judged). It says what ran it (the budget, the
+    pymc-resume version), so that a comparison can say when two runs differ in more than code."""
+    from pymc_resume import __version__
+
     return {
+        "pymc_resume_version": __version__,
         "bounds": bounds.as_json(),
         "seed": seed,
-        "examples": examples,
+        "examples": budget["examples"],
+        "budget": budget,
         "profiles": operations_only if operations_only is not None else [p.as_json() for p in profiles],
         "skipped": skipped,
     }

@@ -26,12 +26,13 @@ def report_command(profiles, output, title):
     """Write the conformance report of PROFILES (JSON files written by `profile --json`): the
     matrix of configurations by contract id, each cell's verdict, reason, variants and evidence,
     each violated cell's repro as a step table and a sequence diagram; rows of one configuration
-    (two versions of a framework) side by side, changed cells marked."""
+    (two versions of a framework) side by side, changed cells marked; the bounds, seed, budget
+    and pymc-resume version of each run. The page runs no script and loads nothing."""
     from pymc_resume.report.page import render
-    from pymc_resume.report.profiles import read_document, rows_of
+    from pymc_resume.report.profiles import read_documents, rows_of
 
     writable_file(output, "--output")
-    documents = [read_document(path) for path in profiles]
+    documents = read_documents(profiles)
     rows = rows_of(documents)
     write_atomically(output, render(documents, **({"title": title} if title else {})))
     violated = sum(row.verdict(cid) == VIOLATED for row in rows for cid in CLAUSE_IDS)

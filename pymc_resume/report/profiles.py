@@ -1,22 +1,39 @@
 """Profile documents read back from JSON, checked before anything in them is used.
 
-A document is what `profile --json` writes: `{"bounds", "seed", "examples", "profiles": [...],
-"skipped": [...]}`. Each profile is one row of the matrix: a configuration of a framework at one
-version, with a cell per contract id. A file that is not such a document is refused with one
-line naming the file and what is wrong (`BadInput`, exit 2).
+A document is what `profile --json` writes: `{"bounds", "seed", "examples", "budget",
+"pymc_resume_version", "profiles": [...], "skipped": [...]}`. Each profile is one row of the
+matrix: a configuration of a framework at one version, with a cell per contract id.
+
+The files may come from anyone, so they are read as every other input from a file is
+(`files.read_bounded`: a regular file only, opened without blocking, so a FIFO or a device is
+refused at once), within one size limit for all the files a command reads together and a limit
+on the JSON values in them (what parsing costs in memory), and checked against the one schema
+(`schema.py`). A file that is not such a document is refused with one line naming the file and
+what is wrong (`BadInput`, exit 2), before the command does any work.
 """
 
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import attrs
 
 from pymc_resume.errors import BadInput
-from pymc_resume.model.contract import CLAUSE_IDS, VERDICTS
+from pymc_resume.files import UnreadableFile, read_bounded
+from pymc_resume.report.schema import SchemaError, validate
 
-MAX_BYTES = 64 * 2**20  # a profile of every framework with its repros' stories is far smaller
+# Every profile one command reads, together. A configuration with six violated cells and their
+# repros' stories takes 47 KB (tests/report/profiles/langgraph-sqlite-sync.json): 8 MiB hold 175
+# such configurations, whose page (1,050 diagrams) is 11 MB.
+MAX_TOTAL_BYTES = 8 * 2**20
+# JSON values in them together, counted as the commas and opening brackets of the files (an upper
+# bound: strings count too, an object twice): what parsing and checking cost in memory, about
+# 200 MiB at the limit. A real profile, as `profile --json` indents it, counts one per 34 bytes:
+# 8 MiB of it about 250,000.
+MAX_TOTAL_VALUES = 1_000_000
 
 
 @attrs.frozen
@@ -27,7 +44,7 @@ class Row:
     version: str
     config: str
     source: str  # the file it was read from (or what produced it)
-    data: dict  # the profile's JSON as written
+    data: dict  # the profile's JSON, as the schema cleaned it
 
     @property
     def key(self) -> tuple[str, str]:
@@ -54,74 +71,101 @@ class Row:
 
 @attrs.frozen
 class Document:
+    """A profile document: its rows and skipped entries, and the settings its run had (None
+    where an older pymc-resume did not record them)."""
+
     source: str
     rows: tuple[Row, ...]
     skipped: tuple[dict, ...]
-    bounds: str | None
+    bounds: dict | None  # the bounds as the run wrote them (`Bounds.as_json`)
     seed: int | None
-    examples: int | None
+    examples: int | None  # fuzzed examples asked per configuration
+    budget: dict | None = None  # examples, steps, max_seconds, shrink_seconds, shrink
+    tool_version: str | None = None  # the pymc-resume that wrote it
+
+    @property
+    def bounds_name(self) -> str | None:
+        name = (self.bounds or {}).get("name")
+        return name if isinstance(name, str) else None
+
+
+def read_documents(paths: Iterable[str | Path]) -> list[Document]:
+    """Read and check profile JSON files, refused in one line before any is used when one is
+    not a regular file, is not a profile document, or all of them together are too large."""
+    contents, total, values = [], 0, 0
+    for path in paths:
+        try:
+            raw = read_bounded(path, MAX_TOTAL_BYTES, "a profile")
+        except UnreadableFile as error:
+            raise BadInput(str(error)) from None
+        total += len(raw)
+        values += raw.count(b",") + raw.count(b"[") + raw.count(b"{")
+        if total > MAX_TOTAL_BYTES:
+            raise BadInput(
+                f"{path}: the profiles given have more than {MAX_TOTAL_BYTES:,} bytes together "
+                "(the limit on the profiles one command reads)"
+            )
+        if values > MAX_TOTAL_VALUES:
+            raise BadInput(
+                f"{path}: the profiles given hold more than {MAX_TOTAL_VALUES:,} JSON values together "
+                "(the limit on the profiles one command reads)"
+            )
+        contents.append((str(path), raw))
+    return [parse_document(raw, where) for where, raw in contents]
 
 
 def read_document(path: str | Path) -> Document:
     """Read and check one profile JSON file."""
-    where = str(path)
+    return read_documents([path])[0]
+
+
+def parse_document(raw: bytes, where: str) -> Document:
+    """The document in `raw`, the bytes of the file `where` (named in errors and the report)."""
     try:
-        with open(path, "rb") as stream:
-            raw = stream.read(MAX_BYTES + 1)
-    except OSError as error:
-        raise BadInput(f"{where}: cannot read it: {error.strerror or error}") from None
-    if len(raw) > MAX_BYTES:
-        raise BadInput(f"{where}: larger than {MAX_BYTES // 2**20} MiB, not a profile")
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise BadInput(f"{where} is not UTF-8 text (byte {error.start})") from None
     try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        data = json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as error:
         raise BadInput(f"{where} is not JSON: {error}") from None
     except RecursionError:
         raise BadInput(f"{where}: JSON nested too deeply") from None
+    except NotANumber as error:
+        raise BadInput(f"{where} is not a profile: {error}") from None
+    except ValueError:  # an integer of more digits than Python converts
+        raise BadInput(f"{where}: a number has more than {sys.get_int_max_str_digits():,} digits") from None
     return document_of(data, Path(where).name)
+
+
+class NotANumber(ValueError):
+    """NaN, Infinity or -Infinity in a file: JSON has no such numbers, Python's parser takes them."""
+
+
+def _no_constant(name: str):
+    raise NotANumber(f"{name} is not a number a profile holds")
 
 
 def document_of(data: object, source: str) -> Document:
     """A document from its parsed JSON (`source` names it in errors and in the report)."""
-    if not isinstance(data, dict) or not isinstance(data.get("profiles"), list):
-        raise BadInput(
-            f"{source}: not a profile document (no 'profiles' list; write one with profile --json)"
-        )
-    rows = tuple(_row(profile, source, i) for i, profile in enumerate(data["profiles"]))
-    skipped = data.get("skipped") or []
-    if not isinstance(skipped, list) or not all(isinstance(e, dict) and "adapter" in e for e in skipped):
-        raise BadInput(f"{source}: 'skipped' must be a list of entries naming an adapter")
-    bounds = data.get("bounds")
+    try:
+        clean = validate(data)
+    except SchemaError as error:
+        raise BadInput(f"{source}: {error}") from None
+    rows = tuple(
+        Row(profile["adapter"], profile["version"], profile["config"], source, profile)
+        for profile in clean["profiles"]
+    )
     return Document(
         source,
         rows,
-        tuple(skipped),
-        bounds.get("name") if isinstance(bounds, dict) else None,
-        data.get("seed"),
-        data.get("examples"),
+        tuple(clean["skipped"]),
+        clean.get("bounds"),
+        clean.get("seed"),
+        clean.get("examples"),
+        clean.get("budget"),
+        clean.get("pymc_resume_version"),
     )
-
-
-def _row(profile: object, source: str, index: int) -> Row:
-    where = f"{source}: profiles[{index}]"
-    if not isinstance(profile, dict):
-        raise BadInput(f"{where} is not an object")
-    for key in ("adapter", "version", "config"):
-        if not isinstance(profile.get(key), str):
-            raise BadInput(f"{where} has no {key!r} string")
-    clauses = profile.get("clauses")
-    if clauses is None:
-        raise BadInput(
-            f"{where} ({profile['adapter']} {profile['config']}) judged nothing: an operations table only"
-        )
-    if not isinstance(clauses, dict) or set(clauses) != set(CLAUSE_IDS):
-        raise BadInput(f"{where}: 'clauses' must have a cell for each of the {len(CLAUSE_IDS)} contract ids")
-    for clause_id, cell in clauses.items():
-        if not isinstance(cell, dict) or cell.get("verdict") not in VERDICTS:
-            raise BadInput(f"{where}: {clause_id} has no verdict among {', '.join(VERDICTS)}")
-        if not isinstance(cell.get("reason") or "", str):
-            raise BadInput(f"{where}: {clause_id}'s reason is not text")
-    return Row(profile["adapter"], profile["version"], profile["config"], source, profile)
 
 
 def rows_of(documents: list[Document]) -> list[Row]:

@@ -14,16 +14,21 @@ reads JSON only (see the package docstring); the words follow it.
 
 from __future__ import annotations
 
-from html import escape
-
 import attrs
 
 from pymc_resume.model.state import INITIAL, UPDATE
 from pymc_resume.model.workflow import INVALID
+from pymc_resume.report.markup import Markup, html, join
 
 DRAIN = "drain"
 LANES = ("client", "framework", "store", "sink")
-MAX_EVENTS = 8  # sink events drawn per step; the rest are counted
+# What one step draws, at most (the rest is counted): a story is drawn twice (table, diagram),
+# so what a cell's JSON holds must not multiply without bound on the page.
+MAX_EVENTS = 8  # sink events
+MAX_STORE_LINES = 12  # changes in the store
+MAX_OUTCOMES = 8  # answers (one per client of a concurrent resume)
+MAX_LINE = 200  # characters of any one line (the whole text is in the cell's JSON)
+MAX_STEPS = 200  # steps of one repro (a repro file holds at most 200)
 
 
 @attrs.frozen
@@ -140,9 +145,10 @@ def _step_of(op: str | None) -> int | str | None:
 
 
 def story(cell: dict, variants: dict[str, list[dict]] | None = None) -> list[StepStory]:
-    """The violated cell's repro, step by step, then the drain when the clause failed there or
-    the sink shows drain operations."""
-    steps = cell.get("trace") or []
+    """The violated cell's repro, step by step (its first `MAX_STEPS`), then the drain when the
+    clause failed there or the sink shows drain operations. Each step's lines are cut to
+    `MAX_LINE` characters and counted past their limits."""
+    steps = (cell.get("trace") or [])[:MAX_STEPS]
     outcomes = cell.get("outcomes") or []
     observed = cell.get("observed") or {}
     stores = observed.get("stores") or []
@@ -152,7 +158,7 @@ def story(cell: dict, variants: dict[str, list[dict]] | None = None) -> list[Ste
     at = cell.get("violated_at")
     told = []
     for i, step in enumerate(steps):
-        results = tuple(outcome_text(o) for o in (outcomes[i] if i < len(outcomes) and outcomes[i] else []))
+        results = [outcome_text(o) for o in (outcomes[i] if i < len(outcomes) and outcomes[i] else [])]
         variant, call = _variant(step, variants or {})
         store = []
         if i < len(stores):
@@ -160,12 +166,12 @@ def story(cell: dict, variants: dict[str, list[dict]] | None = None) -> list[Ste
         told.append(
             StepStory(
                 i,
-                step_text(step),
-                variant,
-                call,
-                results,
+                _short(step_text(step), MAX_LINE),
+                _short(variant, MAX_LINE),
+                _short(call, MAX_LINE),
+                _capped(results, MAX_OUTCOMES, "answers"),
                 any(r.startswith("crashed") for r in results),
-                tuple(store),
+                _capped(store, MAX_STORE_LINES, "changes in the store"),
                 _events(events.get(i, [])),
                 at == i,
             )
@@ -189,9 +195,14 @@ def story(cell: dict, variants: dict[str, list[dict]] | None = None) -> list[Ste
 
 def _events(events: list[dict]) -> tuple[str, ...]:
     lines = [event_text(e) for e in events[:MAX_EVENTS]]
-    if len(events) > MAX_EVENTS:
-        lines.append(f"... {len(events) - MAX_EVENTS} more sink events")
-    return tuple(lines)
+    return _capped(lines, MAX_EVENTS, "sink events", more=len(events) - len(lines))
+
+
+def _capped(lines: list[str], limit: int, what: str, more: int = 0) -> tuple[str, ...]:
+    """The first `limit` lines, each cut to `MAX_LINE` characters, and a line counting the rest."""
+    more += max(0, len(lines) - limit)
+    shown = [_short(line, MAX_LINE) for line in lines[:limit]]
+    return tuple(shown + ([f"... {more} more {what}"] if more else []))
 
 
 def _variant(step: dict, variants: dict[str, list[dict]]) -> tuple[str, str]:
@@ -213,11 +224,15 @@ WIDTH = 920
 ROW = 20  # pixels per message
 TOP = 46
 CHARS = 44  # characters of a label between two neighbouring lanes
+TOOLTIP = 1000  # characters of the violation's tooltip (the reason is whole in the panel)
 
 
-def diagram(told: list[StepStory], clause: str, reason: str) -> str:
-    """The sequence diagram of `told` as an inline SVG element."""
-    body: list[str] = []
+def diagram(told: list[StepStory], clause: str, reason: str, key: str) -> Markup:
+    """The sequence diagram of `told` as an inline SVG element. `key` (unique on the page, a
+    cell's anchor) prefixes the ids the SVG defines: ids are the page's, not the SVG's, and an
+    arrow pointing at another diagram's marker draws no head once that diagram is hidden."""
+    marker = f"{key}-head"
+    body: list[Markup] = []
     y = TOP
     for step in told:
         y += 6
@@ -225,36 +240,50 @@ def diagram(told: list[StepStory], clause: str, reason: str) -> str:
         y += ROW
         if step.index != DRAIN:
             label = step.text + (f" [{step.variant.split(': ', 1)[-1]}]" if step.variant else "")
-            body.append(_arrow("client", "framework", y, label, step.call or label))
+            body.append(_arrow(marker, "client", "framework", y, label, step.call or label))
             y += ROW
         for line in step.sink:
-            body.append(_arrow("framework", "sink", y, line, line))
+            body.append(_arrow(marker, "framework", "sink", y, line, line))
             y += ROW
         for line in step.store:
-            body.append(_arrow("framework", "store", y, line, line, dashed=True))
+            body.append(_arrow(marker, "framework", "store", y, line, line, dashed=True))
             y += ROW
         if step.crashed:
             body.append(_cross(y, "SIGKILL: " + step.text.split("crash at ", 1)[-1]))
             y += ROW
         for line in step.outcomes:
-            body.append(_arrow("framework", "client", y, line, line, dashed=True))
+            body.append(_arrow(marker, "framework", "client", y, line, line, dashed=True))
             y += ROW
         if step.violated:
             body.append(_violation(y, clause, reason))
             y += 2 * ROW
     height = y + 20
-    heads = "".join(
-        f'<text x="{x}" y="22" text-anchor="middle" class="lane-name">{name}</text>'
-        f'<line x1="{x}" y1="30" x2="{x}" y2="{height - 6}" class="lane"/>'
+    heads = join(
+        html(
+            '<text x="{}" y="22" text-anchor="middle" class="lane-name">{}</text>'
+            '<line x1="{}" y1="30" x2="{}" y2="{}" class="lane"/>',
+            x,
+            name,
+            x,
+            x,
+            height - 6,
+        )
         for name, x in LANE_X.items()
     )
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="sequence" width="{WIDTH}" height="{height}" '
-        f'viewBox="0 0 {WIDTH} {height}" role="img" '
-        f'aria-label="sequence diagram of the repro of {escape(clause)}">'
-        '<defs><marker id="head" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
+    return html(
+        '<svg xmlns="http://www.w3.org/2000/svg" class="sequence" width="{}" height="{}" '
+        'viewBox="0 0 {} {}" role="img" aria-label="sequence diagram of the repro of {}">'
+        '<defs><marker id="{}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
         'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" class="arrowhead"/></marker></defs>'
-        f"{heads}{''.join(body)}</svg>"
+        "{}{}</svg>",
+        WIDTH,
+        height,
+        WIDTH,
+        height,
+        clause,
+        marker,
+        heads,
+        join(body),
     )
 
 
@@ -262,41 +291,69 @@ def _short(text: str, chars: int) -> str:
     return text if len(text) <= chars else text[: chars - 1] + "…"
 
 
-def _arrow(source: str, target: str, y: int, label: str, title: str, dashed: bool = False) -> str:
+def _arrow(
+    marker: str, source: str, target: str, y: int, label: str, title: str, dashed: bool = False
+) -> Markup:
     x1, x2 = LANE_X[source], LANE_X[target]
     room = CHARS * abs(LANES.index(target) - LANES.index(source))  # wider across more lanes
-    middle = (x1 + x2) / 2
-    style = ' class="message dashed"' if dashed else ' class="message"'
     end = x2 + (-4 if x2 > x1 else 4)  # the arrowhead's tip just short of the lane
-    return (
-        f"<g><title>{escape(title)}</title>"
-        f'<line x1="{x1}" y1="{y}" x2="{end}" y2="{y}"{style} marker-end="url(#head)"/>'
-        f'<text x="{middle}" y="{y - 4}" text-anchor="middle" class="label">'
-        f"{escape(_short(label, room))}</text></g>"
+    return html(
+        '<g><title>{}</title><line x1="{}" y1="{}" x2="{}" y2="{}" class="{}" marker-end="url(#{})"/>'
+        '<text x="{}" y="{}" text-anchor="middle" class="label">{}</text></g>',
+        title,
+        x1,
+        y,
+        end,
+        y,
+        "message dashed" if dashed else "message",
+        marker,
+        (x1 + x2) / 2,
+        y - 4,
+        _short(label, room),
     )
 
 
-def _band(y: int, step: StepStory) -> str:
+def _band(y: int, step: StepStory) -> Markup:
     name = "drain" if step.index == DRAIN else f"step {step.index}"
-    return (
-        f'<text x="6" y="{y + 4}" class="step-name">{name}</text>'
-        f'<line x1="50" y1="{y}" x2="{WIDTH - 6}" y2="{y}" class="band"/>'
+    return html(
+        '<text x="6" y="{}" class="step-name">{}</text><line x1="50" y1="{}" x2="{}" y2="{}" class="band"/>',
+        y + 4,
+        name,
+        y,
+        WIDTH - 6,
+        y,
     )
 
 
-def _cross(y: int, label: str) -> str:
+def _cross(y: int, label: str) -> Markup:
     x = LANE_X["framework"]
-    return (
-        f'<g class="crash"><title>{escape(label)}</title>'
-        f'<path d="M{x - 7},{y - 11} L{x + 7},{y + 3} M{x + 7},{y - 11} L{x - 7},{y + 3}"/>'
-        f'<text x="{x + 14}" y="{y}" class="label">{escape(_short(label, CHARS))}</text></g>'
+    return html(
+        '<g class="crash"><title>{}</title><path d="M{},{} L{},{} M{},{} L{},{}"/>'
+        '<text x="{}" y="{}" class="label">{}</text></g>',
+        label,
+        x - 7,
+        y - 11,
+        x + 7,
+        y + 3,
+        x + 7,
+        y - 11,
+        x - 7,
+        y + 3,
+        x + 14,
+        y,
+        _short(label, CHARS),
     )
 
 
-def _violation(y: int, clause: str, reason: str) -> str:
-    text = f"✗ {clause} violated: {reason}"
-    return (
-        f'<g class="violation"><title>{escape(text)}</title>'
-        f'<rect x="50" y="{y - 12}" width="{WIDTH - 56}" height="{ROW + 10}" rx="3"/>'
-        f'<text x="60" y="{y + 6}" class="label">{escape(_short(text, 120))}</text></g>'
+def _violation(y: int, clause: str, reason: str) -> Markup:
+    text = _short(f"✗ {clause} violated: {reason}", TOOLTIP)
+    return html(
+        '<g class="violation"><title>{}</title><rect x="50" y="{}" width="{}" height="{}" rx="3"/>'
+        '<text x="60" y="{}" class="label">{}</text></g>',
+        text,
+        y - 12,
+        WIDTH - 56,
+        ROW + 10,
+        y + 6,
+        _short(text, 120),
     )

@@ -135,7 +135,9 @@ class Browser:
         lines = self.log.read_text(errors="replace").splitlines() if self.log.exists() else []
         return "; its last words:\n" + "\n".join(lines[-15:]) if lines else ""
 
-    def page(self, width: int, height: int) -> Page:
+    def page(self, width: int, height: int, mobile: bool = False) -> Page:
+        """A new tab of `width` x `height` CSS pixels (`mobile`: a phone's, which lays a page out
+        at 980 pixels wide unless the page's viewport says otherwise)."""
         target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         page = Page(self, session)
@@ -143,7 +145,7 @@ class Browser:
             page.send(f"{domain}.enable")
         page.send(
             "Emulation.setDeviceMetricsOverride",
-            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile},
         )
         return page
 
@@ -187,8 +189,11 @@ class Page:
         self.browser.wait_for("Page.loadEventFired", self.session)
 
     def evaluate(self, expression: str):
-        """The value of a JavaScript expression in the page (JSON-able)."""
-        result = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True})
+        """The value of a JavaScript expression in the page (JSON-able; a promise's once it
+        settles)."""
+        result = self.send(
+            "Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True}
+        )
         if "exceptionDetails" in result:
             raise BrowserError(f"{expression!r}: {result['exceptionDetails']}")
         return result["result"].get("value")
@@ -200,6 +205,15 @@ class Page:
                 "Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1}
             )
 
+    def dialogs(self) -> list[dict]:
+        """Every JavaScript dialog (alert, confirm, prompt) the page opened so far."""
+        return [
+            event["params"]
+            for event in self.browser.events
+            if event.get("method") == "Page.javascriptDialogOpening"
+            and event.get("sessionId") == self.session
+        ]
+
     def requests(self) -> list[str]:
         """The URLs of every request the page made so far."""
         return [
@@ -208,9 +222,12 @@ class Page:
             if event.get("method") == "Network.requestWillBeSent" and event.get("sessionId") == self.session
         ]
 
-    def screenshot(self, width: int, height: int, scale: float = 1.0) -> bytes:
-        """A PNG of the page's top-left `width` x `height` CSS pixels, scaled by `scale`."""
-        clip = {"x": 0, "y": 0, "width": width, "height": height, "scale": scale}
+    def screenshot(
+        self, width: float, height: float, scale: float = 1.0, x: float = 0, y: float = 0
+    ) -> bytes:
+        """A PNG of `width` x `height` CSS pixels of the page from (`x`, `y`) (the top left by
+        default; page coordinates, not the viewport's), scaled by `scale`."""
+        clip = {"x": x, "y": y, "width": width, "height": height, "scale": scale}
         data = self.send(
             "Page.captureScreenshot", {"format": "png", "clip": clip, "captureBeyondViewport": True}
         )

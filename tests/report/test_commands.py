@@ -1,6 +1,7 @@
 """`pymc-resume report` and `pymc-resume diff` as a user runs them: what they write, print and
 exit with, and one line for bad input."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -54,7 +55,7 @@ def test_diff_lists_improvements_and_exits_0(tmp_path):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (("report", "nosuch.json", "-o", "r.html"), "nosuch.json: cannot read it"),
+        (("report", "nosuch.json", "-o", "r.html"), "nosuch.json: cannot read a profile"),
         (("report", "bad.json", "-o", "r.html"), "bad.json: not a profile document"),
         (("report", HOLDING), "Missing option '-o'"),
         (("diff", HOLDING, "bad.json"), "bad.json: not a profile document"),
@@ -67,3 +68,37 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
     run = cli(*args, cwd=tmp_path)
     assert run.returncode == 2 and message in run.stderr, run.stderr
     assert len(run.stderr.strip().splitlines()) == 1 and not (tmp_path / "r.html").exists()
+
+
+def test_diff_of_profiles_that_share_no_configuration_exits_2_in_one_line(tmp_path):
+    run = cli("diff", HOLDING, str(PROFILES / "langgraph-sqlite-sync.json"), "--json", "d.json", cwd=tmp_path)
+    assert run.returncode == 2 and run.stdout == "", run.stdout + run.stderr
+    [line] = run.stderr.splitlines()
+    assert "share no configuration, so nothing was compared" in line and not (tmp_path / "d.json").exists()
+
+
+def test_a_cell_declared_not_applicable_is_worse_and_other_settings_are_warned_about(tmp_path):
+    """An adapter change that declares an operation unsupported must not make a failing id
+    disappear from the gate; a run with another seed is compared, with a warning."""
+    data = json.loads(Path(FAULTY).read_text())
+    data["seed"] = 3
+    data["profiles"][0]["clauses"]["consume-once-consumption"] |= {
+        "verdict": "not-applicable",
+        "reason": "no",
+    }
+    (tmp_path / "new.json").write_text(json.dumps(data))
+    run = cli("diff", FAULTY, "new.json", "--json", "d.json", cwd=tmp_path)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.stdout.splitlines()[2].split()[:6] == [
+        "worse",
+        "reference",
+        "sqlite",
+        "consume-once-consumption",
+        "violated",
+        "(0.1.0)",
+    ]
+    assert "warning: seed differs: 0 in reference-no-claim.json, 3 in new.json" in run.stdout
+    written = json.loads((tmp_path / "d.json").read_text())
+    assert written["worse"] == 1 and written["warnings"] == [
+        "seed differs: 0 in reference-no-claim.json, 3 in new.json"
+    ]

@@ -7,6 +7,8 @@ import json
 import re
 from pathlib import Path
 
+import attrs
+
 from pymc_resume.model.contract import CLAUSE_IDS, VERDICTS
 from pymc_resume.report.page import GLYPHS, cell_id, render
 from pymc_resume.report.profiles import document_of, read_document
@@ -84,3 +86,88 @@ def test_text_from_a_profile_is_escaped():
     data["profiles"][0]["config"] = "<b>bold</b>"
     html = render([document_of(data, "strange.json")])
     assert "<script>" not in html and "&lt;script&gt;" in html and "<b>bold" not in html
+
+
+def numbers_as_markup(value, key=""):
+    """`value` with every number of the fields the page writes as counts (scenarios, examples,
+    seconds, replays, repro steps, first failure, the sink's counts) replaced by markup."""
+    counted = {"scenarios", "examples", "seconds", "reproduced", "of", "repro_steps", "fires", "applications"}
+    if isinstance(value, dict):
+        return {k: numbers_as_markup(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [numbers_as_markup(v, key) for v in value]
+    if (
+        key in counted | {"hidden_refires"}
+        and isinstance(value, (int, float))
+        and not isinstance(value, bool)
+    ):
+        return "<img src=x onerror=alert(1)>"
+    return value
+
+
+def test_every_value_is_escaped_where_it_is_written_numbers_too():
+    """The schema refuses a count that is text; the page escapes it anyway, at the one place
+    that writes (`markup.html`), so a document that skipped the schema cannot inject either."""
+    checked = read_document(PROFILES / "reference-no-claim.json")
+    rows = tuple(attrs.evolve(row, data=numbers_as_markup(row.data)) for row in checked.rows)
+    document = attrs.evolve(checked, rows=rows, seed="<script>x</script>", examples="<b>")
+    html = render([document])
+    assert "<img" not in html and "<script" not in html and "<b>" not in html
+    assert html.count("&lt;img src=x onerror=alert(1)&gt;") >= 10
+
+
+def test_the_page_forbids_script_and_any_load_and_has_a_viewport():
+    head = page().split("<title>", 1)[0]
+    policy = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)">', head).group(1)
+    assert policy.replace("&#x27;", "'").split("; ")[:2] == [
+        "default-src 'none'",
+        "style-src 'unsafe-inline'",
+    ]
+    assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in head
+    assert "@media (max-width: 40em)" in page()
+
+
+def test_each_diagram_defines_its_own_marker_and_points_at_it():
+    html = page()
+    ids = re.findall(r' id="([^"]+)"', html)
+    assert len(ids) == len(set(ids)), "an id defined twice"
+    svgs = re.findall(r"<svg .*?</svg>", html, re.S)
+    assert len(svgs) == 7  # one violated cell of reference-no-claim, six of langgraph
+    for svg in svgs:
+        [marker] = re.findall(r'<marker id="([^"]+)"', svg)
+        assert set(re.findall(r'marker-end="url\(#([^)]+)\)"', svg)) == {marker}
+
+
+def test_the_runs_table_says_the_bounds_seed_budget_and_version_behind_each_document():
+    data = json.loads((PROFILES / "reference.json").read_text())
+    data |= {
+        "pymc_resume_version": "9.9.9",
+        "seed": 7,
+        "budget": {"examples": 25, "steps": 12, "max_seconds": None, "shrink_seconds": 30.0, "shrink": True},
+    }
+    old = read_document(PROFILES / "reference-no-claim.json")
+    html = render([old, document_of(data, "new.json")])
+    runs = re.search(r'<table class="runs".*?</table>', html, re.S).group(0)
+    rows = [re.findall(r"<td>(.*?)</td>", row) for row in re.findall(r"<tr><td>.*?</tr>", runs)]
+    bounds = (
+        "small: nodes step, effect-then-interrupt, gated; values 2; processes 2; resumes 2; crashes 1; "
+        "forks 1; invalid_updates 1"
+    )
+    assert rows == [
+        [
+            "<code>reference-no-claim.json</code>",
+            "not recorded",
+            bounds,
+            "0",
+            "0 fuzzed examples per configuration (the rest of the budget not recorded)",
+        ],
+        [
+            "<code>new.json</code>",
+            "9.9.9",
+            bounds,
+            "7",
+            "25 fuzzed examples per configuration, at most 12 steps each, no time limit, "
+            "shrunk (at most 30.0s a pass)",
+        ],
+    ]
+    assert "Written by pymc-resume " in html
