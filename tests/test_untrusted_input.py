@@ -232,3 +232,9 @@ def test_entry_points_are_trusted_only_outside_the_current_directory(tmp_path, m
     (tmp_path / "elsewhere").mkdir()
     monkeypatch.chdir(tmp_path / "elsewhere")  # from another folder, the same package is installed code
     assert installed_adapters()["crafted"] == "crafted_adapter:Adapter" and "crafted" not in local_adapters()
+    (package / "below").mkdir()
+    monkeypatch.chdir(package / "below")  # from a folder below it: a parent of the current directory
+    assert "crafted" in local_adapters()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    monkeypatch.setenv("PYTHONPATH", str(package))  # a folder PYTHONPATH names: `PYTHONPATH=..`
+    assert "crafted" in local_adapters() and "crafted" not in installed_adapters()

@@ -290,13 +290,15 @@ def local_adapters() -> dict[str, Path]:
     """Entry points that are not trusted: name -> where their distribution was found.
 
     `importlib.metadata` finds distributions on `sys.path`, and `python -m pymc_resume` puts
-    the current directory first on it, so a folder holding a crafted `*.dist-info` would offer
-    adapters as if they were installed. An entry point is trusted when its distribution lies
-    outside the current directory, or in one of this interpreter's own installation directories
-    (site-packages, the user's site-packages: a virtual environment inside the project is
-    installed code). A local one is used only when it is named on the command line (the user
-    typed it, as a `module:Class` spec imports from the current directory too), or, from a repro
-    file, with `--allow-adapter NAME`; `profile --all` lists it as skipped."""
+    the current directory first on it (`PYTHONPATH=..` puts its parent), so a folder holding a
+    crafted `*.dist-info` would offer adapters as if they were installed. An entry point is
+    trusted when its distribution lies in one of this interpreter's own installation
+    directories (site-packages, the user's site-packages: a virtual environment inside the
+    project is installed code), or elsewhere on `sys.path` but neither in the current
+    directory, nor in one of its parents, nor in a folder `PYTHONPATH` names. A local one is
+    used only when it is named on the command line (the user typed it, as a `module:Class` spec
+    imports from the current directory too), or, from a repro file, with `--allow-adapter
+    NAME`; `profile --all` lists it as skipped."""
     return {point.name: _location(point) or Path("?") for point, trusted in _entry_points() if not trusted}
 
 
@@ -306,12 +308,17 @@ def _entry_points() -> list[tuple[object, bool]]:
 
     cwd = _resolved(os.getcwd())
     installation = _installation_dirs()
+    named = {_resolved(entry) for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry}
     found = []
     for point in entry_points(group=ENTRY_POINT_GROUP):
         location = _location(point)
-        trusted = location is not None and (
-            location in installation or cwd is None or not location.is_relative_to(cwd)
+        local = (
+            cwd is None
+            or location in named
+            or location.is_relative_to(cwd)  # the current directory, or a folder in it
+            or cwd.is_relative_to(location)  # one of its parents
         )
+        trusted = location is not None and (location in installation or not local)
         found.append((point, trusted))
     return found
 

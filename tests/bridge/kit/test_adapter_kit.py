@@ -113,8 +113,8 @@ def test_adapter_options_reach_the_adapter(tmp_path):
 
 @pytest.fixture
 def installed_package(tmp_path, monkeypatch):
-    """A package on sys.path (and PYTHONPATH) offering two adapters by entry point: a class,
-    and a Family with two configurations."""
+    """A package on sys.path (not through PYTHONPATH: a folder PYTHONPATH names is not trusted)
+    offering two adapters by entry point: a class, and a Family with two configurations."""
     folder = tmp_path / "site"
     folder.mkdir()
     (folder / "outside_adapters.py").write_text(
@@ -139,8 +139,7 @@ def installed_package(tmp_path, monkeypatch):
         f"[{ENTRY_POINT_GROUP}]\noutside = outside_adapters:OutsideAdapter\n"
         "outside-family = outside_adapters:OUTSIDE\nbroken = outside_adapters:NOT_AN_ADAPTER\n"
     )
-    monkeypatch.syspath_prepend(str(folder))
-    monkeypatch.setenv("PYTHONPATH", str(folder))
+    monkeypatch.syspath_prepend(str(folder))  # on sys.path, as an installation is: trusted
     return folder
 
 
@@ -156,7 +155,10 @@ def test_installed_adapters_join_profile_all(installed_package):
     assert family_of("outside-family") == by_name["outside-family"]  # read again, in a child
 
 
-def test_an_installed_adapter_is_profiled_by_its_name(installed_package, tmp_path):
+def test_an_installed_adapter_is_profiled_by_its_name(installed_package, tmp_path, monkeypatch):
+    # The command runs in a process of its own, which finds the package through PYTHONPATH: not
+    # trusted as installed, but named on the command line, which is the user's choice.
+    monkeypatch.setenv("PYTHONPATH", str(installed_package))
     run = cli(
         "profile",
         "outside",
