@@ -11,7 +11,8 @@ A bound file is flat TOML::
     forks = 1            # forks (replay or edit)
     invalid_updates = 1  # schema-invalid client inputs: updates and resume values
 
-Bundled files are found by name (`small`, `default`, `paper`); any other argument is a path.
+Bundled files (the repository's `bounds/` folder, installed as `pymc_resume.bounds`) are found by
+name (`small`, `default`, `paper`, `fuzz`); any other argument is a path.
 """
 
 from __future__ import annotations
@@ -80,14 +81,14 @@ class Bounds:
 
 
 def bundled_names() -> list[str]:
-    folder = resources.files("pymc_resume.model.bound_files")
+    folder = resources.files("pymc_resume.bounds")
     return sorted(p.name[: -len(".toml")] for p in folder.iterdir() if p.name.endswith(".toml"))
 
 
 def load_bounds(name_or_path: str) -> Bounds:
     """Read bounds by bundled name or from a TOML file path."""
     if name_or_path in bundled_names():
-        source = resources.files("pymc_resume.model.bound_files").joinpath(f"{name_or_path}.toml")
+        source = resources.files("pymc_resume.bounds").joinpath(f"{name_or_path}.toml")
         return parse_bounds(source.read_text(encoding="utf-8"), name_or_path, f"{name_or_path}.toml")
     path = Path(name_or_path)
     try:
