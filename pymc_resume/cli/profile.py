@@ -7,6 +7,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+import attrs
 import click
 from click.core import ParameterSource
 
@@ -158,11 +159,6 @@ def profile_command(
 ):
     """The conformance profile of ADAPTER (a framework such as `langgraph`, a built-in adapter
     name, or module:Class), or of every framework with --all."""
-    from pymc_resume.bridge.fuzzing.budget import Budget, stop_on_signal
-    from pymc_resume.bridge.hosting.registry import AdapterSpecError, all_families, family_of
-    from pymc_resume.bridge.hosting.template import HostTemplates
-    from pymc_resume.bridge.profile import run_profile
-
     if every == (adapter is not None):
         fail("give either ADAPTER or --all")
     baseline = read_baseline(baseline_path)  # checked before anything else is done
@@ -170,27 +166,50 @@ def profile_command(
         bounds = load_bounds(bounds_name)
     except BoundsError as error:
         fail(f"--bounds: {error}")
+    runs, planned, skipped = plan_runs(adapter, every, only_configs, adapter_option_pairs, step_timeout)
+    if baseline is not None:  # a baseline that shares no configuration with the run gates nothing
+        from pymc_resume.report.changes import require_common_configuration
+
+        require_common_configuration(baseline, planned, "this run")
+    run = ProfileCommand(bounds, seed, examples, steps, max_seconds, shrink_seconds, no_shrink, json_path)
+    writable_file(json_path, "--json")
+    if operations:
+        tables = operation_tables(runs, every, skipped, step_timeout)
+        click.echo(operations_text(tables))
+        if context.get_parameter_source("examples") is not ParameterSource.COMMANDLINE:
+            if json_path:  # the tables alone: no battery, no fuzzing
+                write_json(json_path, run.document([], skipped, tables, examples=0))
+            return
+        click.echo("")
+    writable_folder(repro_dir, "--repro-dir")
+    writable_file(markdown_path, "--markdown")
+    writable_file(html_path, "--html")
+    profiles = run.profile_each(
+        runs, every, skipped, repro_dir, step_timeout, jobs_or_cores(jobs), fresh_hosts
+    )
+    finish(run, profiles, skipped, markdown_path, html_path, baseline, baseline_path)
+
+
+def plan_runs(adapter, every: bool, only_configs, adapter_option_pairs, step_timeout) -> tuple:
+    """(family, configuration) for each configuration to profile, (family name, configuration
+    name) for each one asked for, installed or not, and the skipped entries so far (families
+    not installed, with --all). A bad name or option is one line, exit 2, before anything runs."""
+    from pymc_resume.bridge.hosting.registry import AdapterSpecError, all_families, family_of
+
     try:
         families, skipped = all_families() if every else ([family_of(adapter)], [])
     except (AdapterSpecError, AdapterError) as error:
         fail(str(error))
     runs, planned = [], []
     for family in families:
-        planned += [
-            (family.name, c.name) for c in family.configurations if not only_configs or c.name in only_configs
-        ]
+        configurations = [c for c in family.configurations if not only_configs or c.name in only_configs]
+        planned += [(family.name, c.name) for c in configurations]
         if not family.installed():
             if not every:
                 fail(f"{family.name} is not installed: {family.install}")
-            skipped.append(
-                {
-                    "adapter": family.name,
-                    "reason": f"not installed (no module {family.requires})",
-                    "install": family.install,
-                }
-            )
+            reason = f"not installed (no module {family.requires})"
+            skipped.append({"adapter": family.name, "reason": reason, "install": family.install})
             continue
-        configurations = [c for c in family.configurations if not only_configs or c.name in only_configs]
         if not configurations:
             known = ", ".join(c.name for c in family.configurations)
             fail(f"--config: {family.name} has no configuration {', '.join(only_configs)} (known: {known})")
@@ -198,83 +217,102 @@ def profile_command(
             (family, with_options(configuration, adapter_option_pairs, step_timeout))
             for configuration in configurations
         ]
-    if baseline is not None:  # a baseline that shares no configuration with the run gates nothing
-        from pymc_resume.report.changes import require_common_configuration
+    return runs, planned, skipped
 
-        require_common_configuration(baseline, planned, "this run")
-    asked = {"examples": examples, "steps": steps, "max_seconds": max_seconds}
-    asked |= {"shrink_seconds": shrink_seconds, "shrink": not no_shrink}  # the budget, as documents say it
-    writable_file(json_path, "--json")
-    if operations:
-        tables = operation_tables(runs, every, skipped, step_timeout)
-        click.echo(operations_text(tables))
-        if context.get_parameter_source("examples") is not ParameterSource.COMMANDLINE:
-            if json_path:  # the tables alone: no battery, no fuzzing
-                write_json(json_path, _document(bounds, seed, {**asked, "examples": 0}, [], skipped, tables))
-            return
-        click.echo("")
-    writable_folder(repro_dir, "--repro-dir")
-    writable_file(markdown_path, "--markdown")
-    writable_file(html_path, "--html")
-    budget = Budget(max_seconds, shrink_seconds)
-    profiles: list = []
 
-    def publish(current) -> None:  # the profiles so far, the one running included
-        if json_path:
-            write_json(json_path, _document(bounds, seed, asked, [*profiles, current], skipped))
+@attrs.define
+class ProfileCommand:
+    """One `profile` command's run: its settings, and the profiles it made, written as they
+    come (`--json`, atomically, at every finding)."""
 
-    say = lambda message: click.echo(printable(message), err=True)
-    templates = HostTemplates(say, enabled=not fresh_hosts)
-    with stop_on_signal(budget, signal.SIGTERM, Terminated), templates:
-        for family, configuration in runs:
-            if budget.spent():
-                skipped.append(
-                    {
-                        "adapter": family.name,
-                        "config": configuration.name,
-                        "reason": f"not run: {budget.stopped_reason()}",
-                        "install": None,
-                    }
-                )
-                continue
-            try:
-                profiles.append(
-                    run_profile(
+    bounds: object
+    seed: int
+    examples: int
+    steps: int
+    max_seconds: float | None
+    shrink_seconds: float | None
+    no_shrink: bool
+    json_path: str | None
+    profiles: list = attrs.Factory(list)
+
+    def document(self, profiles: list, skipped: list[dict], tables=None, examples: int | None = None) -> dict:
+        """The JSON document of `profiles`, with the budget as documents say it."""
+        asked = {"examples": self.examples if examples is None else examples, "steps": self.steps}
+        asked |= {"max_seconds": self.max_seconds, "shrink_seconds": self.shrink_seconds}
+        asked |= {"shrink": not self.no_shrink}
+        return _document(self.bounds, self.seed, asked, profiles, skipped, tables)
+
+    def profile_each(
+        self, runs, every: bool, skipped: list[dict], repro_dir, step_timeout, jobs, fresh
+    ) -> list:
+        """Profile every configuration in turn, hosts from one set of templates; with --all, a
+        configuration whose adapter cannot be built is a skipped entry. Returns the profiles."""
+        from pymc_resume.bridge.fuzzing.budget import Budget, stop_on_signal
+        from pymc_resume.bridge.hosting.registry import AdapterSpecError
+        from pymc_resume.bridge.hosting.template import HostTemplates
+        from pymc_resume.bridge.profile import run_profile
+
+        budget = Budget(self.max_seconds, self.shrink_seconds)
+        say = lambda message: click.echo(printable(message), err=True)
+        templates = HostTemplates(say, enabled=not fresh)
+
+        def publish(current) -> None:  # the profiles so far, the one running included
+            if self.json_path:
+                write_json(self.json_path, self.document([*self.profiles, current], skipped))
+
+        with stop_on_signal(budget, signal.SIGTERM, Terminated), templates:
+            for family, configuration in runs:
+                entry = {"adapter": family.name, "config": configuration.name}
+                if budget.spent():
+                    skipped.append(
+                        {**entry, "reason": f"not run: {budget.stopped_reason()}", "install": None}
+                    )
+                    continue
+                try:
+                    profile = run_profile(
                         family.name,
                         configuration,
-                        bounds,
-                        examples=examples,
-                        steps=steps,
-                        seed=seed,
+                        self.bounds,
+                        examples=self.examples,
+                        steps=self.steps,
+                        seed=self.seed,
                         repro_dir=repro_dir,
                         step_timeout=step_timeout,
-                        shrink=not no_shrink,
+                        shrink=not self.no_shrink,
                         progress=say,
                         budget=budget,
                         publish=publish,
-                        jobs=jobs_or_cores(jobs),
+                        jobs=jobs,
                         templates=templates,
                     )
-                )
-            except (AdapterSpecError, AdapterError) as error:
-                if not every:
-                    raise
-                skipped.append(
-                    {
-                        "adapter": family.name,
-                        "config": configuration.name,
-                        "reason": str(error),
-                        "install": family.install,
-                    }
-                )
-    if json_path:
-        write_json(json_path, _document(bounds, seed, asked, profiles, skipped))
+                except (AdapterSpecError, AdapterError) as error:
+                    if not every:
+                        raise
+                    skipped.append({**entry, "reason": str(error), "install": family.install})
+                    continue
+                self.profiles.append(profile)
+        return self.profiles
+
+
+def finish(
+    run: ProfileCommand,
+    profiles: list,
+    skipped: list[dict],
+    markdown_path,
+    html_path,
+    baseline,
+    baseline_path,
+):
+    """Write the outputs, print the table, and exit: 2 for an adapter that failed, then the
+    baseline's verdict when there is one, else 1 for any violated cell."""
+    document = run.document(profiles, skipped)
+    if run.json_path:
+        write_json(run.json_path, document)
     if markdown_path:
         write_atomically(markdown_path, markdown_table(profiles, skipped) + "\n")
     click.echo(profile_text(profiles, skipped))
-    document = _document(bounds, seed, asked, profiles, skipped)
     if html_path:
-        write_report(html_path, document, json_path, baseline)
+        write_report(html_path, document, run.json_path, baseline)
     failed = [p for p in profiles if p.error]
     if failed:
         first = failed[0]
@@ -283,7 +321,7 @@ def profile_command(
             f"{first.error}"
         )
     if baseline is not None:
-        sys.exit(compare_with_baseline(baseline, document, json_path, baseline_path))
+        sys.exit(compare_with_baseline(baseline, document, run.json_path, baseline_path))
     if any(p.violated for p in profiles):
         sys.exit(1)
 

@@ -40,6 +40,7 @@ import attrs
 
 from pymc_resume.bridge.adapter import declared_variants, unsupported_operations
 from pymc_resume.bridge.fuzzing.budget import Budget, past
+from pymc_resume.bridge.fuzzing.races import may_race
 from pymc_resume.bridge.fuzzing.recorder import Recorder
 from pymc_resume.bridge.fuzzing.saved_examples import SavedExamples
 from pymc_resume.bridge.fuzzing.shard import FuzzShard, shard_sizes
@@ -684,16 +685,6 @@ def replays_allowed(steps: list[dict], attempts: int, reproduced: int = 0, of: i
         needed = math.ceil(math.log(1 - SHOW_AGAIN) / math.log1p(-reproduced / of))
         return min(MAX_REPLAY_ATTEMPTS, max(CONFIRM_ATTEMPTS, needed))
     return CONFIRM_ATTEMPTS
-
-
-def may_race(steps: list[dict]) -> bool:
-    """Whether replays of `steps` can differ: a SIGKILL races the framework's background
-    threads (LangGraph writes a delivered resume value from one), and processes run together
-    race each other wherever no window holds them, unless they are released one at a time in
-    a recorded order."""
-    return any(
-        step.get("crash") or (step["action"] == "resume-together" and not step.get("order")) for step in steps
-    )
 
 
 def _steps_key(steps: list[dict]) -> str:

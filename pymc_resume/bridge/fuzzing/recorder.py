@@ -17,6 +17,7 @@ import attrs
 
 from pymc_resume.bridge.adapter.sink import SinkEvent
 from pymc_resume.bridge.fuzzing.budget import Budget
+from pymc_resume.bridge.fuzzing.races import may_race
 from pymc_resume.bridge.hosting.jobs import check
 from pymc_resume.bridge.judging.evidence import EffectCounts, Evidence
 from pymc_resume.bridge.judging.session import Session, Violation
@@ -122,10 +123,15 @@ class Recorder:
             self.on_violation(violation)
 
     def shortest(self, clause_id: str) -> list[Violation]:
-        """Violations of this clause no longer than the first one seen, fewest steps first
-        (latest first among equals): a repro is never longer than the first failing example."""
-        found = [(len(v.steps), -i, v) for i, v in enumerate(self.violations) if clause_id in v.clauses]
-        if not found:
-            return []
-        first = len(next(v for v in self.violations if clause_id in v.clauses).steps)
-        return [v for length, _, v in sorted(found, key=lambda item: item[:2]) if length <= first]
+        """Violations of this clause, those that cannot race first (their repro shows the same
+        thing every time), then those that can; within each, the ones no longer than its first,
+        fewest steps first (latest first among equals): a repro is never longer than the first
+        failing example of its kind."""
+        found = [v for v in self.violations if clause_id in v.clauses]
+        ordered: list[Violation] = []
+        for racing in (False, True):
+            kind = [(len(v.steps), -i, v) for i, v in enumerate(found) if may_race(v.steps) == racing]
+            if kind:
+                first = kind[0][0]
+                ordered += [v for length, _, v in sorted(kind, key=lambda item: item[:2]) if length <= first]
+        return ordered

@@ -55,7 +55,7 @@ def test_a_repro_of_a_race_is_replayed_until_it_reproduces(tmp_path):
 
 
 def test_a_repro_whose_steps_kill_or_run_processes_together_allows_replays():
-    from pymc_resume.bridge.fuzzing.fuzz import may_race
+    from pymc_resume.bridge.fuzzing.races import may_race
 
     killed = {**START, "crash": {"stage": 1, "when": "after-execute"}}
     together = {"action": "resume-together", "thread": 0, "values": [1, 1], "window": "after-load"}
