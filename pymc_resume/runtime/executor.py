@@ -296,26 +296,31 @@ class Runtime:
                 if holder is None:  # fault no-claim: the winning delivery takes the lease now
                     holder = holder_token()
                     self.store.set_lease(db, thread, holder)
-                if stage.consumes:
-                    marked = db.execute(
-                        "UPDATE inputs SET consumed = 1 WHERE thread = ? AND stage = ?", (thread, pc)
-                    )
-                    if marked.rowcount == 0:
-                        db.execute("INSERT INTO inputs VALUES (?, ?, ?, 1)", (thread, pc, consumed_value))
-                db.execute("UPDATE threads SET mid_node = 0 WHERE id = ?", (thread,))
-                if self.faults & {m.FORK_BY_REFERENCE, m.WARM_FORK_SHARES_STATE}:
-                    self._write_through_to_parent(db, thread, new_app)
-                if thread in self.shared_head:  # this client runs on the object it shares
-                    self.store.overwrite_state(db, self.shared_head.pop(thread), new_app)
-                done = pc + 1 == self.shape.end
-                parks = not done and self._parks_at(db, thread, pc + 1, recovering)
-                if done or parks:
-                    self.store.set_lease(db, thread, None)
+                done, parks = self._after_commit(db, thread, pc, consumed_value, new_app, recovering)
             self.probe.at("after-commit", pc)
             if done or parks:
                 self.parked_at[thread] = seq + 1
                 return COMPLETED if done else PARKED
             seq, pc, app = seq + 1, pc + 1, new_app
+
+    def _after_commit(self, db, thread: int, pc: int, consumed_value, new_app, recovering: bool):
+        """In the transaction that committed stage `pc`: mark its input consumed, clear the
+        mid-node mark, write through where a fault shares state, and release the lease if the
+        thread now ends or parks. Returns (ends, parks)."""
+        if self.stages[pc].consumes:
+            marked = db.execute("UPDATE inputs SET consumed = 1 WHERE thread = ? AND stage = ?", (thread, pc))
+            if marked.rowcount == 0:
+                db.execute("INSERT INTO inputs VALUES (?, ?, ?, 1)", (thread, pc, consumed_value))
+        db.execute("UPDATE threads SET mid_node = 0 WHERE id = ?", (thread,))
+        if self.faults & {m.FORK_BY_REFERENCE, m.WARM_FORK_SHARES_STATE}:
+            self._write_through_to_parent(db, thread, new_app)
+        if thread in self.shared_head:  # this client runs on the object it shares
+            self.store.overwrite_state(db, self.shared_head.pop(thread), new_app)
+        done = pc + 1 == self.shape.end
+        parks = not done and self._parks_at(db, thread, pc + 1, recovering)
+        if done or parks:
+            self.store.set_lease(db, thread, None)
+        return done, parks
 
     def _execute(self, thread: int, pc: int, app, value, op: str, role: str, recovering: bool):
         stage = self.stages[pc]

@@ -575,38 +575,7 @@ def clause_repro(
     replays = Replays(clause_id, target, target.info.options, recorder)
     if clause_id == LIVENESS and target.info.shortest_lease:
         replays = replays.with_short_lease(candidates[0].steps)
-
-    def keep(violation: Violation) -> None:  # a better repro found while minimizing
-        target.write(
-            clause_id,
-            violation,
-            replays.options,
-            confirmed=True,
-            attempts=replays_allowed(violation.steps, 1),
-        )
-
-    chosen, confirmed, attempts = candidates[0], False, 1
-    racy: list[tuple[int, Violation]] = []
-    for violation in candidates[:3]:  # the shortest that reproduces reliably
-        replayed, attempt = _confirm(violation.steps, replays, deadline)
-        if replayed is not None:
-            options = [replayed]
-            if attempt == 1 and shrink and not past(deadline):
-                keep(replayed)
-                _steps, minimized = minimize(
-                    replayed.steps, clause_id, replays, deadline=deadline, on_better=keep, confirmed=replayed
-                )
-                if minimized is not None and len(minimized.steps) < len(replayed.steps):
-                    options.insert(0, minimized)
-            reliable = next((o for o in options if _reliable(o, replays, racy)), None)
-            if reliable is not None:
-                chosen, confirmed = reliable, True
-                break
-        if past(deadline):
-            break
-    if not confirmed and racy:  # only races reproduce it: the one that did most often
-        chosen = max(racy, key=lambda entry: (entry[0], -len(entry[1].steps)))[1]
-        confirmed, attempts = True, CONFIRM_ATTEMPTS
+    chosen, confirmed, attempts = _choose_repro(candidates, replays, shrink, deadline)
     reproduced, of = replays.tally(chosen.steps)
     confirmed = confirmed and reproduced > 0  # a violated cell's repro reproduced in a replay
     # The repro and the reason state one number: the replays the repro allows. Steps that can
@@ -615,17 +584,8 @@ def clause_repro(
     json_path, test_path, document = target.write(
         clause_id, chosen, replays.options, confirmed=confirmed, attempts=allowed
     )
-    reason = chosen.clauses[clause_id]
     variants = tuple(variants_in(document["steps"]))
-    if variants:
-        reason += f" (with {', '.join(variants)})"
-    if not confirmed:
-        reason += f" (not seen again in {of} replays of its steps: a race, or a fault of that one run)"
-        verdict = UNCONFIRMED
-    else:
-        verdict = VIOLATED
-        reason += f" (the repro reproduced in {reproduced} of {of} replays"
-        reason += f"; a race: its repro allows {allowed} replays)" if allowed > 1 else ")"
+    verdict, reason = _repro_reason(chosen.clauses[clause_id], variants, confirmed, reproduced, of, allowed)
     return ClauseResult(
         verdict,
         reason=reason,
@@ -639,6 +599,64 @@ def clause_repro(
         violated_at=document["violated_at"],
         observed=document["observed"],
     )
+
+
+def _choose_repro(
+    candidates: list[Violation], replays: Replays, shrink: bool, deadline: float | None
+) -> tuple[Violation, bool, int]:
+    """(the repro, whether a replay confirmed it, the replays it allows before counting as
+    not reproducing): the first of the shortest candidates that reproduces reliably, minimized
+    when `shrink`; else the race that reproduced most often; else the first candidate."""
+
+    def keep(violation: Violation) -> None:  # a better repro found while minimizing
+        replays.target.write(
+            replays.clause_id,
+            violation,
+            replays.options,
+            confirmed=True,
+            attempts=replays_allowed(violation.steps, 1),
+        )
+
+    racy: list[tuple[int, Violation]] = []
+    for violation in candidates[:3]:  # the shortest that reproduces reliably
+        replayed, attempt = _confirm(violation.steps, replays, deadline)
+        if replayed is not None:
+            options = [replayed]
+            if attempt == 1 and shrink and not past(deadline):
+                keep(replayed)
+                _steps, minimized = minimize(
+                    replayed.steps,
+                    replays.clause_id,
+                    replays,
+                    deadline=deadline,
+                    on_better=keep,
+                    confirmed=replayed,
+                )
+                if minimized is not None and len(minimized.steps) < len(replayed.steps):
+                    options.insert(0, minimized)
+            reliable = next((o for o in options if _reliable(o, replays, racy)), None)
+            if reliable is not None:
+                return reliable, True, 1
+        if past(deadline):
+            break
+    if racy:  # only races reproduce it: the one that did most often
+        return max(racy, key=lambda entry: (entry[0], -len(entry[1].steps)))[1], True, CONFIRM_ATTEMPTS
+    return candidates[0], False, 1
+
+
+def _repro_reason(
+    reason: str, variants: tuple[str, ...], confirmed: bool, reproduced: int, of: int, allowed: int
+) -> tuple[str, str]:
+    """(the cell's verdict, its reason): what the violation said, the variants its repro
+    drives, and how its replays went."""
+    if variants:
+        reason += f" (with {', '.join(variants)})"
+    if not confirmed:
+        reason += f" (not seen again in {of} replays of its steps: a race, or a fault of that one run)"
+        return UNCONFIRMED, reason
+    reason += f" (the repro reproduced in {reproduced} of {of} replays"
+    reason += f"; a race: its repro allows {allowed} replays)" if allowed > 1 else ")"
+    return VIOLATED, reason
 
 
 class Replays:
