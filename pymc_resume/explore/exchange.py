@@ -42,19 +42,22 @@ import struct
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from itertools import compress
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from pymc_resume.explore import partition as _partition  # (a cycle: read at call time)
 from pymc_resume.explore.batches import no_repeats, pack, unpack
 from pymc_resume.explore.codec import claim_hash
 from pymc_resume.explore.fingerprints import FingerprintStore
 from pymc_resume.explore.frontier import Frontier
+from pymc_resume.explore.pacing import FINGERPRINT_CHUNK, PRIME, TICK_EVERY
 from pymc_resume.explore.plain import fits_plain_codec, straight_line
 from pymc_resume.explore.result import DEADLOCK
 from pymc_resume.explore.stable_hash import part_hash, stable_hash
 from pymc_resume.explore.validate import ValidModel
+
+if TYPE_CHECKING:  # the partition calls the exchange; the exchange only names its type
+    from pymc_resume.explore.partition import Partition
 
 Tick = Callable[[], bool] | None  # (a partition's `tick`: progress and limits; True to stop)
 
@@ -92,12 +95,12 @@ def field_mapper(arity: int) -> Callable[[tuple, Any], tuple]:
     return straight_line(arity, lambda position, field: f"table[{position}][{field}]")
 
 
-def _hash_keys(p: _partition.Partition) -> HashKeys | CodecKeys:
+def _hash_keys(p: Partition) -> HashKeys | CodecKeys:
     assert p.hash_keys is not None, "an exchanging partition has its keys (HashKeys or CodecKeys)"
     return p.hash_keys
 
 
-def _translations(p: _partition.Partition) -> list:
+def _translations(p: Partition) -> list:
     assert p.translations is not None, "a plain codec is a wire codec"
     return p.translations
 
@@ -310,16 +313,14 @@ def frontier(
     yield from zip(foreign_gids, foreign)
 
 
-def expand(
-    p: _partition.Partition, states: Iterator, level: int, tick: Callable[[], bool] | None
-) -> list[list]:
+def expand(p: Partition, states: Iterator, level: int, tick: Callable[[], bool] | None) -> list[list]:
     """The hot loop of an exchanging partition: expand `states` ((gid, key) pairs), storing its
     own successors and querying (or shipping) the others' a chunk at a time (`_route`). Returns
     the shipped (key, parent) pairs per owner; the queries are left in `p.queries`."""
     if type(p.hash_keys) is CodecKeys:
         return _expand_encoded(p, p.hash_keys, states, level, tick)
     hash_keys = cast(HashKeys, p.hash_keys)
-    tick_every, chunk = _partition.TICK_EVERY, _partition.FINGERPRINT_CHUNK
+    tick_every, chunk = TICK_EVERY, FINGERPRINT_CHUNK
     outbound: list[list] = [[] for _ in range(p.count)]
     sent = FingerprintStore()  # other partitions' fingerprints met this level
     keys: list = []  # successors of the chunk, and their parents' gids
@@ -379,13 +380,13 @@ def expand(
 
 
 def _expand_encoded(
-    p: _partition.Partition, codec_keys: CodecKeys, states: Iterator, level: int, tick: Tick
+    p: Partition, codec_keys: CodecKeys, states: Iterator, level: int, tick: Tick
 ) -> list[list]:
     """`expand` for a model whose codec fingerprints its keys (`CodecKeys`): the same loop,
     with each successor encoded and fingerprinted in one pass. (A loop of its own, not a
     branch per successor in `expand`, which inlines a plain tuple's key lookups and hashes a
     chunk's keys in C: each hot loop keeps only its own work.)"""
-    tick_every, chunk = _partition.TICK_EVERY, _partition.FINGERPRINT_CHUNK
+    tick_every, chunk = TICK_EVERY, FINGERPRINT_CHUNK
     outbound: list[list] = [[] for _ in range(p.count)]
     sent = FingerprintStore()  # other partitions' fingerprints met this level
     keys: list = []  # successors of the chunk, their fingerprints and their parents' gids
@@ -426,16 +427,14 @@ def _expand_encoded(
     return outbound
 
 
-def _route(
-    p: _partition.Partition, keys: list, prints: Iterator[int], parents: list, outbound: list, sent
-) -> None:
+def _route(p: Partition, keys: list, prints: Iterator[int], parents: list, outbound: list, sent) -> None:
     """Place a chunk of successors (`prints`: their fingerprints, computed as they are read):
     store this partition's, and for each other owner, once a level, ship the state or keep it
     and query its fingerprint. Where edges are kept, every later sighting is a keyless query,
     after the first's, so that the owner records its edge."""
     fingerprints = np.fromiter(prints, dtype=np.int64, count=len(keys))
     parent_ids = np.array(parents, dtype=np.int64)
-    owners = fingerprints % _partition.PRIME % p.count  # (numpy's % of a negative int is Python's)
+    owners = fingerprints % PRIME % p.count  # (numpy's % of a negative int is Python's)
     unsigned = fingerprints.view(np.uint64)
     mine = owners == p.index
     keep_edges = p.edge_sources is not None
@@ -470,7 +469,7 @@ def _route(
             queries.keys[owner].extend(map(keys.__getitem__, asked.tolist()))
 
 
-def answer(p: _partition.Partition, inbound: list[tuple | None]) -> list[np.ndarray]:
+def answer(p: Partition, inbound: list[tuple | None]) -> list[np.ndarray]:
     """Admit the states shipped to `p`, then store the fingerprints queried, then take the
     goal flags reported for `p`'s states: per sender, the global id given to each new one, -1
     for one stored before. Where edges are kept, each shipped state and each query is one."""
@@ -507,7 +506,7 @@ def answer(p: _partition.Partition, inbound: list[tuple | None]) -> list[np.ndar
     return answers
 
 
-def _set_goal_flags(p: _partition.Partition, local_ids: np.ndarray, flags: np.ndarray) -> None:
+def _set_goal_flags(p: Partition, local_ids: np.ndarray, flags: np.ndarray) -> None:
     """Set the goal flags another partition reported for `p`'s states (a row per state)."""
     end = int(local_ids.max()) + 1
     for goal, kept in enumerate(p.goal_flags):
@@ -518,7 +517,7 @@ def _set_goal_flags(p: _partition.Partition, local_ids: np.ndarray, flags: np.nd
         del column  # (a bytearray with a view on it cannot grow)
 
 
-def receive_answers(p: _partition.Partition, answers: list[np.ndarray | None]) -> None:
+def receive_answers(p: Partition, answers: list[np.ndarray | None]) -> None:
     """Keep, as the foreign frontier, the queried states their owners answered new."""
     for owner, gids in enumerate(answers):
         keys = p.queries.keys[owner]
@@ -536,7 +535,7 @@ def receive_answers(p: _partition.Partition, answers: list[np.ndarray | None]) -
     p.queries = Queries(p.count, len(p.goals))
 
 
-def handover(p: _partition.Partition) -> list[list]:
+def handover(p: Partition) -> list[list]:
     """The foreign frontier as (key, gid) pairs per owner, given up: before a checkpoint."""
     outbound: list[list] = [[] for _ in range(p.count)]
     for gid, key in zip(p.foreign_gids, p.foreign):
@@ -546,7 +545,7 @@ def handover(p: _partition.Partition) -> list[list]:
     return outbound
 
 
-def take_handover(p: _partition.Partition, inbound: list[tuple]) -> None:
+def take_handover(p: Partition, inbound: list[tuple]) -> None:
     """Take the keys of the states queried here that other partitions held (`handover`): they
     complete this partition's next level, in id order."""
     pairs: list = []
@@ -564,7 +563,7 @@ def take_handover(p: _partition.Partition, inbound: list[tuple]) -> None:
     p.ahead.extend(_hash_keys(p).from_dense(key) for key, _gid in pairs)
 
 
-def batches_of(p: _partition.Partition, outbound: list[list]) -> list[tuple]:
+def batches_of(p: Partition, outbound: list[list]) -> list[tuple]:
     """Shipped (key, parent) pairs as batches of the plain codec's keys, with the table
     entries each owner has not seen."""
     dense = _hash_keys(p).dense

@@ -24,6 +24,7 @@ from pymc_resume.explore.batches import Columns, KeyColumns, Repeats, joined_col
 from pymc_resume.explore.fingerprints import FingerprintStore, collision_probability, fingerprints_of
 from pymc_resume.explore.frontier import Frontier
 from pymc_resume.explore.outbound import Outbound
+from pymc_resume.explore.pacing import FINGERPRINT_CHUNK, PRIME, TICK_EVERY
 from pymc_resume.explore.plain import PlainCodec, fits_plain_codec, tuple_mapper
 from pymc_resume.explore.result import DEADLOCK
 from pymc_resume.explore.settled_edges import SettledEdges, int32_view
@@ -47,12 +48,6 @@ def empty_batch() -> Batch:
 
 PROTOCOL = 5
 
-# Owners come from the key's hash modulo a prime, then modulo the partition count: Python hashes
-# small ints to themselves, so `hash(key) % count` alone would split packed-int states by their
-# lowest bit. The prime is below 2**30 so every intermediate stays a one-digit int: this costs
-# 40 ns a successor, where a 64-bit multiplicative mix (Fibonacci hashing) cost 200 ns, a third
-# of the two-worker overhead on TwoPhase.
-PRIME = 1_000_003
 MERSENNE_61 = 2**61 - 1  # CPython's modulus for the hash of an int
 
 
@@ -71,13 +66,6 @@ def state_hasher(model: ValidModel, count: int, exact: bool) -> Callable[[Hashab
 def owner_of(state: Hashable, count: int, hasher: Callable[[Hashable], int]) -> int:
     """The partition that owns `state` among `count` (`hasher` from `state_hasher`)."""
     return hasher(state) % PRIME % count
-
-
-# How many expansions between calls of the `tick` callback (progress, limits).
-TICK_EVERY = 4096
-# Successors of this partition's own gathered before the fingerprint store takes them at once:
-# large enough that numpy's per-call cost is a few ns a successor, small enough to stay in cache.
-FINGERPRINT_CHUNK = 1 << 15
 
 
 class Partition:

@@ -24,7 +24,7 @@ from pymc_resume.explore.reachability import BackwardSearch
 from pymc_resume.explore.snapshot import Layout
 from pymc_resume.explore.validate import ValidModel
 
-# Asked every `partition.TICK_EVERY` expansions: why the run must stop now, or None.
+# Asked every `pacing.TICK_EVERY` expansions: why the run must stop now, or None.
 LimitCheck = Callable[[Partition], str | None]
 
 
