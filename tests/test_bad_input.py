@@ -503,7 +503,7 @@ def recovery_refused(folder: Path, files: dict[str, bytes]) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.parent.resolve().is_relative_to(folder):
             path.write_bytes(data)
-    run_refused(["check", "--quiet", "--recover", "ck"], folder)
+    run_refused(["check", "--quiet", "--bounds", "small", "--recover", "ck"], folder)
     assert not (folder / "MARKER").exists()
 
 
@@ -621,7 +621,7 @@ def test_hostile_snapshot_files_are_refused(tmp_path, snapshot, change):
     folder = _fresh(tmp_path)
     shutil.copytree(snapshot, folder / "ck")
     _make_hostile(folder / "ck", *change)
-    run_refused(["check", "--quiet", "--recover", "ck"], folder)
+    run_refused(["check", "--quiet", "--bounds", "small", "--recover", "ck"], folder)
 
 
 # -- 8. misbehaving race adapters -------------------------------------------------------------
