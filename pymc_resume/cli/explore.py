@@ -288,25 +288,30 @@ def _explore(
     exact,
     coverage,
 ):
-    """The exhaustive run, with the command's options."""
-    return run_explore(
+    """The exhaustive run, with the command's options (a SystemExit the model raises in this
+    process is its failure, one line: `model_trial.guarded`)."""
+    return guarded(
         target,
-        model,
-        workers=workers or 1,
-        max_states=max_states,
-        max_seconds=max_seconds,
-        max_memory=max_memory * 2**20 if max_memory else None,
-        stop_at_first=stop_at_first,
-        check_deadlock=deadlock,
-        progress=None if quiet else ProgressPrinter(),
-        checkpoint_dir=checkpoint_dir,
-        checkpoint_every=checkpoint_every,
-        from_snapshot=from_snapshot,
-        engine=engine,
-        address=address,
-        symmetry=symmetry,
-        exact=exact,
-        coverage=coverage,
+        lambda: run_explore(
+            target,
+            model,
+            workers=workers or 1,
+            max_states=max_states,
+            max_seconds=max_seconds,
+            max_memory=max_memory * 2**20 if max_memory else None,
+            stop_at_first=stop_at_first,
+            check_deadlock=deadlock,
+            progress=None if quiet else ProgressPrinter(),
+            checkpoint_dir=checkpoint_dir,
+            checkpoint_every=checkpoint_every,
+            from_snapshot=from_snapshot,
+            engine=engine,
+            address=address,
+            symmetry=symmetry,
+            exact=exact,
+            coverage=coverage,
+        ),
+        "explored",
     )
 
 

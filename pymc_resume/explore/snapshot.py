@@ -275,13 +275,18 @@ def _read_limits(files: tuple[str, ...], sizes: tuple[int, ...], max_memory: int
 
 
 def _declared_length(file: str) -> int:
-    """The length a partition file's header gives it (header included), the header read alone
-    and checked against the file's size: a file of zeros or a sparse giant is refused here."""
+    """The length a partition file's header gives it (header included), the header and the
+    start of the record read alone and checked against the file's size: a file of zeros or a
+    sparse giant is refused here."""
     try:
-        header = read_bounded(file, None, "a checkpoint partition", head=persisted.HEADER.size)
+        head = read_bounded(
+            file, None, "a checkpoint partition", head=persisted.HEADER.size + len(_RECORD_START)
+        )
     except UnreadableFile as error:
         raise SnapshotError(f"{file}: unreadable: {error.reason}") from None
-    length = persisted.declared_length(header, file)
+    length = persisted.declared_length(head, file)
+    if head[persisted.HEADER.size :] != _RECORD_START:
+        raise SnapshotError(f"{file}: not a partition's snapshot (its values do not start as one's)")
     try:
         actual = os.stat(file).st_size
     except OSError as error:
@@ -371,6 +376,9 @@ RECORD_KEYS = frozenset(
     }
 )
 
+
+# How every partition file's values start: a table of the record's fields (`persisted`'s dict).
+_RECORD_START = persisted.DICT + len(RECORD_KEYS).to_bytes(8, "little")
 
 # Settled edges read back at a time while a checkpoint file is written: 4 MB a column.
 SAVED_PIECE = 1 << 20
