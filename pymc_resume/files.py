@@ -19,12 +19,15 @@ class UnreadableFile(ValueError):
         self.reason = reason
 
 
-def read_bounded(path: str | Path, limit: int | None, what: str) -> bytes:
-    """The bytes of `path`, a regular file of at most `limit` bytes (None: no size limit).
+def read_bounded(path: str | Path, limit: int | None, what: str, *, head: int | None = None) -> bytes:
+    """The bytes of `path`, a regular file of at most `limit` bytes (None: no size limit); with
+    `head`, only its first `head` bytes (at most), whatever its size.
 
     Opened without blocking and checked on the open descriptor, so a FIFO, a device such as
     /dev/urandom, or a file swapped in after a check is refused before anything is read; at
     most `limit` + 1 bytes are ever read, whatever the file claims its size is."""
+    if head is not None:
+        limit = None
     try:
         handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except (OSError, ValueError) as error:
@@ -36,6 +39,8 @@ def read_bounded(path: str | Path, limit: int | None, what: str) -> bytes:
             raise UnreadableFile(path, f"{what} is not a regular file")
         if limit is not None and info.st_size > limit:
             raise UnreadableFile(path, f"{what} has {info.st_size:,} bytes, more than the {limit:,} allowed")
+        if head is not None:
+            return os.read(handle, head)
         chunks, total = [], 0
         while limit is None or total <= limit:
             chunk = os.read(handle, 1 << 20 if limit is None else min(1 << 20, limit + 1 - total))

@@ -1,7 +1,9 @@
 """Bad input, as an attacker or a careless user gives it: generated bounds files, option values,
 repro files, adapter specs, output paths and checkpoint folders against the command line; then
 hostile snapshot files (devices, FIFOs, sparse giants, cut or garbled copies of a real
-snapshot), misbehaving race adapters, huge numbers, deep nesting and escape sequences.
+snapshot), misbehaving race adapters, huge numbers, deep nesting and escape sequences; then
+`explore`'s own: edited recovery folders (another target, flags, limits, giants, links),
+replay traces of every wrong shape, and models that exit or hang while they are validated.
 
 Every case is built to be unusable, so every one must end the same way: exit 2, one line on
 stderr naming what is wrong, no traceback, no "internal error" (a bug of ours), nothing printed
@@ -503,7 +505,7 @@ def recovery_refused(folder: Path, files: dict[str, bytes]) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.parent.resolve().is_relative_to(folder):
             path.write_bytes(data)
-    run_refused(["check", "--quiet", "--recover", "ck"], folder)
+    run_refused(["check", "--quiet", "--bounds", "small", "--recover", "ck"], folder)
     assert not (folder / "MARKER").exists()
 
 
@@ -583,8 +585,8 @@ def _make_hostile(ck: Path, target: str, how: str, data) -> None:
         # moderate giant for it, 3 GiB for the pointer and the manifest, which are limited.
         with open(path, "r+b") as handle:
             handle.truncate(20 * 2**20 if target == "partition" else 3 * 2**30)
-    elif how == "cut":
-        path.write_bytes(original[: int(len(original) * data)])
+    elif how == "cut":  # (at least one byte before the trailing newline: a pointer cut there still points)
+        path.write_bytes(original[: min(int(len(original) * data), len(original.rstrip()) - 1)])
     elif how == "empty":
         path.write_bytes(b"")
     elif how == "garbage":
@@ -621,7 +623,7 @@ def test_hostile_snapshot_files_are_refused(tmp_path, snapshot, change):
     folder = _fresh(tmp_path)
     shutil.copytree(snapshot, folder / "ck")
     _make_hostile(folder / "ck", *change)
-    run_refused(["check", "--quiet", "--recover", "ck"], folder)
+    run_refused(["check", "--quiet", "--bounds", "small", "--recover", "ck"], folder)
 
 
 # -- 8. misbehaving race adapters -------------------------------------------------------------
@@ -937,6 +939,294 @@ def test_text_from_files_in_reports_is_printed_escaped(tmp_path, snapshot):
     assert "Traceback" not in output and "internal error" not in output, output[-500:]
     assert not set(output) & CONTROL and max(map(len, output.splitlines())) < 2200, output[:300]
     assert "\\x1b[2J" in output  # the name is there, escaped
+
+
+# -- 11. explore: recovery folders, replay traces, models that exit or hang -------------------
+
+EXPLORE_MODEL = """
+from pymc_resume.explore import Invariant
+
+class Counter:
+    deadlock_is_error = False
+    invariants = [Invariant("below-30", lambda n: n < 30)]
+
+    def initial_states(self):
+        return [0]
+
+    def successors(self, n):
+        if n < 40:
+            yield "inc", n + 1
+
+def model():
+    return Counter()
+"""
+# A model file that would leave MARKER behind if anything imported it.
+EVIL_MODEL = "open('MARKER', 'w').close()\ndef model():\n    raise SystemExit(0)\n"
+SECRET = "SECRET-LINE-of-a-file-the-pointer-links-to"
+
+
+@pytest.fixture(scope="module")
+def explore_run(tmp_path_factory) -> tuple[Path, str]:
+    """A real `explore` checkpoint stopped by its state limit, and the trace JSON of the full
+    run (`trace.json`), in one folder; and the model's TARGET."""
+    folder = tmp_path_factory.mktemp("explore-run")
+    (folder / "counter.py").write_text(EXPLORE_MODEL)
+    target = f"{folder / 'counter.py'}:model"
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        stopped = CliRunner().invoke(
+            main,
+            ["explore", target, "--quiet", "--max-states", "20", "--checkpoint-dir", "ck"]
+            + ["--checkpoint-every", "0"],
+        )
+        whole = CliRunner().invoke(main, ["explore", target, "--quiet", "--json", "trace.json"])
+    finally:
+        os.chdir(cwd)
+    assert stopped.exit_code == 2 and (folder / "ck" / "current").exists(), stopped.output
+    assert whole.exit_code == 1, whole.output  # below-30 is violated: a trace to replay
+    return folder, target
+
+
+def _edit_run(ck: Path, change) -> None:
+    """Let `change` alter the manifest's `run` record (in place or by returning a new one)."""
+    manifest = ck / (ck / "current").read_text().strip() / "manifest.json"
+    document = json.loads(manifest.read_text())
+    changed = change(document["run"])
+    if changed is not None:
+        document["run"] = changed
+    manifest.write_text(json.dumps(document))
+
+
+@st.composite
+def explore_recovery_cases(draw) -> tuple[str, object]:
+    """(how, value): an explore checkpoint edited so that recovering it must be refused: a run
+    of another target (a file that would run), no TARGET given, deadlock checking or workers
+    that differ, flags and limits of the wrong kind, a manifest claiming a billion states over
+    a sparse 3 GiB partition, a pointer linked to a readable file."""
+    how = draw(
+        st.sampled_from(
+            ["other-target", "no-target", "deadlock", "workers", "flag", "limit", "no-run", "giant", "link"]
+        )
+    )
+    value: object = None
+    if how == "other-target":
+        value = draw(st.sampled_from(["evil.py:model", "os:system", ESCAPES + ".py:model", "", 5, None]))
+    elif how == "workers":
+        value = draw(st.sampled_from([0, 2, -1, 10**30, "1", None, True, 2000]))
+    elif how == "flag":
+        value = (
+            draw(st.sampled_from(["deadlock", "stop_at_first", "symmetry", "exact"])),
+            draw(st.sampled_from([1, "yes", None, [], {}, ESCAPES])),
+        )
+    elif how == "limit":
+        value = (
+            draw(st.sampled_from(["checkpoint_every", "max_states", "max_seconds", "max_memory"])),
+            draw(st.sampled_from([-1, "5", True, float("inf"), [], 5.5 if draw(st.booleans()) else -0.5])),
+        )
+    elif how == "no-run":
+        value = draw(st.sampled_from([{}, {"target": None}, {"workers": 1}]))
+    return how, value
+
+
+def _make_explore_case(folder: Path, ck: Path, target: str, how: str, value) -> list[str]:
+    """Apply one `explore_recovery_cases` change to the folder `ck`; the command to refuse."""
+    command = ["explore", target, "--quiet", "--recover", "ck"]
+    if how == "other-target":
+        (folder.parent / f"{folder.name}-evil.py").write_text(EVIL_MODEL)
+        named = str(folder.parent / f"{folder.name}-evil.py:model") if value == "evil.py:model" else value
+        _edit_run(ck, lambda run: run.update(target=named))
+    elif how == "no-target":
+        command = ["explore", "--quiet", "--recover", "ck"]
+    elif how == "deadlock":
+        _edit_run(ck, lambda run: run.update(deadlock=True))  # the model says False
+    elif how == "workers":
+        _edit_run(ck, lambda run: run.update(workers=value))
+    elif how in ("flag", "limit"):
+        name, bad = value
+        _edit_run(ck, lambda run: run.update({name: bad}))
+    elif how == "no-run":
+        _edit_run(ck, lambda run: value)
+    elif how == "giant":
+        # A well-formed header claiming 3 GiB, a sparse file of that length, and a manifest
+        # that claims a billion states: refused by the run's budget before a byte is read.
+        level = ck / (ck / "current").read_text().strip()
+        from pymc_resume.explore import persisted
+
+        partition = level / "partition-0.state"
+        size = 3 * 2**30
+        header = persisted.HEADER.pack(
+            persisted.MAGIC, persisted.VERSION, size - persisted.HEADER.size, bytes(32)
+        )
+        with open(partition, "wb") as handle:
+            handle.write(header)
+            handle.truncate(size)
+        manifest = level / "manifest.json"
+        document = json.loads(manifest.read_text())
+        document["partitions"][0]["states"] = 10**9
+        manifest.write_text(json.dumps(document))
+        command += ["--max-memory", "256"]
+    elif how == "link":
+        (folder.parent / f"{folder.name}-secret.txt").write_text(SECRET + "\n")
+        (ck / "current").unlink()
+        (ck / "current").symlink_to(folder.parent / f"{folder.name}-secret.txt")
+    return command
+
+
+@QUICK
+@given(case=explore_recovery_cases())
+def test_edited_explore_checkpoints_are_refused_and_run_nothing(tmp_path, explore_run, case):
+    source, target = explore_run
+    folder = _fresh(tmp_path)
+    shutil.copytree(source / "ck", folder / "ck")
+    command = _make_explore_case(folder, folder / "ck", target, *case)
+    started = time.monotonic()
+    line = run_refused(command, folder)
+    assert time.monotonic() - started < 10, case
+    assert not (folder / "MARKER").exists() and not (Path.cwd() / "MARKER").exists()
+    assert SECRET not in line and not set(line) & CONTROL, line
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda run: run.update(mutant="no-claim"),  # the probe: a reference run passed off as no-claim
+        lambda run: run.update(mutant=ESCAPES),
+        lambda run: run["bounds"].update(name="default"),
+        lambda run: run["bounds"].update(processes=run["bounds"]["processes"] + 1),
+    ],
+)
+def test_a_check_checkpoint_of_other_bounds_or_mutant_is_refused(tmp_path, snapshot, change):
+    folder = _fresh(tmp_path)
+    shutil.copytree(snapshot, folder / "ck")
+    _edit_run(folder / "ck", change)
+    line = run_refused(["check", "--quiet", "--bounds", "small", "--recover", "ck"], folder)
+    assert not set(line) & CONTROL, line
+
+
+@st.composite
+def bad_trace_files(draw) -> tuple[str, object]:
+    """(how, value): a replay-trace file no replay can use: not JSON, JSON of another shape,
+    a trace that is no list, steps without state data or with actions that are no string,
+    state data of no model class, deep nesting, a number of 5,000 digits."""
+    how = draw(
+        st.sampled_from(["garbage", "shape", "trace", "step", "action", "data", "deep", "digits", "property"])
+    )
+    value: object = None
+    if how == "garbage":
+        value = draw(st.binary(max_size=64))
+    elif how == "shape":
+        value = draw(st.sampled_from([[], {}, {"properties": []}, {"properties": {"x": 1}}, "x", None]))
+    elif how == "trace":
+        value = draw(st.sampled_from([{}, "x", 5, None, []]))
+    elif how == "step":
+        value = draw(st.sampled_from([5, [], {"action": "inc"}, {"data": None}]))
+    elif how == "action":
+        value = draw(st.sampled_from([5, None, ["inc"], {"a": 1}]))
+    elif how == "data":  # (plain data is a state, of no path: exit 1; these are none)
+        value = draw(
+            st.sampled_from([{"__class__": "os:system"}, {"class": ESCAPES}, {"t": "x" * 10}, [1, 2]])
+        )
+    elif how == "property":
+        value = draw(st.sampled_from(["nothing", ESCAPES, "below-30" * 100]))
+    return how, value
+
+
+def _write_bad_trace(source: Path, path: Path, how: str, value) -> list[str]:
+    """Write the trace file for one `bad_trace_files` case at `path`; extra options."""
+    document = json.loads((source / "trace.json").read_text())
+    trace = document["properties"]["below-30"]["trace"]
+    extra: list[str] = []
+    if how == "garbage":
+        path.write_bytes(value)
+        return extra
+    if how == "shape":
+        document = value
+    elif how == "trace":
+        document["properties"]["below-30"]["trace"] = value
+    elif how == "step":
+        trace[1] = value
+    elif how == "action":
+        trace[1]["action"] = value
+    elif how == "data":
+        trace[0]["data"] = value
+    elif how == "deep":
+        path.write_text('{"properties": ' + "[" * 100_000)
+        return extra
+    elif how == "digits":
+        path.write_text(
+            json.dumps(document).replace('"properties"', '"n": ' + "9" * 5000 + ', "properties"', 1)
+        )
+        extra = []
+    elif how == "property":
+        extra = ["--property", value]
+    if how != "digits":
+        path.write_text(json.dumps(document))
+    return extra
+
+
+@QUICK
+@given(case=bad_trace_files())
+def test_bad_replay_traces_are_refused(tmp_path, explore_run, case):
+    source, target = explore_run
+    folder = _fresh(tmp_path)
+    extra = _write_bad_trace(source, folder / "trace.json", *case)
+    line = run_refused(["explore", target, "--replay-trace", "trace.json", *extra], folder)
+    assert not set(line) & CONTROL, line
+
+
+def test_names_in_a_replayed_trace_are_printed_escaped(tmp_path, explore_run):
+    """A trace whose action names carry escape sequences is no path of the model (exit 1), and
+    says so in one line with the names escaped."""
+    source, target = explore_run
+    document = json.loads((source / "trace.json").read_text())
+    for step in document["properties"]["below-30"]["trace"][1:]:
+        step["action"] = ESCAPES + step["action"]
+    (tmp_path / "trace.json").write_text(json.dumps(document))
+    result = CliRunner().invoke(main, ["explore", target, "--replay-trace", str(tmp_path / "trace.json")])
+    assert result.exit_code == 1, result.output
+    assert len(result.stdout.splitlines()) == 1 and "not a path of the model" in result.stdout
+    assert not set(result.stdout + result.stderr) & CONTROL and "\\x1b[2J" in result.stdout
+
+
+EXITS = {
+    "exit": "os._exit(0)",
+    "system-exit": "raise SystemExit(0)",
+    "hang": "time.sleep(3600)",
+}
+WHERE = {  # where the model misbehaves: all before or while it is validated
+    "import": "{act}\ndef model():\n    return None\n",
+    "factory": "def model():\n    {act}\n",
+    "property": (
+        "class M:\n    @property\n    def invariants(self):\n        {act}\n"
+        "    def initial_states(self):\n        return [0]\n    def successors(self, s):\n        return []\n"
+        "def model():\n    return M()\n"
+    ),
+    "initial-states": (
+        "class M:\n    def initial_states(self):\n        {act}\n"
+        "    def successors(self, s):\n        return []\n"
+        "def model():\n    return M()\n"
+    ),
+    "successors": (
+        "class M:\n    def initial_states(self):\n        return [0]\n"
+        "    def successors(self, s):\n        {act}\n"
+        "def model():\n    return M()\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("how", list(EXITS))
+@pytest.mark.parametrize("where", list(WHERE))
+def test_a_model_that_exits_or_hangs_is_one_line(tmp_path, where, how):
+    """`explore` of a model that ends the process, raises SystemExit or hangs while it is loaded
+    and validated: one line, exit 2, within --max-seconds and a little, nothing left running."""
+    folder, models = _fresh(tmp_path), tmp_path / f"models-{where}-{how}"
+    models.mkdir()
+    (models / "m.py").write_text("import os, time\n" + WHERE[where].format(act=EXITS[how]))
+    started = time.monotonic()
+    line = run_refused(["explore", f"{models / 'm.py'}:model", "--max-seconds", "2"], folder)
+    assert time.monotonic() - started < 8, line
+    assert {"exit": "ended the process", "system-exit": "SystemExit", "hang": "within 2s"}[how] in line, line
 
 
 # -- the slow set: the same generators, many more cases ---------------------------------------

@@ -74,7 +74,7 @@ def killed_then_recovered(tmp_path, bounds, workers, whole, levels_before_kill):
     run.wait()
     assert (folder / "current").exists()
     assert_no_process_mentions(str(folder))
-    done = subprocess.run(check("--recover", str(folder), "--json", str(recovered_json)))
+    done = subprocess.run(check("--bounds", bounds, "--recover", str(folder), "--json", str(recovered_json)))
     recovered = json.loads(recovered_json.read_text())
     assert done.returncode == 0
     assert [recovered[k] for k in COUNTS] == [whole.distinct_states, whole.states_generated, whole.depth]
@@ -208,7 +208,7 @@ TAMPERED_MANIFESTS = {
 def test_a_tampered_partition_file_is_refused(tmp_path, checkpoint_folder, name):
     folder, level = copy_of(checkpoint_folder, tmp_path)
     rewrite(level / "partition-0.state", TAMPERED_PARTITIONS[name])
-    message = assert_refused_in_one_line(["check", "--recover", "ck"], tmp_path)
+    message = assert_refused_in_one_line(["check", "--bounds", "small", "--recover", "ck"], tmp_path)
     assert "partition-0.state" in message
     if name == "violation-where-it-holds":
         assert "on which prefix-continuation holds" in message, message
@@ -218,7 +218,7 @@ def test_a_tampered_partition_file_is_refused(tmp_path, checkpoint_folder, name)
 def test_a_tampered_manifest_is_refused(tmp_path, checkpoint_folder, name):
     folder, level = copy_of(checkpoint_folder, tmp_path)
     edit_manifest(level, TAMPERED_MANIFESTS[name])
-    assert_refused_in_one_line(["check", "--recover", "ck"], tmp_path)
+    assert_refused_in_one_line(["check", "--bounds", "small", "--recover", "ck"], tmp_path)
 
 
 def _truncate(level):
@@ -262,7 +262,7 @@ def test_a_damaged_folder_is_refused(tmp_path, checkpoint_folder, name):
     folder, level = copy_of(checkpoint_folder, tmp_path)
     damage, message = DAMAGE[name]
     damage(level)
-    assert message in assert_refused_in_one_line(["check", "--recover", "ck"], tmp_path)
+    assert message in assert_refused_in_one_line(["check", "--bounds", "small", "--recover", "ck"], tmp_path)
 
 
 def test_a_crafted_pickle_in_every_file_runs_nothing(tmp_path, checkpoint_folder):
@@ -271,7 +271,9 @@ def test_a_crafted_pickle_in_every_file_runs_nothing(tmp_path, checkpoint_folder
     payload = b"cposix\nsystem\n(Vtouch MARKER\ntR."
     for path in level.iterdir():
         path.write_bytes(payload)
-    done = subprocess.run(check("--recover", str(folder)), cwd=tmp_path, capture_output=True, text=True)
+    done = subprocess.run(
+        check("--bounds", "small", "--recover", str(folder)), cwd=tmp_path, capture_output=True, text=True
+    )
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
     assert not (tmp_path / "MARKER").exists()
@@ -282,7 +284,7 @@ def test_recover_keeps_the_runs_own_options_unless_given_again(tmp_path, checkpo
     (folder / "level-999999").mkdir()  # what a run killed inside a snapshot write leaves
     (folder / ".current.x1y2").write_text("level-999999\n")
     # The run stopped at its state limit: recovered as it was, it stops there again.
-    line = assert_refused_in_one_line(["check", "--quiet", "--recover", "ck"], tmp_path)
+    line = assert_refused_in_one_line(["check", "--quiet", "--bounds", "small", "--recover", "ck"], tmp_path)
     assert "state limit of 3,000" in line
     manifest = json.loads((folder / (folder / "current").read_text().strip() / "manifest.json").read_text())
     assert manifest["run"]["checkpoint_every"] == 0 and manifest["run"]["max_states"] == 3000
@@ -348,7 +350,9 @@ def test_swapped_keys_that_pass_every_check_still_end_in_one_line(tmp_path):
 
     rewrite(level / "partition-0.state", swap)
     line = assert_refused_in_one_line(
-        ["check", "--quiet", "--recover", "ck", "--max-states", "100000000"], tmp_path
+        ["check", "--quiet", "--bounds", "small", "--mutant", "stuck-claim", "--recover", "ck"]
+        + ["--max-states", "100000000"],
+        tmp_path,
     )
     assert "does not fit the model" in line
 
@@ -359,6 +363,6 @@ def test_a_partition_file_swapped_for_a_huge_sparse_one_is_refused_before_it_is_
     folder, level = copy_of(checkpoint_folder, tmp_path)
     os.truncate(level / "partition-0.state", 3 * 2**30)  # sparse: takes no disk, reads as zeros
     started = time.monotonic()
-    message = assert_refused_in_one_line(["check", "--recover", "ck"], tmp_path)
-    assert "partition-0.state" in message and "more than the" in message
+    message = assert_refused_in_one_line(["check", "--bounds", "small", "--recover", "ck"], tmp_path)
+    assert "partition-0.state" in message and "truncated or extended" in message
     assert time.monotonic() - started < 10

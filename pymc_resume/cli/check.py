@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from pymc_resume.checking.check import recovered_run, run_check, simulate_check
+from pymc_resume.checking.check import RecoveredRun, recovered_run, run_check, simulate_check
 from pymc_resume.cli import main
 from pymc_resume.cli.check_report import check_text
 from pymc_resume.cli.errors import fail
@@ -26,6 +26,7 @@ from pymc_resume.cli.paths import writable_file, writable_folder
 from pymc_resume.explore import snapshot
 from pymc_resume.explore.progress import ProgressPrinter, WalkPrinter
 from pymc_resume.explore.simulate import DEFAULT_DEPTH
+from pymc_resume.explore.snapshot import shown
 from pymc_resume.files import write_json
 from pymc_resume.model.bounds import Bounds, BoundsError, load_bounds
 from pymc_resume.model.mutants import MUTANTS
@@ -52,7 +53,7 @@ from pymc_resume.model.mutants import MUTANTS
     help="Worker processes, each owning a hash partition  [default: number of cores].",
 )
 @exact_flag
-@snapshot_flags("bounds, mutant, symmetry, store and workers")
+@snapshot_flags("symmetry, store and workers (give --bounds and --mutant as the run had them)")
 @click.option(
     "--json",
     "json_path",
@@ -131,21 +132,22 @@ def check_command(
     max_memory = max_memory * 2**20 if max_memory else None
     from_snapshot = None
     if recover_dir is not None:
-        if bounds_name is not None or mutant or no_symmetry or workers or exact:
+        if no_symmetry or workers or exact:
             fail(
-                "--recover: the run's bounds, mutant, symmetry, store and workers come from the "
-                "checkpoint; do not pass them again"
+                "--recover: the run's symmetry, store and workers come from the checkpoint; "
+                "do not pass them again"
             )
         if checkpoint_dir is not None:
             fail(
                 "--recover: the recovered run keeps checkpointing into its own folder; "
                 "do not pass --checkpoint-dir"
             )
+        bounds = _bounds(bounds_name, mutant)
         writable_folder(recover_dir, "--recover")
-        from_snapshot = snapshot.load(recover_dir)
+        from_snapshot = snapshot.load(recover_dir, max_memory)
         run = recovered_run(from_snapshot.run, str(Path(from_snapshot.files[0]).parent / snapshot.MANIFEST))
-        bounds, mutant, no_symmetry, workers = run.bounds, run.mutant, not run.symmetry, run.workers
-        exact = run.exact
+        _same_run(recover_dir, run, bounds, mutant)
+        no_symmetry, workers, exact = not run.symmetry, run.workers, run.exact
         if len(from_snapshot.partitions) != workers:
             raise snapshot.SnapshotError(
                 f"{recover_dir}: its run had {workers} workers, but "
@@ -188,6 +190,19 @@ def _bounds(bounds_name: str | None, mutant: str | None) -> Bounds:
         return load_bounds("default" if bounds_name is None else bounds_name)
     except BoundsError as error:
         fail(f"--bounds: {error}")
+
+
+def _same_run(folder: str, run: RecoveredRun, bounds: Bounds, mutant: str | None) -> None:
+    """What is checked comes from the command line, never from the folder: a recovery whose
+    bounds or mutant differ from the checkpointed run's is refused (an edited manifest would
+    otherwise judge one run's states by another's semantics)."""
+    if run.bounds.as_json() != bounds.as_json() or run.mutant != mutant:
+        recorded = f"bounds {shown(run.bounds.name)}, mutant {shown(run.mutant)}"
+        given = f"bounds {bounds.name!r}, mutant {mutant!r}"
+        fail(
+            f"--recover: {folder} is a checkpoint of {recorded}, not of {given}; "
+            "pass the run's own --bounds and --mutant"
+        )
 
 
 def _finish(report, json_path: str | None) -> None:

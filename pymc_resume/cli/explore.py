@@ -9,8 +9,10 @@ import click
 
 from pymc_resume.checking.explore_check import run_explore, simulate_explore
 from pymc_resume.cli import main
-from pymc_resume.cli.errors import fail
+from pymc_resume.cli.errors import fail, printable
+from pymc_resume.cli.explore_recovery import check_deadlock_matches, recorded_run
 from pymc_resume.cli.explore_report import explore_text
+from pymc_resume.cli.model_trial import guarded, tried
 from pymc_resume.cli.options import (
     MAX_WORKERS,
     Seconds,
@@ -23,7 +25,6 @@ from pymc_resume.cli.options import (
 )
 from pymc_resume.cli.paths import writable_file, writable_folder
 from pymc_resume.errors import BadInput, PymcResumeError
-from pymc_resume.explore import snapshot
 from pymc_resume.explore.graph_dump import LIMIT as GRAPH_LIMIT
 from pymc_resume.explore.graph_dump import dot, state_graph
 from pymc_resume.explore.progress import ProgressPrinter, WalkPrinter
@@ -65,7 +66,9 @@ from pymc_resume.files import write_atomically, write_json
     help="Count, per action, the successors it generated and the new states it found (one worker).",
 )
 @exact_flag
-@snapshot_flags("target, workers, symmetry, store and deadlock checking")
+@snapshot_flags(
+    "workers, symmetry, store and --stop-at-first (give TARGET and deadlock checking as the run had them)"
+)
 @click.option(
     "--json",
     "json_path",
@@ -186,42 +189,30 @@ def explore_command(
     )
     refuse_lone_address(engine, address)
     writable_folder(checkpoint_dir, "--checkpoint-dir")
-    from_snapshot = None
+    from_snapshot = recorded = None
     if recover_dir is not None:
-        if workers or deadlock is not None or stop_at_first or checkpoint_dir or no_symmetry or exact:
-            fail(
-                "--recover: the run's workers, symmetry, store, deadlock checking, --stop-at-first "
-                "and checkpoint folder come from the checkpoint; do not pass them again"
-            )
-        writable_folder(recover_dir, "--recover")
-        try:
-            from_snapshot = snapshot.load(recover_dir)
-        except snapshot.SnapshotError as error:
-            fail(f"--recover: {error}")
-        run = from_snapshot.run
-        if not isinstance(run, dict) or "target" not in run:
-            fail(f"--recover: {recover_dir} holds no `pymc-resume explore` run")
-        if target is not None and absolute(target) != run["target"]:
-            fail(f"--recover: the checkpoint is of {run['target']}, not {absolute(target)}")
-        target, workers = run["target"], run["workers"]
-        deadlock, stop_at_first = run["deadlock"], run["stop_at_first"]
-        no_symmetry = run.get("symmetry") is False  # (runs checkpointed before it was recorded: on)
-        exact = run.get("exact", True) is True  # (before fingerprints, every store was exact)
-        checkpoint_dir = recover_dir
+        recorded = _recovered(
+            recover_dir, target, workers, stop_at_first, checkpoint_dir, no_symmetry, exact, max_memory
+        )
+        from_snapshot, checkpoint_dir = recorded.snapshot, recover_dir
+        workers, stop_at_first = recorded.workers, recorded.stop_at_first
+        no_symmetry, exact = not recorded.symmetry, recorded.exact
         # The run's own interval and limits, unless given again (max_memory is kept in bytes).
-        kept = _kept_options(run, recover_dir)
-        checkpoint_every = kept["checkpoint_every"] if checkpoint_every is None else checkpoint_every
-        max_states = kept["max_states"] if max_states is None else max_states
-        max_seconds = kept["max_seconds"] if max_seconds is None else max_seconds
-        if max_memory is None and kept["max_memory"] is not None:
-            max_memory = kept["max_memory"] // 2**20
+        checkpoint_every = recorded.checkpoint_every if checkpoint_every is None else checkpoint_every
+        max_states = recorded.max_states if max_states is None else max_states
+        max_seconds = recorded.max_seconds if max_seconds is None else max_seconds
+        if max_memory is None and recorded.max_memory is not None:
+            max_memory = recorded.max_memory // 2**20
     elif target is None:
         fail("missing TARGET (module:factory or path/to/file.py:factory)")
     if checkpoint_every is None:
         checkpoint_every = 60.0
     target = absolute(target)
-    model = load_model(target)
+    model = _loaded(target, deadlock, max_seconds)
     try:
+        if recorded is not None:
+            valid = guarded(target, lambda: validated(model, deadlock))
+            check_deadlock_matches(recorded, valid.deadlock_is_error, recover_dir)
         if graph_path is not None:
             _dump_graph(target, model, graph_path, deadlock, not no_symmetry)
         if simulate:
@@ -297,25 +288,30 @@ def _explore(
     exact,
     coverage,
 ):
-    """The exhaustive run, with the command's options."""
-    return run_explore(
+    """The exhaustive run, with the command's options (a SystemExit the model raises in this
+    process is its failure, one line: `model_trial.guarded`)."""
+    return guarded(
         target,
-        model,
-        workers=workers or 1,
-        max_states=max_states,
-        max_seconds=max_seconds,
-        max_memory=max_memory * 2**20 if max_memory else None,
-        stop_at_first=stop_at_first,
-        check_deadlock=deadlock,
-        progress=None if quiet else ProgressPrinter(),
-        checkpoint_dir=checkpoint_dir,
-        checkpoint_every=checkpoint_every,
-        from_snapshot=from_snapshot,
-        engine=engine,
-        address=address,
-        symmetry=symmetry,
-        exact=exact,
-        coverage=coverage,
+        lambda: run_explore(
+            target,
+            model,
+            workers=workers or 1,
+            max_states=max_states,
+            max_seconds=max_seconds,
+            max_memory=max_memory * 2**20 if max_memory else None,
+            stop_at_first=stop_at_first,
+            check_deadlock=deadlock,
+            progress=None if quiet else ProgressPrinter(),
+            checkpoint_dir=checkpoint_dir,
+            checkpoint_every=checkpoint_every,
+            from_snapshot=from_snapshot,
+            engine=engine,
+            address=address,
+            symmetry=symmetry,
+            exact=exact,
+            coverage=coverage,
+        ),
+        "explored",
     )
 
 
@@ -336,9 +332,9 @@ def _replay_command(target, replay_file, property_name, no_symmetry, deadlock, s
     if target is None:
         fail("missing TARGET (module:factory or path/to/file.py:factory)")
     target = absolute(target)
-    model = load_model(target)
+    model = _loaded(target, deadlock, None)
     try:
-        valid = validated(model, deadlock)
+        valid = guarded(target, lambda: validated(model, deadlock))
         outcome = replay(valid, read_trace(replay_file, valid, property_name), symmetry=not no_symmetry)
     except PymcResumeError as error:
         if show_traceback:
@@ -351,7 +347,7 @@ def _replay_command(target, replay_file, property_name, no_symmetry, deadlock, s
             f"{target}: the model raised {type(error).__name__}: {error} while the trace was "
             "replayed (--traceback shows where)"
         ) from None
-    click.echo(replay_text(target, outcome))
+    click.echo(printable(replay_text(target, outcome)))  # (names from the trace file: escaped)
     if not (outcome.path and outcome.violated):
         sys.exit(1)
 
@@ -376,18 +372,19 @@ def _print_traceback(error: BaseException) -> None:
         click.echo(text.rstrip("\n"), err=True)
 
 
-def _kept_options(run: dict, folder: str) -> dict:
-    """The interval and limits a checkpointed run was started with, checked (a checkpoint
-    written before they were recorded has none)."""
-    kept = {}
-    for name, kind in (
-        ("checkpoint_every", (int, float)),
-        ("max_states", int),
-        ("max_seconds", (int, float)),
-        ("max_memory", int),
-    ):
-        value = run.get(name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, kind) or value < 0):
-            fail(f"--recover: {folder}: the recorded {name} {value!r} is not a valid value")
-        kept[name] = value
-    return kept
+def _recovered(folder, target, workers, stop_at_first, checkpoint_dir, no_symmetry, exact, max_memory):
+    """`--recover FOLDER`: the checkpointed run of TARGET, checked (`explore_recovery`)."""
+    if workers or stop_at_first or checkpoint_dir or no_symmetry or exact:
+        fail(
+            "--recover: the run's workers, symmetry, store, --stop-at-first and checkpoint folder "
+            "come from the checkpoint; do not pass them again"
+        )
+    writable_folder(folder, "--recover")
+    return recorded_run(folder, target, max_memory)
+
+
+def _loaded(target: str, deadlock, max_seconds):
+    """The model TARGET names, loaded and validated in a child first (`model_trial`): a model
+    that exits or hangs there is one line, exit 2, before this process runs any of it."""
+    tried(target, deadlock, max_seconds)
+    return guarded(target, lambda: load_model(target))

@@ -595,6 +595,20 @@ _READERS = {
 }
 
 
+def declared_length(header: bytes, where: str) -> int:
+    """The length of the whole file whose first bytes are `header`, as its header gives it;
+    SnapshotError if they are no snapshot file's header (read before the rest of a file, so a
+    file of zeros or any other is refused without reading it)."""
+    if len(header) < HEADER.size:
+        raise SnapshotError(f"{where}: too short ({len(header)} bytes) to be a snapshot file")
+    magic, version, size, _checksum = HEADER.unpack_from(header)
+    if magic != MAGIC:
+        raise SnapshotError(f"{where}: not a snapshot file (it does not start with {MAGIC!r})")
+    if version != VERSION:
+        raise SnapshotError(f"{where}: snapshot file format {version}, this version reads {VERSION}")
+    return HEADER.size + size
+
+
 def loads(data: bytes, where: str) -> object:
     """The value a file's bytes hold; SnapshotError, naming `where`, if they are not one."""
     if len(data) < HEADER.size:

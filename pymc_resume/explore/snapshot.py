@@ -11,7 +11,11 @@ removed when a snapshot is published and when a recovery starts.
 A checkpoint folder is read back as untrusted input: partition files are in the `persisted`
 format (never pickle), and `load` and `restore_partition` check everything against the manifest
 and the model, so a damaged or crafted folder is a `SnapshotError` (one line, exit 2), never
-code run, a crash, or a report of impossible counts.
+code run, a crash, or a report of impossible counts. The folder names no code and sets no
+bound: what is checked (the model, its bounds and mutant) comes from the recovering command
+line and must match the manifest's record of the run; how much may be read comes from the run's
+limits (its memory budget, else the memory the machine has free), never from the counts the
+manifest claims; the pointer file is read only as a regular file and its text is never shown.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import numpy as np
 from pymc_resume.errors import EnvironmentProblem
 from pymc_resume.explore import persisted
 from pymc_resume.explore.frontier import Frontier
+from pymc_resume.explore.memory import available_bytes
 from pymc_resume.explore.persisted import SnapshotError
 from pymc_resume.explore.result import DEADLOCK
 from pymc_resume.explore.settled_edges import int32_view
@@ -50,8 +55,12 @@ POINTER = "current"
 MANIFEST = "manifest.json"
 _FOLDER = re.compile(r"level-\d{6}")
 MAX_MANIFEST_BYTES = 16 * 2**20  # a manifest lists a few numbers per partition
+MAX_POINTER_BYTES = 64  # "level-NNNNNN" and a newline
 PARTITION_BASE_BYTES = 256 * 2**20
 PARTITION_BYTES_A_STATE = 4096
+# The partition files together may take at most this share of the run's memory budget: their
+# bytes are held while the states they decode to are built.
+READ_SHARE = 2
 MAX_COUNT = 2**63 - 1  # a counter of generated states: past it, a file is not a run's
 _POINTER_TEMPORARY = f".{POINTER}."  # write_atomically's temporary files beside the pointer
 
@@ -168,14 +177,21 @@ def save(
 
 
 def _current_name(root: Path) -> str | None:
-    if not os.path.lexists(root / POINTER):
+    """The snapshot folder the pointer file names; its text is never shown (a pointer swapped
+    for a link to another file would otherwise print that file's first line)."""
+    pointer = root / POINTER
+    if not os.path.lexists(pointer):
         return None
+    if pointer.is_symlink():
+        raise SnapshotError(f"{pointer}: a link, not the pointer file a run writes")
     try:
-        name = read_bounded(root / POINTER, 4096, "a checkpoint pointer").decode("utf-8").strip()
-    except (UnreadableFile, UnicodeDecodeError) as error:
-        raise SnapshotError(f"{root / POINTER}: unreadable: {error}") from None
+        name = read_bounded(pointer, MAX_POINTER_BYTES, "a checkpoint pointer").decode("utf-8").strip()
+    except UnreadableFile as error:
+        raise SnapshotError(f"{pointer}: unreadable: {error.reason}") from None
+    except UnicodeDecodeError:
+        name = ""
     if not _FOLDER.fullmatch(name):
-        raise SnapshotError(f"{root / POINTER}: names {name[:60]!r}, not a folder like level-000012")
+        raise SnapshotError(f"{pointer}: does not name a snapshot folder (like level-000012)")
     return name
 
 
@@ -196,9 +212,11 @@ def remove_stale(directory: str | Path) -> None:
             entry.unlink(missing_ok=True)
 
 
-def load(directory: str | Path) -> Snapshot:
+def load(directory: str | Path, max_memory: int | None = None) -> Snapshot:
     """The published snapshot of a checkpoint folder, its manifest checked; the partition files
-    are read as bytes and checked as each partition restores itself (`restore_partition`)."""
+    are read as bytes and checked as each partition restores itself (`restore_partition`).
+    `max_memory` is the recovering run's budget in bytes (None: the memory the machine has
+    free); the files together may take a `READ_SHARE` of it, checked before any is read."""
     root = Path(directory)
     if not root.is_dir():
         raise SnapshotError(f"{root}: no such folder")
@@ -223,17 +241,59 @@ def load(directory: str | Path) -> Snapshot:
         raise SnapshotError(f"{where}: unreadable: {getattr(error, 'strerror', None) or error}") from None
     depth, elapsed, layout = _check_manifest(manifest, str(where))
     files = tuple(str(partition_file(folder, index)) for index in range(len(layout.sizes)))
+    limits = _read_limits(files, layout.sizes, max_memory)
     partitions = []
-    for file, size in zip(files, layout.sizes):
-        # A regular file, of a length its states allow: a generous 4 KiB a state (keys, parents,
-        # tables, waiting candidates) beyond a fixed 256 MiB, so that a file swapped for a huge
-        # or sparse one is refused before it is read, not read until memory runs out.
-        limit = PARTITION_BASE_BYTES + PARTITION_BYTES_A_STATE * size
+    for file, limit in zip(files, limits):
         try:
             partitions.append(read_bounded(file, limit, "a checkpoint partition"))
         except UnreadableFile as error:
             raise SnapshotError(f"{file}: unreadable: {error.reason}") from None
     return Snapshot(manifest["run"], depth, elapsed, partitions, layout, files)
+
+
+def _read_limits(files: tuple[str, ...], sizes: tuple[int, ...], max_memory: int | None) -> list[int]:
+    """How many bytes each partition file may have, checked on the files before any is read.
+
+    A file is refused when it does not start as a snapshot file, when it is longer than its
+    header says, or when the files together exceed a `READ_SHARE` of the run's budget (or of
+    the memory free). A generous 4 KiB a state beyond 256 MiB caps each file further; the
+    manifest's counts can only lower a limit, never raise one above the budget."""
+    known = [limit for limit in (max_memory, available_bytes()) if limit]
+    budget = (min(known) if known else 2**62) // READ_SHARE
+    total = 0
+    limits = []
+    for file, size in zip(files, sizes):
+        declared = _declared_length(file)
+        total += declared
+        if total > budget:
+            raise SnapshotError(
+                f"{file}: the partition files take more than the {budget:,} bytes this run may read "
+                f"(half its memory budget, or of the memory free; --max-memory sets it)"
+            )
+        limits.append(min(declared, PARTITION_BASE_BYTES + PARTITION_BYTES_A_STATE * size))
+    return limits
+
+
+def _declared_length(file: str) -> int:
+    """The length a partition file's header gives it (header included), the header and the
+    start of the record read alone and checked against the file's size: a file of zeros or a
+    sparse giant is refused here."""
+    try:
+        head = read_bounded(
+            file, None, "a checkpoint partition", head=persisted.HEADER.size + len(_RECORD_START)
+        )
+    except UnreadableFile as error:
+        raise SnapshotError(f"{file}: unreadable: {error.reason}") from None
+    length = persisted.declared_length(head, file)
+    if head[persisted.HEADER.size :] != _RECORD_START:
+        raise SnapshotError(f"{file}: not a partition's snapshot (its values do not start as one's)")
+    try:
+        actual = os.stat(file).st_size
+    except OSError as error:
+        raise SnapshotError(f"{file}: unreadable: {error.strerror or error}") from None
+    if actual != length:
+        raise SnapshotError(f"{file}: truncated or extended ({actual:,} bytes, its header says {length:,})")
+    return length
 
 
 def shown(value: object) -> str:
@@ -316,6 +376,9 @@ RECORD_KEYS = frozenset(
     }
 )
 
+
+# How every partition file's values start: a table of the record's fields (`persisted`'s dict).
+_RECORD_START = persisted.DICT + len(RECORD_KEYS).to_bytes(8, "little")
 
 # Settled edges read back at a time while a checkpoint file is written: 4 MB a column.
 SAVED_PIECE = 1 << 20

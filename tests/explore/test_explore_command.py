@@ -240,7 +240,7 @@ def test_a_killed_run_of_string_states_recovers_under_another_hash_seed(tmp_path
     run.wait()
     time.sleep(0.5)  # its workers notice their coordinator is gone
     out.unlink()
-    done = explore_cli("--recover", str(folder), "--json", str(out), env=seeded(2))
+    done = explore_cli(f"{path}:model", "--recover", str(folder), "--json", str(out), env=seeded(2))
     assert done.returncode == 0, done.stderr
     recovered = json.loads(out.read_text())
     counts = ("distinct_states", "states_generated", "depth")
@@ -258,7 +258,7 @@ def test_a_run_stopped_early_recovers_with_its_own_store_and_says_which(tmp_path
     )
     assert stopped.returncode == 2 and "incomplete" in stopped.stderr
     done = explore_cli(
-        "--recover", str(folder), "--max-states", "10000", "--json", str(tmp_path / "out.json")
+        target, "--recover", str(folder), "--max-states", "10000", "--json", str(tmp_path / "out.json")
     )
     assert done.returncode == 0, done.stderr
     result = json.loads((tmp_path / "out.json").read_text())
@@ -266,7 +266,7 @@ def test_a_run_stopped_early_recovers_with_its_own_store_and_says_which(tmp_path
     assert result["store"] == store and (result["collision_probability"] is None) == (store == "exact")
     line = done.stdout.splitlines()[1]
     assert line.startswith("store: ") and ("whole states" in line) == (store == "exact")
-    again = explore_cli("--recover", str(folder), "--exact")
+    again = explore_cli(target, "--recover", str(folder), "--exact")
     assert again.returncode == 2 and "come from the checkpoint" in again.stderr
 
 
