@@ -49,6 +49,9 @@ from pathlib import Path
 
 from pymc_resume.files import write_atomically
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench import provenance
+
 DEFAULT_CONFIGS = ["reference:sqlite", "langgraph:sqlite/sync", "crewai:sqlite/persist"]
 DEFAULT_MODES = ["fresh:1", "template:1", "template:2"]
 OPERATIONS = ("start", "resume", "resume_together", "recover", "fork", "update")
@@ -153,7 +156,9 @@ def main(argv: list[str] | None = None) -> int:
         kind, _, jobs = mode.partition(":")
         if kind not in ("fresh", "template") or not jobs.isdigit() or int(jobs) < 1:
             parser.error(f"--modes: {mode!r} is not fresh:J or template:J")
-    records = []
+    records: list[dict] = []
+    began = time.perf_counter()
+    document = {"bench": "bridge", "provenance": provenance.started(argv), "runs": records}
     with tempfile.TemporaryDirectory(prefix="pymc-resume-bench-bridge-") as folder:
         for config in configs:
             for mode in args.modes:
@@ -161,7 +166,10 @@ def main(argv: list[str] | None = None) -> int:
                 records.append(record)
                 print(json.dumps(record), flush=True)
                 if args.json_path:
-                    write_atomically(args.json_path, json.dumps(records, indent=2) + "\n")
+                    write_atomically(args.json_path, json.dumps(document, indent=2) + "\n")
+    document["provenance"] = provenance.finished(document["provenance"], time.perf_counter() - began)
+    if args.json_path:
+        write_atomically(args.json_path, json.dumps(document, indent=2) + "\n")
     return 0
 
 

@@ -81,7 +81,6 @@ import glob
 import json
 import logging
 import os
-import platform
 import resource
 import shutil
 import subprocess
@@ -94,6 +93,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from bench import provenance
 
 MIB = 2**20
 TWOPHASE_SIZES = range(5, 10)
@@ -639,13 +640,10 @@ def main(argv=None) -> int:
         parser.error("--json PATH is required")
 
     runs_planned = plan(args)
+    began = time.perf_counter()
     document = {
-        "host": {
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-            "loadavg_at_start": os.getloadavg(),  # other work on the machine skews the numbers
-            "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        },
+        "bench": "explore",
+        "provenance": provenance.started(argv),  # other work on the machine skews the numbers
         "runs": [],
         "ratios": {},
     }
@@ -670,6 +668,7 @@ def main(argv=None) -> int:
         write_json(args.json, document)  # after every run, so an interrupted bench keeps its runs
     problems = checks(document["runs"])
     document["checks"] = {"ok": not problems, "problems": problems}
+    document["provenance"] = provenance.finished(document["provenance"], time.perf_counter() - began)
     write_json(args.json, document)
     print(table(document["runs"], document["ratios"]))
     for problem in problems:

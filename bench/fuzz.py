@@ -44,6 +44,9 @@ from pymc_resume.files import write_atomically
 from pymc_resume.model.mutants import MUTANTS
 from pymc_resume.runtime import RUNTIME_FAULTS
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench import provenance
+
 
 def run_one(fault: str, seed: int, max_seconds: float, workdir: Path) -> dict:
     """One fuzz run of the reference runtime with `fault`, as the CLI reports it."""
@@ -167,6 +170,7 @@ def main() -> int:
     parser.add_argument("--json", help="write the rows and the summary here")
     args = parser.parse_args()
     rows = []
+    began, started = time.perf_counter(), provenance.started()
     with tempfile.TemporaryDirectory(prefix="pymc-resume-bench-fuzz-") as folder:
         for fault in args.faults:
             for seed in args.seeds:
@@ -181,7 +185,14 @@ def main() -> int:
     result = summary(rows)
     print(table(result))
     if args.json:
-        document = {"max_seconds": args.max_seconds, "seeds": args.seeds, "faults": result, "runs": rows}
+        document = {
+            "bench": "fuzz",
+            "provenance": provenance.finished(started, time.perf_counter() - began),
+            "max_seconds": args.max_seconds,
+            "seeds": args.seeds,
+            "faults": result,
+            "runs": rows,
+        }
         write_atomically(Path(args.json), json.dumps(document, indent=2) + "\n")
     return 0 if all(row["found"] for row in rows) else 1
 

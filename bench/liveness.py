@@ -34,6 +34,9 @@ from pathlib import Path
 
 from pymc_resume.files import write_atomically
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench import provenance
+
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGURATIONS = ("fingerprints", "exact", "in-memory")
 EVERY_EDGE = 1 << 40  # an `adjacency.IN_MEMORY` no graph reaches
@@ -118,6 +121,7 @@ def main() -> int:
         print(json.dumps(run_one(args.run_one, args.n)))
         return 0
     runs = []
+    began, started = time.perf_counter(), provenance.started()
     for configuration in CONFIGURATIONS:
         print(f"ewd840-{args.n} {configuration} ...", file=sys.stderr, flush=True)
         runs.append(run_in_child(configuration, args.n))
@@ -138,7 +142,13 @@ def main() -> int:
         print("  ".join(f"{run[c]!s:>15}" for c in columns))
     print(json.dumps(found, indent=2))
     if args.json:
-        write_atomically(args.json, json.dumps({"runs": runs, "ratios": found}, indent=2))
+        document = {
+            "bench": "liveness",
+            "provenance": provenance.finished(started, time.perf_counter() - began),
+            "runs": runs,
+            "ratios": found,
+        }
+        write_atomically(args.json, json.dumps(document, indent=2))
     return 0
 
 
