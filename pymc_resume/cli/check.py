@@ -6,6 +6,7 @@ import os
 import sys
 from pathlib import Path
 
+import attrs
 import click
 
 from pymc_resume.checking.check import RecoveredRun, recovered_run, run_check, simulate_check
@@ -96,8 +97,7 @@ def check_command(
     (or, with --simulate, take random walks through it and judge what they visit)."""
     if list_mutants:
         _bounds(bounds_name, mutant)  # bounds or a mutant that cannot load are an error here too
-        for mutant_def in MUTANTS.values():
-            click.echo(f"{mutant_def.name:32} breaks {mutant_def.target}: {mutant_def.fault}")
+        click.echo("\n".join(f"{m.name:32} breaks {m.target}: {m.fault}" for m in MUTANTS.values()))
         return
     writable_file(json_path, "--json")
     refuse_for_simulation(
@@ -117,69 +117,103 @@ def check_command(
     )
     refuse_lone_address(engine, address)
     if simulate:
-        bounds = _bounds(bounds_name, mutant)
-        report = simulate_check(
-            bounds,
-            mutant,
-            seed=seed or 0,
-            depth=depth or DEFAULT_DEPTH,
-            walks=walks,
-            max_seconds=max_seconds,
-            progress=None if quiet else WalkPrinter(),
-        )
-        _finish(report, json_path)
+        _finish(_walks(bounds_name, mutant, seed, depth, walks, max_seconds, quiet), json_path)
         return
-    max_memory = max_memory * 2**20 if max_memory else None
-    from_snapshot = None
-    if recover_dir is not None:
-        if no_symmetry or workers or exact:
-            fail(
-                "--recover: the run's symmetry, store and workers come from the checkpoint; "
-                "do not pass them again"
-            )
-        if checkpoint_dir is not None:
-            fail(
-                "--recover: the recovered run keeps checkpointing into its own folder; "
-                "do not pass --checkpoint-dir"
-            )
-        bounds = _bounds(bounds_name, mutant)
-        writable_folder(recover_dir, "--recover")
-        from_snapshot = snapshot.load(recover_dir, max_memory)
-        run = recovered_run(from_snapshot.run, str(Path(from_snapshot.files[0]).parent / snapshot.MANIFEST))
-        _same_run(recover_dir, run, bounds, mutant)
-        no_symmetry, workers, exact = not run.symmetry, run.workers, run.exact
-        if len(from_snapshot.partitions) != workers:
-            raise snapshot.SnapshotError(
-                f"{recover_dir}: its run had {workers} workers, but "
-                f"it holds {len(from_snapshot.partitions)} partitions"
-            )
-        # The run's own options, unless given again.
-        checkpoint_every = run.checkpoint_every if checkpoint_every is None else checkpoint_every
-        max_states = run.max_states if max_states is None else max_states
-        max_memory = run.max_memory if max_memory is None else max_memory
-        checkpoint_dir = recover_dir
-    else:
-        bounds = _bounds(bounds_name, mutant)
-        writable_folder(checkpoint_dir, "--checkpoint-dir")
-    if checkpoint_every is None:
-        checkpoint_every = 60.0
-    progress = None if quiet else ProgressPrinter()
-    report = run_check(
-        bounds,
-        mutant,
+    given = Search(
+        _bounds(bounds_name, mutant),
         symmetry=not no_symmetry,
-        workers=workers or os.cpu_count() or 1,
+        workers=workers,
+        exact=exact,
         max_states=max_states,
-        max_memory=max_memory,
-        progress=progress,
+        max_memory=max_memory * 2**20 if max_memory else None,
         checkpoint_dir=checkpoint_dir,
         checkpoint_every=checkpoint_every,
-        from_snapshot=from_snapshot,
+    )
+    if recover_dir is not None:
+        search = _recovered(recover_dir, given, mutant, no_symmetry or workers or exact)
+    else:
+        writable_folder(checkpoint_dir, "--checkpoint-dir")
+        search = given
+    report = run_check(
+        search.bounds,
+        mutant,
+        symmetry=search.symmetry,
+        workers=search.workers or os.cpu_count() or 1,
+        max_states=search.max_states,
+        max_memory=search.max_memory,
+        progress=None if quiet else ProgressPrinter(),
+        checkpoint_dir=search.checkpoint_dir,
+        checkpoint_every=60.0 if search.checkpoint_every is None else search.checkpoint_every,
+        from_snapshot=search.from_snapshot,
         engine=engine,
         address=address,
-        exact=exact,
+        exact=search.exact,
     )
     _finish(report, json_path)
+
+
+def _walks(bounds_name, mutant, seed, depth, walks, max_seconds, quiet):
+    """`--simulate`: random walks through the reference semantics, judged on what they visit."""
+    return simulate_check(
+        _bounds(bounds_name, mutant),
+        mutant,
+        seed=seed or 0,
+        depth=depth or DEFAULT_DEPTH,
+        walks=walks,
+        max_seconds=max_seconds,
+        progress=None if quiet else WalkPrinter(),
+    )
+
+
+@attrs.frozen
+class Search:
+    """How one exhaustive check runs: from the command line, or from the run it recovers."""
+
+    bounds: Bounds
+    symmetry: bool
+    workers: int | None
+    exact: bool
+    max_states: int | None
+    max_memory: int | None  # bytes
+    checkpoint_dir: str | None
+    checkpoint_every: float | None
+    from_snapshot: snapshot.Snapshot | None = None
+
+
+def _recovered(recover_dir: str, given: Search, mutant: str | None, search_options: object) -> Search:
+    """The search `--recover` continues: the checkpointed run's symmetry, store and workers
+    (never given again), its bounds and mutant as given (and refused unless they are the
+    run's), its interval and limits unless given again, checkpointing into its own folder."""
+    if search_options:
+        fail(
+            "--recover: the run's symmetry, store and workers come from the checkpoint; "
+            "do not pass them again"
+        )
+    if given.checkpoint_dir is not None:
+        fail(
+            "--recover: the recovered run keeps checkpointing into its own folder; "
+            + "do not pass --checkpoint-dir"
+        )
+    writable_folder(recover_dir, "--recover")
+    from_snapshot = snapshot.load(recover_dir, given.max_memory)
+    run = recovered_run(from_snapshot.run, str(Path(from_snapshot.files[0]).parent / snapshot.MANIFEST))
+    _same_run(recover_dir, run, given.bounds, mutant)
+    if len(from_snapshot.partitions) != run.workers:
+        raise snapshot.SnapshotError(
+            f"{recover_dir}: its run had {run.workers} workers, but "
+            f"it holds {len(from_snapshot.partitions)} partitions"
+        )
+    return Search(
+        given.bounds,
+        symmetry=run.symmetry,
+        workers=run.workers,
+        exact=run.exact,
+        max_states=run.max_states if given.max_states is None else given.max_states,
+        max_memory=run.max_memory if given.max_memory is None else given.max_memory,
+        checkpoint_dir=recover_dir,
+        checkpoint_every=run.checkpoint_every if given.checkpoint_every is None else given.checkpoint_every,
+        from_snapshot=from_snapshot,
+    )
 
 
 def _bounds(bounds_name: str | None, mutant: str | None) -> Bounds:
