@@ -528,17 +528,65 @@ def restore_partition(partition, record: object, where: str, layout: Layout) -> 
     check = _Check(where, partition, layout)
     if not isinstance(record, dict) or set(record) != RECORD_KEYS:
         check.fail("not a partition's snapshot (unexpected fields)")
-    index, count, depth = partition.index, partition.count, check.depth
+    index, count = partition.index, partition.count
     if record["partition"] != index or record["partitions"] != count:
         check.fail(
             f"holds partition {shown(record['partition'])} of {shown(record['partitions'])}, "
             f"expected {index} of {count}"
         )
-    size = layout.sizes[index]
     if record["level_starts"] != list(layout.level_starts[index]):
         check.fail("its levels do not match the manifest's")
+    stored = _checked_store(check, partition, record)
+    tables = _checked_tables(check, partition, record["tables"])
+    goal_flags, edges = _checked_goals(check, partition, record)
+    first_bad = _checked_first_bad(check, partition, record["first_bad"])
+    generated = record["generated"]
+    if not _is_int(generated) or not 0 <= generated <= MAX_COUNT:
+        check.fail(f"generated must be a count, not {shown(generated)}")
+    sent, translations = _checked_marks(check, partition, record, tables)
+    # Accepted so far: take the tables (in place, as the codec holds them), then the
+    # candidates, which are checked against those tables.
+    if tables is not None:
+        _take_tables(check, partition.codec.tables, tables)
+    carry = _restored_carry(check, partition, record["carry"], check.depth)
+    forwarded = _checked_forwarded(check, record["forwarded"], count)
+    if partition.exact:
+        _check_violations_hold(check, partition, first_bad, record["keys"])  # (decoding needs the tables)
+    _install_store(partition, stored)
+    partition.goal_flags = goal_flags
+    partition.edge_sources, partition.edge_targets = edges
+    partition.settled_edges.close()  # (all in memory now, settled again from the next level)
+    partition.edges_before_last_level = 0
+    partition.first_bad = first_bad
+    partition.level_starts = list(layout.level_starts[index])
+    if not partition.exact:  # the level being filled starts after the stored ones
+        partition.level_starts.append(len(partition.store))
+    partition.generated = generated
+    partition.carry = carry
+    partition.forwarded = forwarded
+    partition.sent = sent
+    if partition.wire:
+        partition.translations = translations
 
+
+@attrs.frozen
+class _Stored:
+    """A partition's visited states as checked: their ids by key (`--exact`) or their
+    fingerprints (with whether any was a hash and how many lookups ran), and their parents."""
+
+    parents: array
+    ids: dict | None = None
+    fingerprints: object = None
+    hashed: bool = False
+    lookups: int = 0
+
+
+def _checked_store(check: _Check, partition, record: dict) -> _Stored:
+    """The visited states `record` holds: as many as the manifest says, each once, each with a
+    parent of the level before (none for an initial state)."""
+    index, size = partition.index, check.layout.sizes[partition.index]
     keys = check.typed(record["keys"], list, "keys")
+    ids, fingerprints, hashed, lookups = None, None, False, 0
     if partition.exact:
         if record["fingerprints"] is not None:
             check.fail("holds fingerprints: the run it saves was not --exact, this one is")
@@ -555,23 +603,58 @@ def restore_partition(partition, record: object, where: str, layout: Layout) -> 
     parents = check.array(record["parents"], "q", "parents")
     if len(parents) != size:
         check.fail(f"holds {len(parents):,} parents for {size:,} states")
-    for level in range(1, depth + 1):
-        start, end = layout.level(index, level)
+    for level in range(1, check.depth + 1):
+        start, end = check.layout.level(index, level)
         if level == 1:
             if start < end and (min(parents[start:end]) != -1 or max(parents[start:end]) != -1):
                 check.fail("an initial state has a parent")
         else:
             check.gids(parents[start:end], f"parents of level {level}", level - 1)
+    return _Stored(parents, ids, fingerprints, hashed, lookups)
 
+
+def _install_store(partition, stored: _Stored) -> None:
+    if partition.exact:
+        partition.store.parents = stored.parents
+        partition.store.fill(stored.ids)  # (the store's parents first: its ids are positions)
+    else:  # (a fingerprint names no state: the search checks each trace it rebuilds instead)
+        partition.store.fill(stored.fingerprints, stored.parents)
+        partition.store.hashed, partition.store.lookups = stored.hashed, stored.lookups
+        partition.ahead = Frontier()
+
+
+def _checked_tables(check: _Check, partition, saved_tables: object) -> list | None:
+    """The codec's tables as saved: None exactly when the model's codec keeps none."""
     tables = getattr(partition.codec, "tables", None)
-    saved_tables = record["tables"]
     if tables is None:
         if saved_tables is not None:
             check.fail("holds codec tables, but the model's codec keeps none")
-    else:
-        check.typed(saved_tables, list, "tables")
-        if len(saved_tables) != len(tables) or not all(type(v) is list for v in saved_tables):
-            check.fail(f"tables must be {len(tables)} lists of values")
+        return None
+    saved = check.typed(saved_tables, list, "tables")
+    if len(saved) != len(tables) or not all(type(v) is list for v in saved):
+        check.fail(f"tables must be {len(tables)} lists of values")
+    return saved
+
+
+def _take_tables(check: _Check, tables, saved_tables: list) -> None:
+    """The codec's tables replaced, in place, by the saved ones."""
+    for table, values in zip(tables, saved_tables):
+        try:
+            table.ids.clear()
+            table.ids.update(zip(values, range(len(values))))
+        except TypeError:
+            check.fail("table values must be hashable")
+        if len(table.ids) != len(values):
+            check.fail("a codec table holds the same value twice")
+        table.values[:] = values
+        table.by_identity.clear()
+        table.by_identity.update((id(value), number) for number, value in enumerate(values))
+
+
+def _checked_goals(check: _Check, partition, record: dict) -> tuple[list, tuple]:
+    """(goal flags, (edge sources, edge targets)): a 0/1 flag a state for each reachability
+    goal, and the edges into this partition's states when the model has a goal."""
+    size = check.layout.sizes[partition.index]
     goal_flags = check.typed(record["goal_flags"], list, "goal_flags")
     if len(goal_flags) != len(partition.goals) or any(
         type(flags) is not bytearray or len(flags) != size or flags.translate(None, b"\0\1")
@@ -586,11 +669,18 @@ def restore_partition(partition, record: object, where: str, layout: Layout) -> 
             check.fail("edge_sources and edge_targets differ in length")
         check.ints(targets, "edge_targets", 0, size)
         check.gids(sources, "edge_sources", None)
-    elif sources is not None or targets is not None:
+        return goal_flags, (sources, targets)
+    if sources is not None or targets is not None:
         check.fail("holds edges, but the model has no reachability property")
+    return goal_flags, (None, None)
 
-    first_bad = check.typed(record["first_bad"], dict, "first_bad")
+
+def _checked_first_bad(check: _Check, partition, saved: object) -> dict:
+    """Where each property first failed: a state of this partition, or a successor outside
+    the constraints named by its parent."""
+    first_bad = check.typed(saved, dict, "first_bad")
     known = {invariant.name for invariant in partition.invariants} | {DEADLOCK}
+    depth, count, index = check.depth, partition.count, partition.index
     for name, found in first_bad.items():
         # (level, gid, -1): a state of this partition; (level, parent gid, position): a
         # successor outside the constraints, named by its parent (-1: an initial state).
@@ -610,49 +700,41 @@ def restore_partition(partition, record: object, where: str, layout: Layout) -> 
                 check.fail(f"first_bad[{shown(name)}]: an initial state has no parent")
         else:
             check.gids([gid], f"first_bad[{shown(name)}]", level - 1)
-    generated = record["generated"]
-    if not _is_int(generated) or not 0 <= generated <= MAX_COUNT:
-        check.fail(f"generated must be a count, not {shown(generated)}")
+    return first_bad
 
+
+def _checked_marks(check: _Check, partition, record: dict, saved_tables: list | None):
+    """(sent, translations): how far each other partition has been sent each codec table,
+    and the ids it gave them (a wire codec's), each within the saved tables."""
+    count = partition.count
     sent, translations = record["sent"], record["translations"]
     if type(sent) is not list or len(sent) != count:
         check.fail(f"sent must be a list of {count} marks")
-    if partition.wire:
-        assert tables is not None  # a wire codec keeps tables (see `codec`)
-        for mark in sent:
-            if mark is not None and (
-                type(mark) is not tuple
-                or len(mark) != len(tables)
-                or any(type(m) is not int or not 0 <= m <= len(v) for m, v in zip(mark, saved_tables))
-            ):
-                check.fail("sent holds a mark beyond the tables")
-        if type(translations) is not list or len(translations) != count:
-            check.fail(f"translations must be a list of {count}")
-        for translation in translations:
-            if type(translation) is not list or len(translation) != len(tables):
-                check.fail(f"a translation must be {len(tables)} lists of ids")
-            for ids_of, values in zip(translation, saved_tables):
-                check.typed(ids_of, list, "a translation")
-                check.ints(ids_of, "a translation", 0, len(values))
-    elif any(mark is not None for mark in sent) or translations is not None:
-        check.fail("holds wire-codec marks, but the model's codec is not a wire codec")
+    if not partition.wire:
+        if any(mark is not None for mark in sent) or translations is not None:
+            check.fail("holds wire-codec marks, but the model's codec is not a wire codec")
+        return sent, translations
+    assert saved_tables is not None  # a wire codec keeps tables (see `codec`)
+    for mark in sent:
+        if mark is not None and (
+            type(mark) is not tuple
+            or len(mark) != len(saved_tables)
+            or any(type(m) is not int or not 0 <= m <= len(v) for m, v in zip(mark, saved_tables))
+        ):
+            check.fail("sent holds a mark beyond the tables")
+    if type(translations) is not list or len(translations) != count:
+        check.fail(f"translations must be a list of {count}")
+    for translation in translations:
+        if type(translation) is not list or len(translation) != len(saved_tables):
+            check.fail(f"a translation must be {len(saved_tables)} lists of ids")
+        for ids_of, values in zip(translation, saved_tables):
+            check.typed(ids_of, list, "a translation")
+            check.ints(ids_of, "a translation", 0, len(values))
+    return sent, translations
 
-    # Accepted so far: take the tables (in place, as the codec holds them), then the
-    # candidates, which are checked against those tables.
-    if tables is not None:
-        for table, values in zip(tables, saved_tables):
-            try:
-                table.ids.clear()
-                table.ids.update(zip(values, range(len(values))))
-            except TypeError:
-                check.fail("table values must be hashable")
-            if len(table.ids) != len(values):
-                check.fail("a codec table holds the same value twice")
-            table.values[:] = values
-            table.by_identity.clear()
-            table.by_identity.update((id(value), number) for number, value in enumerate(values))
-    carry = _restored_carry(check, partition, record["carry"], depth)
-    forwarded = record["forwarded"]
+
+def _checked_forwarded(check: _Check, forwarded: object, count: int) -> dict:
+    """Keys this partition forwarded to their owners, by key."""
     if (
         type(forwarded) is not tuple
         or len(forwarded) != 2
@@ -662,32 +744,9 @@ def restore_partition(partition, record: object, where: str, layout: Layout) -> 
         check.fail("forwarded must be (keys, owners) lists of one length")
     check.ints(forwarded[1], "forwarded owners", 0, count)
     try:
-        forwarded = dict(zip(*forwarded))
+        return dict(zip(*forwarded))
     except TypeError:
         check.fail("forwarded keys must be hashable")
-
-    if partition.exact:
-        _check_violations_hold(check, partition, first_bad, keys)  # (decoding needs the tables)
-        partition.store.parents = parents
-        partition.store.fill(ids)  # (the store's parents first: its ids are positions)
-    else:  # (a fingerprint names no state: the search checks each trace it rebuilds instead)
-        partition.store.fill(fingerprints, parents)
-        partition.store.hashed, partition.store.lookups = hashed, lookups
-        partition.ahead = Frontier()
-    partition.goal_flags = goal_flags
-    partition.edge_sources, partition.edge_targets = (sources, targets) if partition.goals else (None, None)
-    partition.settled_edges.close()  # (all in memory now, settled again from the next level)
-    partition.edges_before_last_level = 0
-    partition.first_bad = first_bad
-    partition.level_starts = list(layout.level_starts[index])
-    if not partition.exact:  # the level being filled starts after the stored ones
-        partition.level_starts.append(len(partition.store))
-    partition.generated = generated
-    partition.carry = carry
-    partition.forwarded = forwarded
-    partition.sent = sent
-    if partition.wire:
-        partition.translations = translations
 
 
 def _checked_fingerprints(check: _Check, saved: object, keys: list, size: int):
