@@ -92,6 +92,17 @@ class Partition:
         self.count = count
         self.canonical = canonical
         self.stop_at_first = stop_at_first
+        self._take_codec(model, count, exact)
+        self.invariants = list(model.invariants)
+        # Optional fast path: a model's `all_hold(state)` is True only where every invariant
+        # holds; where it is False (or absent) each invariant is asked.
+        self.all_hold = model.all_hold
+        self.goals = [prop.goal for prop in model.reachability]
+        self._open_store(exact)
+        self._open_exchange(model, count, exact)
+
+    def _take_codec(self, model: ValidModel, count: int, exact: bool) -> None:
+        """How states become keys here, and where each belongs."""
         # The model's own codec; else, between several partitions, one derived for plain
         # states (its keys travel as small ints and give stable owners cheaply); else none:
         # alone, a partition keeps the states themselves, which costs less CPU than encoding
@@ -128,11 +139,9 @@ class Partition:
         self.sent: list[object | None] = [None] * count
         self.translations = [self.codec.new_translation() for _ in range(count)] if self.wire else None
         self._bind_codec()
-        self.invariants = list(model.invariants)
-        # Optional fast path: a model's `all_hold(state)` is True only where every invariant
-        # holds; where it is False (or absent) each invariant is asked.
-        self.all_hold = model.all_hold
-        self.goals = [prop.goal for prop in model.reachability]
+
+    def _open_store(self, exact: bool) -> None:
+        """The visited store, the level being filled, the edges and what the search found."""
         self.store: VisitedStore | FingerprintStore = (
             VisitedStore(indexed=bool(self.goals)) if exact else FingerprintStore()
         )  # (a VisitedStore keeps ids at hand only for edges)
@@ -164,6 +173,9 @@ class Partition:
         self.forwarded: dict = {}
         # This partition's own candidates for the next level: they never leave the process.
         self.carry: list[Batch] = []
+
+    def _open_exchange(self, model: ValidModel, count: int, exact: bool) -> None:
+        """What this partition exchanges with the others (`exchange`), when it does."""
         # Between workers, a plainly written model's partitions, or those of a model whose codec
         # fingerprints its keys, exchange fingerprints, not states (`exchange`): this level's
         # queries (and, with goals, the goal flags of other owners' states expanded here), the
