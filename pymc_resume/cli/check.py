@@ -18,6 +18,8 @@ from pymc_resume.cli.options import (
     Seconds,
     engine_flags,
     exact_flag,
+    json_option,
+    quiet_flag,
     refuse_for_simulation,
     refuse_lone_address,
     simulation_flags,
@@ -55,14 +57,8 @@ from pymc_resume.model.mutants import MUTANTS
 )
 @exact_flag
 @snapshot_flags("symmetry, store and workers (give --bounds and --mutant as the run had them)")
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Write the result as JSON to this path (atomically).",
-)
-@click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
+@json_option()
+@quiet_flag
 @engine_flags
 @simulation_flags
 @click.option(

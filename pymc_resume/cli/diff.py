@@ -12,6 +12,7 @@ import click
 
 from pymc_resume.cli import main
 from pymc_resume.cli.errors import printable
+from pymc_resume.cli.options import json_option
 from pymc_resume.cli.tables import table
 from pymc_resume.files import write_json
 
@@ -19,9 +20,7 @@ from pymc_resume.files import write_json
 @main.command("diff")
 @click.argument("old", type=click.Path(dir_okay=False))
 @click.argument("new", type=click.Path(dir_okay=False))
-@click.option(
-    "--json", "json_path", type=click.Path(dir_okay=False), default=None, help="Write the changes as JSON."
-)
+@json_option("the changes")
 def diff_command(old, new, json_path):
     """The cells of NEW (a profile JSON) that changed from OLD (the baseline), worse first. Exit
     1 when a cell is worse (it held and is now violated or unconfirmed; it was judged and is now

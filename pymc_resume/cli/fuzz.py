@@ -17,6 +17,7 @@ from pymc_resume.cli.options import (
     budget_flags,
     host_flags,
     jobs_or_cores,
+    json_option,
 )
 from pymc_resume.cli.paths import writable_file, writable_folder
 from pymc_resume.cli.tables import table
@@ -77,13 +78,7 @@ AS_MANY_AS_TIME_ALLOWS = 10**9
     help="Stop an adapter that takes longer to build, open or run a step (a hang).",
 )
 @budget_flags
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Write the result as JSON to this path (atomically, and again at every finding).",
-)
+@json_option("the result", again=True)
 @adapter_option_flag
 @host_flags
 def fuzz_command(

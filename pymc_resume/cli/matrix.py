@@ -12,7 +12,7 @@ from pymc_resume.checking.matrix import Row, compute_matrix
 from pymc_resume.cli import main
 from pymc_resume.cli.errors import fail
 from pymc_resume.cli.matrix_report import matrix_text
-from pymc_resume.cli.options import MAX_WORKERS
+from pymc_resume.cli.options import MAX_WORKERS, json_option, quiet_flag
 from pymc_resume.cli.paths import writable_file
 from pymc_resume.files import write_json
 from pymc_resume.model.bounds import BoundsError, load_bounds
@@ -67,14 +67,8 @@ def report_row(row: Row, done: int, total: int) -> None:
     show_default=True,
     help="Check this many rows at once, each in its own process (same output).",
 )
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Write the matrix as JSON to this path (atomically).",
-)
-@click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
+@json_option("the matrix")
+@quiet_flag
 def matrix_command(bounds_name, workers, json_path, quiet):
     """Check the reference and every mutant exhaustively: which fault breaks which id.
 

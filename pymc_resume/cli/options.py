@@ -272,6 +272,21 @@ def refuse_for_simulation(simulate: bool, simulation_only: dict, exhaustive_only
 
 
 # `--exact`, shared by `check` and `explore`: the visited store (explore/fingerprints.py).
+def json_option(what: str = "the result", again: bool = False):
+    """`--json PATH` (the parameter `json_path`): where a command writes `what` as JSON,
+    atomically (and, with `again`, again at every finding, so that a killed run keeps them)."""
+    extra = ", and again at every finding" if again else ""
+    return click.option(
+        "--json",
+        "json_path",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help=f"Write {what} as JSON to this path (atomically{extra}).",
+    )
+
+
+quiet_flag = click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
+
 exact_flag = click.option(
     "--exact",
     is_flag=True,

@@ -21,6 +21,7 @@ from pymc_resume.cli.options import (
     budget_flags,
     host_flags,
     jobs_or_cores,
+    json_option,
 )
 from pymc_resume.cli.paths import writable_file, writable_folder
 from pymc_resume.cli.tables import table
@@ -92,13 +93,7 @@ CELL = {
     help="Stop an adapter that takes longer to build, open or run a step (a hang).",
 )
 @budget_flags
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Write the profiles as JSON to this path (atomically, and again at every finding).",
-)
+@json_option("the profiles", again=True)
 @click.option(
     "--markdown",
     "markdown_path",

@@ -9,7 +9,7 @@ import click
 
 from pymc_resume.cli import main
 from pymc_resume.cli.errors import fail, printable
-from pymc_resume.cli.options import Seconds
+from pymc_resume.cli.options import Seconds, json_option
 from pymc_resume.cli.tables import table
 from pymc_resume.files import write_json
 
@@ -103,13 +103,7 @@ def _postgres_url(url: str | None) -> str | None:
     metavar="SECONDS",
     help="Stop a trial that takes longer (a hang): its cell cannot run.",
 )
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Write the result as JSON to this path (atomically).",
-)
+@json_option()
 def race_command(adapter, store, ks, trials, gate, durability, apis, hosts, postgres_url, timeout, json_path):
     """Race k processes resuming one parked interrupt of ADAPTER (`langgraph`, `reference`, or
     module:Class); exit 1 when any cell consumed it more than once."""
