@@ -322,7 +322,7 @@ def _explore(
 def _dump_graph(target, model, path, deadlock, symmetry) -> None:
     """The state graph as DOT, written atomically (nothing when it is refused)."""
     valid = validated(model, deadlock)
-    graph = state_graph(valid, valid.canonical if symmetry else None)
+    graph = state_graph(valid, valid.view or (valid.canonical if symmetry else None))
     write_atomically(path, dot(graph, target, getattr(model, "state_fields", None)))
 
 

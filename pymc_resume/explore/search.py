@@ -2,7 +2,8 @@
 
 Every violated invariant is reported with a shortest trace; reachability properties are decided
 on the explored graph once the search is complete; deadlocks are reported where the model asks;
-temporal properties are decided after the search, in this process (`liveness`).
+temporal properties are decided after the search, in this process (`liveness`), on the graph
+without symmetry reduction (a lasso through class representatives need not be a behaviour).
 Counts, verdicts and shortest-trace lengths do not depend on the number of workers.
 """
 
@@ -72,6 +73,7 @@ def explore(
     if coverage and (snapshots is not None or from_snapshot is not None):
         raise BadInput("coverage: its counts are not kept in checkpoints; run it without them")
     model = validated(model, check_deadlock)
+    canonical = _with_view(model, canonical)
     if from_snapshot is not None and len(from_snapshot.partitions) != workers:
         raise snapshot.SnapshotError(
             f"the checkpoint was taken with {len(from_snapshot.partitions)} workers, not {workers}"
@@ -112,7 +114,9 @@ def explore(
             exact,
         )
         if model.temporal:  # decided in this process, after the search (`liveness`)
-            result = liveness.decide(model, result, canonical, limits, started, exact)
+            # On the unreduced graph, whatever the symmetry: a temporal verdict on class
+            # representatives can be wrong both ways (TLC warns; here it is never given).
+            result = liveness.decide(model, result, model.view, limits, started, exact)
         return result
     except PymcResumeError:
         raise
@@ -128,6 +132,16 @@ def explore(
     finally:
         if collecting:
             gc.enable()
+
+
+def _with_view(model, canonical):
+    """The key states are stored by: the model's view (TLC's VIEW), which no run turns off,
+    else the symmetry asked for."""
+    if model.view is None:
+        return canonical
+    if canonical is not None and canonical != model.view:
+        raise BadInput("canonical: the model has a view (TLC's VIEW); a symmetry besides it is not supported")
+    return model.view
 
 
 def _refuse_impossible(workers, max_states, max_seconds, max_memory) -> None:

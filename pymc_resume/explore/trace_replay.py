@@ -132,7 +132,7 @@ def _judge(model: ValidModel, trace: RecordedTrace) -> Callable[[Hashable], bool
 
 def _reaches(model: ValidModel, start: Hashable, goal: Callable[[Hashable], bool]) -> bool:
     """Whether a goal state is reachable from `start` within the constraints."""
-    key = model.canonical or (lambda state: state)
+    key = model.view or model.canonical or (lambda state: state)
     seen, queue = {key(start)}, deque([start])
     while queue:
         state = queue.popleft()
@@ -162,7 +162,7 @@ def replay(model: ValidModel, trace: RecordedTrace, symmetry: bool = True) -> Re
     """Replay `trace` against `model` (`symmetry`: compare states after the model's
     `canonical`, as a search with symmetry does)."""
     violated = _judge(model, trace)
-    key = model.canonical if symmetry and model.canonical else (lambda state: state)
+    key = model.view or (model.canonical if symmetry and model.canonical else (lambda state: state))
     last = len(trace.states) - 1
     first = trace.states[0]
     if not any(key(state) == key(first) for state in model.initial_states()):

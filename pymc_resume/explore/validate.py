@@ -13,7 +13,7 @@ checked, no state or action constraint, no codec (the explorer derives one, see 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, Literal, overload
 
 import attrs
@@ -52,6 +52,10 @@ class ValidModel:
     # Symmetry: the representative of a state's class (`explore(canonical=...)`); the model's
     # own, used unless a run turns symmetry off.
     canonical: Callable[[State], State] | None = None
+    # TLC's VIEW: states equal under it are one state, for every check, temporal ones included
+    # (not an option of the run, as a symmetry is; `canonical` reduces only the safety search,
+    # since a temporal verdict on symmetry classes can be wrong).
+    view: Callable[[State], State] | None = None
     # The names of the model's actions (optional): coverage lists those never taken. An action
     # label is one of them, or one of them followed by its parameters: "Prepare(r1)".
     actions: tuple[str, ...] = ()
@@ -60,6 +64,10 @@ class ValidModel:
     temporal: tuple = ()
     fairness: tuple = ()
     stuttering: bool = False
+    # Whether a step outside `constraint`/`action_constraint` still enables its action for
+    # fairness: TLC's ENABLED ignores the constraints (the default, False); True is the
+    # constrained reading (an action whose only steps leave the constraints is disabled).
+    enabled_within_constraints: bool = False
 
 
 @overload
@@ -74,7 +82,7 @@ def _callable(model, name: str, required: bool = False) -> Callable | None:
     found = getattr(model, name, None)
     if found is None:
         if required:
-            raise ModelError(f"model.{name}: missing; a model needs {name}()")
+            raise ModelError(_missing_required(model, name))
         return None
     if not callable(found):
         raise ModelError(f"model.{name}: must be a method, got {type(found).__name__}")
@@ -85,6 +93,11 @@ def _properties(model, name: str, kind: type[Invariant] | type[AlwaysReachable],
     found = getattr(model, name, None)
     if found is None:
         return ()
+    if isinstance(found, Mapping):
+        raise ModelError(
+            f"model.{name}: must be a list of {kind.__name__}(name, {field}) values, got a "
+            f"{type(found).__name__} (list its values: [{kind.__name__}(name, {field}), ...])"
+        )
     if isinstance(found, (str, bytes)) or not isinstance(found, Iterable):
         raise ModelError(f"model.{name}: must be a list of {kind.__name__}s, got {type(found).__name__}")
     found = tuple(found)
@@ -114,7 +127,10 @@ def _temporal(model) -> tuple[tuple, tuple, bool]:
         ("temporal", TEMPORAL_KINDS, "a LeadsTo, InfinitelyOften or EventuallyAlways"),
         ("fairness", (WF, SF), "a WF(action) or SF(action)"),
     ):
-        items = getattr(model, name, None) or ()
+        items = getattr(model, name, None)
+        items = () if items is None else items
+        if isinstance(items, Mapping):
+            raise ModelError(f"model.{name}: must be a list of {what}s, got a {type(items).__name__}")
         if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
             raise ModelError(f"model.{name}: must be a list, got {type(items).__name__}")
         items = tuple(items)
@@ -142,6 +158,14 @@ def _temporal(model) -> tuple[tuple, tuple, bool]:
     if found[1] and not found[0]:
         raise ModelError("model.fairness: given without temporal properties, it constrains nothing")
     return found[0], found[1], stuttering
+
+
+def _flag(model, name: str) -> bool:
+    """A boolean attribute of the model (False when it has none)."""
+    value = getattr(model, name, False)
+    if not isinstance(value, bool):
+        raise ModelError(f"model.{name}: must be True or False, got {short(value)}")
+    return value
 
 
 def _hashable(state, where: str) -> None:
@@ -225,24 +249,73 @@ KNOWN_ATTRIBUTES = (
     "partition_key",
     "all_hold",
     "canonical",
+    "view",
     "actions",
     "temporal",
     "fairness",
     "stuttering",
+    "enabled_within_constraints",
+    "state_fields",
 )
 
 
+# TLA+'s (and TLC's configuration's) words for what a model here calls otherwise: a model that
+# uses one is told ours in one line, whatever else it sets (`properties = [...]` would
+# otherwise check nothing).
+TLA_WORDS = {
+    "properties": "temporal (PROPERTIES: LeadsTo, InfinitelyOften, EventuallyAlways; an "
+    "invariant goes in invariants)",
+    "property": "temporal (PROPERTY: LeadsTo, InfinitelyOften, EventuallyAlways; an invariant "
+    "goes in invariants)",
+    "liveness": "temporal (LeadsTo, InfinitelyOften, EventuallyAlways)",
+    "symmetry": "canonical(state), the representative of the state's symmetry class (SYMMETRY)",
+    "check_deadlock": "deadlock_is_error (CHECK_DEADLOCK)",
+    "deadlock": "deadlock_is_error (CHECK_DEADLOCK)",
+    "state_constraint": "constraint(state) (CONSTRAINT)",
+    "constraints": "constraint(state) (CONSTRAINT; one predicate, the conjunction)",
+    "init": "initial_states() (Init: every initial state)",
+    "next": "successors(state) (Next: (action label, next state) pairs)",
+    "weak_fairness": "fairness = [WF(action)]",
+    "strong_fairness": "fairness = [SF(action)]",
+}
+
+
+def _normal(name: str) -> str:
+    """A name as compared for near misses: case and underscores ignored (`initialStates`)."""
+    return name.lower().replace("_", "")
+
+
+_KNOWN_NORMAL = {_normal(name): name for name in KNOWN_ATTRIBUTES}
+
+
 def _near_misses(model) -> None:
-    """Refuse a public attribute whose name is a near miss of a known one, naming both."""
+    """Refuse a public attribute that is a TLA+ word for one of ours, or a near miss of a known
+    name (case and underscores aside), naming ours: whatever the model sets beside it, since
+    `invariants = []` beside `invariant = [...]` would otherwise check nothing."""
     for name in dir(model):
         if name.startswith("_") or name in KNOWN_ATTRIBUTES:
             continue
-        close = difflib.get_close_matches(name, KNOWN_ATTRIBUTES, n=1, cutoff=0.8)
-        if close and getattr(model, close[0], None) is None:
+        hint = TLA_WORDS.get(name) or TLA_WORDS.get(name.lower())
+        if hint is not None and name.lower() not in ("init", "next"):
             raise ModelError(
-                f"model.{name}: not an attribute the explorer reads; did you mean {close[0]!r}? "
-                f"(rename it, or start it with _ if it is the model's own)"
+                f"model.{name}: TLA+'s word, not an attribute the explorer reads; here it is "
+                f"{hint} (rename it, or start it with _ if it is the model's own)"
             )
+        close = difflib.get_close_matches(_normal(name), _KNOWN_NORMAL, n=1, cutoff=0.75)
+        if close:
+            raise ModelError(
+                f"model.{name}: not an attribute the explorer reads; did you mean "
+                f"{_KNOWN_NORMAL[close[0]]!r}? (rename it, or start it with _ if it is the model's own)"
+            )
+
+
+def _missing_required(model, name: str) -> str:
+    """The line for a missing `initial_states` or `successors`, with TLA+'s word if the
+    model has it instead (`init`, `next`)."""
+    word = {"initial_states": "init", "successors": "next"}[name]
+    found = next((n for n in (word, word.capitalize(), word.upper()) if hasattr(model, n)), None)
+    also = f" (model.{found} is TLA+'s word; here it is {name})" if found else ""
+    return f"model.{name}: missing; a model needs {name}(){also}"
 
 
 def _action_names(model) -> tuple[str, ...]:
@@ -256,6 +329,8 @@ def validated(model, check_deadlock: bool | None = None) -> ValidModel:
     """`model` read, defaulted and checked; `check_deadlock` overrides its `deadlock_is_error`."""
     if isinstance(model, ValidModel):
         return model if check_deadlock is None else attrs.evolve(model, deadlock_is_error=check_deadlock)
+    if model is None:
+        raise ModelError("model: the factory returned None, not a model (does it end with `return`?)")
     _near_misses(model)
     deadlock = getattr(model, "deadlock_is_error", True)
     if not isinstance(deadlock, bool):
@@ -274,14 +349,38 @@ def validated(model, check_deadlock: bool | None = None) -> ValidModel:
         partition_key=_callable(model, "partition_key"),
         all_hold=_callable(model, "all_hold"),
         canonical=_callable(model, "canonical"),
+        view=_callable(model, "view"),
         actions=_action_names(model),
         temporal=temporal,
         fairness=fairness,
         stuttering=stuttering,
+        enabled_within_constraints=_flag(model, "enabled_within_constraints"),
     )
+    if valid.view is not None and valid.canonical is not None:
+        raise ModelError(
+            "model.view and model.canonical: one or the other (TLC's VIEW or SYMMETRY), not both"
+        )
     names = [p.name for p in (*valid.invariants, *valid.reachability, *valid.temporal)]
     for name in names:
         if names.count(name) > 1:
             raise ModelError(f"model: two properties named {name!r} (invariants, reachability, temporal)")
+    _check_fairness_labels(valid)
     _check_successors(valid, _initial(valid))
     return valid
+
+
+def _check_fairness_labels(valid: ValidModel) -> None:
+    """A fairness condition naming a label that is none of the model's declared `actions`
+    (itself, or followed by its parameters) is refused before the search; without `actions`
+    it is known only after it (`liveness.unknown_fairness_labels`)."""
+    if not valid.actions:
+        return
+    for position, condition in enumerate(valid.fairness):
+        label = condition.action
+        if isinstance(label, str) and label.split("(", 1)[0] not in valid.actions:
+            close = difflib.get_close_matches(label, valid.actions, n=1, cutoff=0.6)
+            mean = f"; did you mean {close[0]!r}?" if close else ""
+            raise ModelError(
+                f"model.fairness[{position}]: {condition.shown()} names {label!r}, none of "
+                f"model.actions ({', '.join(valid.actions)}){mean}"
+            )

@@ -1,0 +1,195 @@
+"""No silent wrong verdict for a TLA+ user (issue 42): a symmetry never decides a temporal
+property, fairness reads ENABLED as TLC does under a CONSTRAINT, and every misspelt or TLA+-
+flavoured attribute name is refused in one line."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from pymc_resume.explore import SF, WF, EventuallyAlways, InfinitelyOften, Invariant, LeadsTo, explore
+from pymc_resume.explore.validate import ModelError, validated
+
+
+class Flips:
+    """Two bits, each flipped by its own action; `canonical` sorts them (a symmetry under
+    which the properties, about bit 0, are not symmetric: TLC's "dangerous" case)."""
+
+    deadlock_is_error = False
+
+    def __init__(self, fairness, temporal):
+        self.fairness = fairness
+        self.temporal = temporal
+
+    def initial_states(self):
+        return [(0, 0)]
+
+    def successors(self, state):
+        a, b = state
+        yield "flip0", (1 - a, b)
+        yield "flip1", (a, 1 - b)
+
+    def canonical(self, state):
+        return tuple(sorted(state))
+
+
+TEMPORAL = [
+    InfinitelyOften("BitZeroSet", lambda s: s[0] == 1),
+    EventuallyAlways("BitZeroClear", lambda s: s[0] == 0),
+    LeadsTo("ClearThenSet", lambda s: s[0] == 0, lambda s: s[0] == 1),
+    InfinitelyOften("BothSet", lambda s: s == (1, 1)),
+]
+FAIRNESS = [[], [WF("flip0")], [SF("flip1")], [WF("flip0"), WF("flip1")]]
+
+
+@pytest.mark.parametrize("fairness", FAIRNESS, ids=["none", "wf0", "sf1", "wf-both"])
+def test_a_symmetry_never_changes_a_temporal_verdict(fairness):
+    model = Flips(fairness, TEMPORAL)
+    reduced, whole = explore(model, canonical=model.canonical), explore(model)
+    assert reduced.distinct_states == 3 and whole.distinct_states == 4  # the safety search reduces
+    for prop in TEMPORAL:
+        assert reduced.holds(prop.name) == whole.holds(prop.name), prop.name
+        if prop.name in reduced.violations:  # a lasso of real states, as without symmetry
+            assert len(reduced.violations[prop.name].trace) == len(whole.violations[prop.name].trace)
+
+
+def test_under_weak_fairness_of_flip0_bit_zero_is_set_infinitely_often_with_symmetry_too():
+    # On the representatives, (0,0) -flip0-> (0,1) -flip1-> (0,0) takes flip0 and never sets
+    # bit 0: a verdict on classes would say violated.
+    model = Flips([WF("flip0")], TEMPORAL[:1])
+    assert explore(model, canonical=model.canonical).holds("BitZeroSet")
+
+
+class Counter:
+    """TLC's ten lines: VARIABLE x; Init == x = 0; Inc == x' = x + 1;
+    Spec == Init /\\ [][Inc]_x /\\ WF_x(Inc); CONSTRAINT x <= 2; PROPERTY []<>(x = 0).
+    TLC: no error. ENABLED Inc is evaluated without the constraint, so Inc is enabled at x = 2
+    and every behaviour that stutters anywhere is unfair: there is no fair behaviour at all."""
+
+    stuttering = True
+    deadlock_is_error = False
+    temporal = [InfinitelyOften("BackToZero", lambda x: x == 0)]
+    fairness = [WF("Inc")]
+
+    def __init__(self, within=None):
+        if within is not None:
+            self.enabled_within_constraints = within
+
+    def initial_states(self):
+        return [0]
+
+    def successors(self, x):
+        yield "Inc", x + 1
+
+    def constraint(self, x):
+        return x <= 2
+
+
+def test_fairness_under_a_constraint_reads_enabled_as_tlc_does():
+    result = explore(Counter())
+    assert result.complete and result.distinct_states == 3
+    assert result.holds("BackToZero")  # TLC: "Model checking completed. No error has been found."
+
+
+def test_the_constrained_reading_is_an_option():
+    # Inc's only step at x = 2 leaves the constraint: read as disabled, stuttering there is fair.
+    lasso = explore(Counter(within=True)).violations["BackToZero"]
+    assert [step.state for step in lasso.trace] == [0, 1, 2] and lasso.loops_back == "stuttering"
+
+
+def test_the_same_holds_for_an_action_constraint():
+    class Bounded(Counter):
+        constraint = None
+
+        def action_constraint(self, x, action, y):
+            return y <= 2
+
+    assert explore(Bounded()).holds("BackToZero")
+    assert not explore(Bounded(within=True)).holds("BackToZero")
+
+
+def _model(**attributes):
+    """A one-state model with `attributes` set on it (a class attribute each)."""
+
+    class Model:
+        deadlock_is_error = False
+
+        def initial_states(self):
+            return [0]
+
+        def successors(self, state):
+            return [("inc", state)]
+
+    for name, value in attributes.items():
+        setattr(Model, name, value)
+    return Model()
+
+
+SAFE = [Invariant("Safe", lambda s: True)]
+LIVE = [InfinitelyOften("Live", lambda s: True)]
+MISSPELT = [
+    ({"invariants": [], "invariant": SAFE}, "model.invariant: .*did you mean 'invariants'"),
+    ({"temporal": LIVE, "fairness": [], "fairnes": [WF("inc")]}, "model.fairnes: .*did you mean 'fairness'"),
+    ({"Invariants": SAFE}, "did you mean 'invariants'"),
+    ({"initialStates": lambda self: [0]}, "did you mean 'initial_states'"),
+    ({"constraints": lambda self, s: True}, "model.constraints: TLA\\+'s word.*constraint\\(state\\)"),
+    ({"action_constraints": lambda self, s, a, t: True}, "did you mean 'action_constraint'"),
+    ({"properties": LIVE}, "model.properties: TLA\\+'s word.*temporal"),
+    ({"property": LIVE}, "model.property: TLA\\+'s word.*temporal"),
+    ({"symmetry": lambda self, s: s}, "model.symmetry: TLA\\+'s word.*canonical\\(state\\)"),
+    ({"check_deadlock": False}, "model.check_deadlock: TLA\\+'s word.*deadlock_is_error"),
+    ({"state_constraint": lambda self, s: True}, "model.state_constraint: TLA\\+'s word.*constraint"),
+    ({"stutter": True}, "did you mean 'stuttering'"),
+    ({"state_field": ("x",)}, "did you mean 'state_fields'"),
+    ({"reachable": []}, "did you mean 'reachability'"),
+    ({"canonicalize": lambda self, s: s}, "did you mean 'canonical'"),
+    ({"deadlock_is_eror": False}, "did you mean 'deadlock_is_error'"),
+    ({"enabled_within_constraint": True}, "did you mean 'enabled_within_constraints'"),
+    ({"invariants": {"Safe": lambda s: True}}, "model.invariants: must be a list of Invariant.*got a dict"),
+    ({"temporal": {"Live": LIVE[0]}}, "model.temporal: must be a list of .*got a dict"),
+    ({"enabled_within_constraints": "yes"}, "model.enabled_within_constraints: must be True or False"),
+]
+
+
+@pytest.mark.parametrize(("attributes", "message"), MISSPELT, ids=[next(iter(a)) for a, _ in MISSPELT])
+def test_a_misspelt_or_tla_flavoured_attribute_is_refused_in_one_line(attributes, message):
+    with pytest.raises(ModelError, match=message) as raised:
+        validated(_model(**attributes))
+    assert "\n" not in str(raised.value)
+
+
+def test_a_factory_returning_none_is_named():
+    with pytest.raises(ModelError, match="the factory returned None"):
+        validated(None)
+
+
+def test_a_fairness_label_no_step_carries_is_an_error_after_the_search():
+    model = _model(temporal=LIVE, fairness=[WF("Inc")])
+    with pytest.raises(ModelError, match=r"model.fairness\[0\]: WF\(Inc\) takes no step.*did you mean 'inc'"):
+        explore(model)
+
+
+def test_a_fairness_label_outside_the_declared_actions_is_an_error_before_the_search():
+    model = _model(temporal=LIVE, fairness=[WF("Inc")], actions=["inc"])
+    with pytest.raises(
+        ModelError, match=r"model.fairness\[0\]: WF\(Inc\) names 'Inc', none of model.actions"
+    ):
+        validated(model)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "async_termination_detection",
+        "dining_philosophers",
+        "distributed_replicated_log",
+        "ewd840",
+        "lamport_mutex",
+        "simple_regular",
+        "tcommit",
+        "two_phase",
+    ],
+)
+def test_the_example_models_pass_the_attribute_checks(name):
+    validated(importlib.import_module(name).model())
