@@ -7,10 +7,10 @@ import sys
 
 import click
 
-from pymc_resume.checking.explore_check import run_explore, simulate_explore
+from pymc_resume.checking.explore_check import run_explore, simulate_explore, trace_rows
 from pymc_resume.cli import main
 from pymc_resume.cli.errors import fail
-from pymc_resume.cli.explore_report import explore_text
+from pymc_resume.cli.explore_report import explore_text, fault_text
 from pymc_resume.cli.options import (
     MAX_WORKERS,
     Seconds,
@@ -29,9 +29,10 @@ from pymc_resume.explore.graph_dump import dot, state_graph
 from pymc_resume.explore.progress import ProgressPrinter, WalkPrinter
 from pymc_resume.explore.raised import model_traceback
 from pymc_resume.explore.simulate import DEFAULT_DEPTH
+from pymc_resume.explore.state_json import ModelClasses
 from pymc_resume.explore.target import absolute, load_model
 from pymc_resume.explore.trace_replay import Replay, read_trace, replay
-from pymc_resume.explore.validate import validated
+from pymc_resume.explore.validate import ModelFault, validated
 from pymc_resume.files import write_atomically, write_json
 
 
@@ -259,6 +260,7 @@ def explore_command(
     except PymcResumeError as error:
         if show_traceback:
             _print_traceback(error)
+        _report_fault(target, model, error, json_path)
         raise
     except Exception as error:
         if os.environ.get("PYMC_RESUME_DEBUG") == "1":
@@ -317,6 +319,17 @@ def _explore(
         exact=exact,
         coverage=coverage,
     )
+
+
+def _report_fault(target: str, model, error: BaseException, json_path: str | None) -> None:
+    """Where the model raised (`ModelFault`): the path to the state printed as a step table,
+    and, with --json, written there with the error line (as TLC prints the behaviour)."""
+    if not isinstance(error, ModelFault) or not error.trace:
+        return
+    rows = trace_rows(error.trace, getattr(model, "state_fields", None), ModelClasses(model))
+    click.echo(fault_text(rows))
+    if json_path:
+        write_json(json_path, {"target": target, "error": str(error), "trace": list(rows)})
 
 
 def _dump_graph(target, model, path, deadlock, symmetry) -> None:

@@ -39,6 +39,18 @@ def trace_text(verdict: PropertyVerdict, simulated: bool = False) -> str:
     return f"{verdict.name} violated{walk}: {verdict.reason}\n" + table(["step", "action", "changed"], rows)
 
 
+def fault_text(rows) -> str:
+    """The path to the state where the model raised (`trace_rows`), as a step table."""
+    lines = []
+    for row in rows:
+        changed = row["changes"] or ["-"]
+        lines.append([str(row["step"]), row["action"], changed[0]])
+        lines.extend(["", "", more] for more in changed[1:])
+    steps = len(rows) - 1
+    head = f"the model raised in the last state of this path ({steps} step{'s' * (steps != 1)}):"
+    return head + "\n" + table(["step", "action", "changed"], lines)
+
+
 def explore_text(report: ExploreReport) -> str:
     r = report.result
     simulated = r.mode == "simulate"

@@ -19,12 +19,14 @@ from pymc_resume.errors import BadInput, PymcResumeError
 from pymc_resume.explore import liveness, snapshot
 from pymc_resume.explore.inprocess import InProcess
 from pymc_resume.explore.limits import Limits
+from pymc_resume.explore.model_fault import ModelFault, located
+from pymc_resume.explore.partition import MODEL_RAISED
 from pymc_resume.explore.progress import Snapshot
 from pymc_resume.explore.protocol import Model
 from pymc_resume.explore.reachability import shallowest_unable
 from pymc_resume.explore.result import ExplorationResult, Violation
 from pymc_resume.explore.trace import shortest_trace
-from pymc_resume.explore.validate import validated
+from pymc_resume.explore.validate import ModelError, validated
 from pymc_resume.explore.workers import WorkerPool
 
 ProgressCallback = Callable[..., None]
@@ -116,8 +118,12 @@ def explore(
         if model.temporal:  # decided in this process, after the search (`liveness`)
             # On the unreduced graph, whatever the symmetry: a temporal verdict on class
             # representatives can be wrong both ways (TLC warns; here it is never given).
-            result = liveness.decide(model, result, model.view, limits, started, exact)
+            result = _decided(model, result, limits, started, exact)
         return result
+    except ModelError as error:
+        if isinstance(error, ModelFault) or not str(error).startswith(MODEL_RAISED):
+            raise
+        raise located(error, model, limits)  # noqa: B904 (its cause is the model's exception)
     except PymcResumeError:
         raise
     except (LookupError, ValueError, TypeError, AttributeError, StopIteration) as error:
@@ -132,6 +138,20 @@ def explore(
     finally:
         if collecting:
             gc.enable()
+
+
+def _decided(model, result, limits, started, exact) -> ExplorationResult:
+    """`result` with the temporal properties decided; an exception the model raises in the
+    pass is reported with the path to the state (`model_fault`)."""
+    try:
+        return liveness.decide(model, result, model.view, limits, started, exact)
+    except PymcResumeError:
+        raise
+    except Exception as error:
+        fault = located(error, model, limits)
+        if fault is error:
+            raise
+        raise fault  # noqa: B904 (its cause is the model's exception)
 
 
 def _with_view(model, canonical):

@@ -32,6 +32,27 @@ class ModelError(BadInput):
     model_traceback: str | None = None
 
 
+class ModelFault(ModelError):
+    """An exception raised by the model's code, in one line naming the function and the state,
+    with the shortest path to that state (`trace`: `result.Step`s; the last one's action
+    produced it), as TLC prints the behaviour leading to an evaluation error."""
+
+    trace: tuple = ()
+
+
+def _fault_in_initial(error: Exception, function: str, state) -> ModelFault:
+    """The model raised while its first states were checked: the path is the state itself."""
+    from pymc_resume.explore.result import Step  # (result imports nothing of ours back)
+
+    text = " ".join(str(error).split())[:300]
+    fault = ModelFault(
+        f"the model raised {type(error).__name__}: {text} in {function} in state {short(state, 120)} "
+        "(an initial state)"
+    )
+    fault.trace = (Step(None, state),)
+    return fault
+
+
 @attrs.frozen
 class ValidModel:
     """Everything the explorer reads from a model, checked and defaulted."""
@@ -212,7 +233,14 @@ def _check_successors(valid: ValidModel, initial: list) -> None:
     pairs, and a state of another type than the initial ones is taken for a missing label."""
     kinds = {type(state) for state in initial}
     for state in initial[:INITIAL_STATES_CHECKED]:
-        produced = valid.successors(state)
+        try:
+            produced = valid.successors(state)
+            if not (
+                produced is None or isinstance(produced, (str, bytes)) or not isinstance(produced, Iterable)
+            ):
+                produced = list(produced)
+        except Exception as error:
+            raise _fault_in_initial(error, "model.successors()", state) from error
         if produced is None or isinstance(produced, (str, bytes)) or not isinstance(produced, Iterable):
             raise ModelError(
                 f"model.successors(state): must yield (action, next_state) pairs, "

@@ -5,6 +5,9 @@ flavoured attribute name is refused in one line."""
 from __future__ import annotations
 
 import importlib
+import json
+import subprocess
+import sys
 
 import pytest
 
@@ -193,3 +196,99 @@ def test_a_fairness_label_outside_the_declared_actions_is_an_error_before_the_se
 )
 def test_the_example_models_pass_the_attribute_checks(name):
     validated(importlib.import_module(name).model())
+
+
+FAULTY = """
+from pymc_resume.explore import Invariant, InfinitelyOften, WF
+
+
+class Faulty:
+    deadlock_is_error = False
+    state_fields = ("x", "y")
+
+    def __init__(self, where):
+        self.where = where
+        self.invariants = [Invariant("Small", self.small)]
+        self.temporal = [InfinitelyOften("Back", self.back)]
+        self.fairness = [WF(self.is_inc, name="Inc")]
+
+    def initial_states(self):
+        return [(0, 0)]
+
+    def successors(self, s):
+        x, y = s
+        if self.where == "successors" and x == 3:
+            raise KeyError("boom")
+        if x < 4:
+            yield "inc", (x + 1, y)
+        if y < 3:
+            yield "up", (x, y + 1)
+
+    def small(self, s):
+        if self.where == "invariant" and s == (3, 2):
+            raise ValueError("bad invariant")
+        return True
+
+    def back(self, s):
+        if self.where == "temporal" and s == (2, 3):
+            raise ZeroDivisionError("bad temporal")
+        return s == (0, 0)
+
+    def is_inc(self, label):
+        if self.where == "fairness" and label == "up":
+            raise RuntimeError("bad fairness")
+        return label == "inc"
+
+
+def model(where):
+    return Faulty(where)
+"""
+FAULTS = [
+    ("successors", 1, "KeyError: 'boom' in model.successors() in state (3, 0) (reached by inc, step 3)"),
+    ("successors", 2, "KeyError: 'boom' in model.successors() in state (3, 0) (reached by inc, step 3)"),
+    (
+        "invariant",
+        1,
+        "bad invariant in Faulty.small() (invariant 'Small') in state (3, 2) (reached by up, step 5)",
+    ),
+    (
+        "invariant",
+        2,
+        "bad invariant in Faulty.small() (invariant 'Small') in state (3, 2) (reached by up, step 5)",
+    ),
+    (
+        "temporal",
+        2,
+        "bad temporal in Faulty.back() (temporal property 'Back', its p) in state (2, 3) (reached by up",
+    ),
+    (
+        "fairness",
+        1,
+        "bad fairness in Faulty.is_inc('up') (fairness[0] WF(Inc), asked of a step's label) in state",
+    ),
+]
+
+
+@pytest.mark.parametrize(("where", "workers", "line"), FAULTS)
+def test_a_model_error_names_function_state_and_action_and_gives_the_path(tmp_path, where, workers, line):
+    path = tmp_path / "faulty.py"
+    path.write_text(FAULTY + f"\n\ndef {where}():\n    return Faulty({where!r})\n")
+    out = tmp_path / "out.json"
+    done = run(f"{path}:{where}", "--quiet", "--workers", str(workers), "--json", str(out))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and line in done.stderr
+    written = json.loads(out.read_text())
+    assert written["error"] in done.stderr and written["trace"][0]["action"] == "initial state"
+    last = written["trace"][-1]
+    assert (
+        last["state"] in done.stderr
+        and f"{last['action']}, step {last['step']}" in done.stderr
+        or where == "fairness"
+    )
+    assert "the model raised in the last state of this path" in done.stdout
+
+
+def run(*args: str):
+    return subprocess.run(
+        [sys.executable, "-m", "pymc_resume", "explore", *args], capture_output=True, text=True, check=False
+    )
