@@ -376,10 +376,22 @@ def replay_text(target: str, outcome: Replay) -> str:
     head = f"{target}: the trace of {trace.property} ({steps} step{'s' * (steps != 1)})"
     if not outcome.path:
         action = trace.actions[outcome.step or 0] or "initial state"
-        return f"{head} is not a path of the model: step {outcome.step} ({action}): {outcome.why}"
+        what = "a path" if trace.cycle_start is None else "a fair lasso"
+        return f"{head} is not {what} of the model: step {outcome.step} ({action}): {outcome.why}"
+    if trace.cycle_start is not None:
+        return _lasso_replay_text(head, outcome)
     if outcome.violated:
         return f"{head} replays: a path of the model, and {trace.property} is violated in its last state"
     return f"{head} is a path of the model, but {trace.property} is not violated in its last state"
+
+
+def _lasso_replay_text(head: str, outcome: Replay) -> str:
+    """The line for a replayed lasso (its steps, closing step and fairness checked)."""
+    trace = outcome.trace
+    shape = f"a fair lasso of the model (prefix to step {trace.cycle_start}, back by {trace.loops_back})"
+    if outcome.violated:
+        return f"{head} replays: {shape}, and {trace.property} is violated on it"
+    return f"{head} is {shape}, but {trace.property} is not violated on it"
 
 
 def _print_traceback(error: BaseException) -> None:

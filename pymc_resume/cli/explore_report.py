@@ -14,11 +14,11 @@ def verdict_table(report: ExploreReport) -> str:
     for v in report.verdicts:
         detail = v.reason or ""
         if v.trace is not None and v.cycle_start is not None:
-            states = f"{len(v.trace)} state{'s' if len(v.trace) > 1 else ''}"
-            detail = f"lasso: {states}, cycle from step {v.cycle_start}"
+            lasso = f"{len(v.trace)} state{'s' if len(v.trace) > 1 else ''}"
+            detail = f"lasso: {lasso}, cycle from step {v.cycle_start}"
         elif v.trace is not None:
             detail = trace_detail(len(v.trace) - 1, simulated)
-        rows.append([v.name, v.kind, v.verdict, states, detail])
+        rows.append([v.name, v.kind, v.verdict, states, detail])  # (the run's states, every row)
     return table(
         ["property", "kind", "verdict", "states" + (" visited" if simulated else ""), "detail"], rows
     )

@@ -63,6 +63,7 @@ from pymc_resume.explore.state_graph import Graph, OverBudget, build_graph
 from pymc_resume.explore.temporal import SF, EventuallyAlways, InfinitelyOften, LeadsTo
 from pymc_resume.explore.validate import ModelError, ValidModel
 
+STOPPED_AT_FIRST = "not decided: stopped at the first violation (--stop-at-first)"
 STUTTER = -1  # the code of a stuttering step (a state repeated), which takes no action
 STUTTERING = "stuttering"  # its label in traces, as TLC names it
 
@@ -459,11 +460,13 @@ def decide(
     limits: Limits,
     started: float,
     exact: bool = False,
+    stop_at_first: bool = False,
 ) -> ExplorationResult:
     """`result` with the model's temporal properties decided: violations with their lassos,
     and properties that could not be decided `skipped` with the reason. `exact` keeps the
     graph's states whole instead of fingerprints; else the graph pass's collision bound is
-    added to the result's."""
+    added to the result's. `stop_at_first` leaves the properties after the first violated one
+    undecided (`skipped`), as TLC stops at its first counterexample."""
     names = [prop.name for prop in model.temporal]
     if not result.complete:
         reason = result.unproved()
@@ -476,7 +479,8 @@ def decide(
         unknown_fairness_labels(model, graph.labels)
         fair = fairness_of(model, graph)
         violations = dict(result.violations)
-        for prop, truths in zip(model.temporal, graph.truths):
+        skipped = dict(result.skipped)
+        for position, (prop, truths) in enumerate(zip(model.temporal, graph.truths)):
             lasso = find_lasso(prop, truths, graph, fair)
             over = limits.exceeded(0, started, peak_bytes())
             if over:
@@ -484,13 +488,18 @@ def decide(
             if lasso is not None:
                 steps, cycle_start, back = lasso_steps(model, graph, lasso, canonical)
                 violations[prop.name] = Violation(prop.name, steps, cycle_start, back)
+                if stop_at_first:
+                    skipped.update(dict.fromkeys(names[position + 1 :], STOPPED_AT_FIRST))
+                    break
     except OverBudget as error:
         return _stopped(result, names, error)
     finally:
         graph.close()
     risk = summed_risk([result.collision_probability, graph.store.risk()])
     seconds = time.monotonic() - started
-    return attrs.evolve(result, violations=violations, seconds=seconds, collision_probability=risk)
+    return attrs.evolve(
+        result, violations=violations, skipped=skipped, seconds=seconds, collision_probability=risk
+    )
 
 
 def unknown_fairness_labels(model: ValidModel, labels: list[str]) -> None:

@@ -118,7 +118,7 @@ def explore(
         if model.temporal:  # decided in this process, after the search (`liveness`)
             # On the unreduced graph, whatever the symmetry: a temporal verdict on class
             # representatives can be wrong both ways (TLC warns; here it is never given).
-            result = _decided(model, result, limits, started, exact)
+            result = _decided(model, result, limits, started, exact, stop_at_first)
         return result
     except ModelError as error:
         if isinstance(error, ModelFault) or not str(error).startswith(MODEL_RAISED):
@@ -140,11 +140,11 @@ def explore(
             gc.enable()
 
 
-def _decided(model, result, limits, started, exact) -> ExplorationResult:
+def _decided(model, result, limits, started, exact, stop_at_first) -> ExplorationResult:
     """`result` with the temporal properties decided; an exception the model raises in the
     pass is reported with the path to the state (`model_fault`)."""
     try:
-        return liveness.decide(model, result, model.view, limits, started, exact)
+        return liveness.decide(model, result, model.view, limits, started, exact, stop_at_first)
     except PymcResumeError:
         raise
     except Exception as error:

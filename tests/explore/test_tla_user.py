@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 
@@ -288,7 +289,105 @@ def test_a_model_error_names_function_state_and_action_and_gives_the_path(tmp_pa
     assert "the model raised in the last state of this path" in done.stdout
 
 
-def run(*args: str):
+def run(*args: str, env: dict | None = None):
+    environment = {**os.environ, **env} if env else None
     return subprocess.run(
-        [sys.executable, "-m", "pymc_resume", "explore", *args], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "pymc_resume", "explore", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=environment,
     )
+
+
+POLL = """
+from typing import NamedTuple
+
+from pymc_resume.explore import WF, InfinitelyOften, LeadsTo
+
+
+class S(NamedTuple):
+    pc: str
+    polls: int
+
+
+class Poll:
+    temporal = [
+        LeadsTo("Finishes", lambda s: s.pc == "busy", lambda s: s.pc == "done"),
+        InfinitelyOften("Polls", lambda s: s.polls == 1),
+    ]
+
+    def __init__(self, fair):
+        self.fairness = [WF("finish")] if fair else []
+
+    def initial_states(self):
+        return [S("busy", 0)]
+
+    def successors(self, state):
+        if state.pc == "busy":
+            yield "finish", S("done", state.polls)
+            yield "poll", S("busy", 1 - state.polls)
+
+
+def fair():
+    return Poll(True)
+
+
+def unfair():
+    return Poll(False)
+"""
+
+
+def test_a_lasso_replays_and_a_named_tuple_trace_travels(tmp_path):
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    (first / "poll.py").write_text(POLL)
+    (second / "poll.py").write_text(POLL)
+    out = tmp_path / "lasso.json"
+    found = run(f"{first / 'poll.py'}:unfair", "--quiet", "--no-deadlock", "--json", str(out))
+    assert found.returncode == 1, found.stderr
+    assert '"class": "poll:S"' in out.read_text()  # the file's stem, not its path's hash
+    for target, env in (
+        (f"{first / 'poll.py'}:unfair", None),
+        (f"{second / 'poll.py'}:unfair", None),  # the file copied elsewhere
+        ("poll:unfair", {"PYTHONPATH": str(second)}),  # loaded as module:factory
+    ):
+        done = run(target, "--replay-trace", str(out), "--property", "Finishes", env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert (
+            "replays: a fair lasso of the model" in done.stdout
+            and "Finishes is violated on it" in done.stdout
+        )
+    # Under WF(finish) the recorded cycle is unfair: the replay says so and exits 1.
+    unfair = run(f"{first / 'poll.py'}:fair", "--replay-trace", str(out), "--property", "Finishes")
+    assert unfair.returncode == 1 and "the cycle is not fair: WF(finish)" in unfair.stdout
+    # A lasso whose closing step is altered does not close.
+    data = json.loads(out.read_text())
+    data["properties"]["Finishes"]["lasso"]["loops_back_by"] = "finish"
+    out.write_text(json.dumps(data))
+    broken = run(f"{first / 'poll.py'}:unfair", "--replay-trace", str(out), "--property", "Finishes")
+    assert broken.returncode == 1 and "the cycle does not close" in broken.stdout
+
+
+def test_stop_at_first_stops_at_the_first_temporal_violation(tmp_path):
+    (tmp_path / "poll.py").write_text(POLL)
+    out = tmp_path / "out.json"
+    args = (f"{tmp_path / 'poll.py'}:unfair", "--quiet", "--no-deadlock", "--json", str(out))
+    done = run(*args, "--stop-at-first")
+    assert done.returncode == 1, done.stderr
+    verdicts = json.loads(out.read_text())["properties"]
+    assert verdicts["Finishes"]["verdict"] == "violated" and verdicts["Polls"]["verdict"] == "skipped"
+    assert "stopped at the first violation" in verdicts["Polls"]["reason"]
+    assert run(*args).returncode == 1  # without it, both are decided
+    assert {v["verdict"] for v in json.loads(out.read_text())["properties"].values()} == {"violated"}
+
+
+def test_every_verdict_row_shows_the_runs_states(tmp_path):
+    (tmp_path / "poll.py").write_text(POLL)
+    done = run(f"{tmp_path / 'poll.py'}:unfair", "--quiet")
+    assert done.returncode == 1, done.stderr
+    # The deadlock row below a lasso shows the run's 4 states, not the lasso's length.
+    lines = done.stdout.splitlines()
+    rows = [row for row in map(str.split, lines) if len(row) > 3 and row[1] in ("temporal", "deadlock")]
+    assert [(row[0], row[3]) for row in rows] == [("Finishes", "4"), ("Polls", "4"), ("deadlock", "4")]
