@@ -19,6 +19,7 @@ from typing import Any, Literal, overload
 import attrs
 
 from pymc_resume.errors import BadInput
+from pymc_resume.explore.model_names import missing_required, unknown_attribute
 from pymc_resume.explore.protocol import AlwaysReachable, Invariant
 from pymc_resume.explore.temporal import SF, TEMPORAL_KINDS, WF
 
@@ -103,7 +104,7 @@ def _callable(model, name: str, required: bool = False) -> Callable | None:
     found = getattr(model, name, None)
     if found is None:
         if required:
-            raise ModelError(_missing_required(model, name))
+            raise ModelError(missing_required(model, name))
         return None
     if not callable(found):
         raise ModelError(f"model.{name}: must be a method, got {type(found).__name__}")
@@ -262,88 +263,13 @@ def _check_successors(valid: ValidModel, initial: list) -> None:
                 )
 
 
-# Every attribute the explorer reads from a model (required and optional): a public attribute
-# of the model that is not one of them but looks like one is a misspelling, which would
-# otherwise be ignored silently (`invariant = [...]` checks nothing; `constrant` bounds nothing).
-KNOWN_ATTRIBUTES = (
-    "initial_states",
-    "successors",
-    "invariants",
-    "reachability",
-    "deadlock_is_error",
-    "constraint",
-    "action_constraint",
-    "codec",
-    "partition_key",
-    "all_hold",
-    "canonical",
-    "view",
-    "actions",
-    "temporal",
-    "fairness",
-    "stuttering",
-    "enabled_within_constraints",
-    "state_fields",
-)
-
-
-# TLA+'s (and TLC's configuration's) words for what a model here calls otherwise: a model that
-# uses one is told ours in one line, whatever else it sets (`properties = [...]` would
-# otherwise check nothing).
-TLA_WORDS = {
-    "properties": "temporal (PROPERTIES: LeadsTo, InfinitelyOften, EventuallyAlways; an "
-    "invariant goes in invariants)",
-    "property": "temporal (PROPERTY: LeadsTo, InfinitelyOften, EventuallyAlways; an invariant "
-    "goes in invariants)",
-    "liveness": "temporal (LeadsTo, InfinitelyOften, EventuallyAlways)",
-    "symmetry": "canonical(state), the representative of the state's symmetry class (SYMMETRY)",
-    "check_deadlock": "deadlock_is_error (CHECK_DEADLOCK)",
-    "deadlock": "deadlock_is_error (CHECK_DEADLOCK)",
-    "state_constraint": "constraint(state) (CONSTRAINT)",
-    "constraints": "constraint(state) (CONSTRAINT; one predicate, the conjunction)",
-    "init": "initial_states() (Init: every initial state)",
-    "next": "successors(state) (Next: (action label, next state) pairs)",
-    "weak_fairness": "fairness = [WF(action)]",
-    "strong_fairness": "fairness = [SF(action)]",
-}
-
-
-def _normal(name: str) -> str:
-    """A name as compared for near misses: case and underscores ignored (`initialStates`)."""
-    return name.lower().replace("_", "")
-
-
-_KNOWN_NORMAL = {_normal(name): name for name in KNOWN_ATTRIBUTES}
-
-
-def _near_misses(model) -> None:
-    """Refuse a public attribute that is a TLA+ word for one of ours, or a near miss of a known
-    name (case and underscores aside), naming ours: whatever the model sets beside it, since
-    `invariants = []` beside `invariant = [...]` would otherwise check nothing."""
-    for name in dir(model):
-        if name.startswith("_") or name in KNOWN_ATTRIBUTES:
-            continue
-        hint = TLA_WORDS.get(name) or TLA_WORDS.get(name.lower())
-        if hint is not None and name.lower() not in ("init", "next"):
-            raise ModelError(
-                f"model.{name}: TLA+'s word, not an attribute the explorer reads; here it is "
-                f"{hint} (rename it, or start it with _ if it is the model's own)"
-            )
-        close = difflib.get_close_matches(_normal(name), _KNOWN_NORMAL, n=1, cutoff=0.75)
-        if close:
-            raise ModelError(
-                f"model.{name}: not an attribute the explorer reads; did you mean "
-                f"{_KNOWN_NORMAL[close[0]]!r}? (rename it, or start it with _ if it is the model's own)"
-            )
-
-
-def _missing_required(model, name: str) -> str:
-    """The line for a missing `initial_states` or `successors`, with TLA+'s word if the
-    model has it instead (`init`, `next`)."""
-    word = {"initial_states": "init", "successors": "next"}[name]
-    found = next((n for n in (word, word.capitalize(), word.upper()) if hasattr(model, n)), None)
-    also = f" (model.{found} is TLA+'s word; here it is {name})" if found else ""
-    return f"model.{name}: missing; a model needs {name}(){also}"
+def _check_state_fields(model) -> None:
+    """`state_fields`, if given, names a tuple state's positions: a list of strings."""
+    fields = getattr(model, "state_fields", None)
+    if fields is not None and (
+        not isinstance(fields, (list, tuple)) or not all(type(name) is str and name for name in fields)
+    ):
+        raise ModelError(f"model.state_fields: must be a list of field names (strings), got {short(fields)}")
 
 
 def _action_names(model) -> tuple[str, ...]:
@@ -359,7 +285,10 @@ def validated(model, check_deadlock: bool | None = None) -> ValidModel:
         return model if check_deadlock is None else attrs.evolve(model, deadlock_is_error=check_deadlock)
     if model is None:
         raise ModelError("model: the factory returned None, not a model (does it end with `return`?)")
-    _near_misses(model)
+    unknown = unknown_attribute(model)
+    if unknown is not None:
+        raise ModelError(unknown)
+    _check_state_fields(model)
     deadlock = getattr(model, "deadlock_is_error", True)
     if not isinstance(deadlock, bool):
         raise ModelError(f"model.deadlock_is_error: must be True or False, got {deadlock!r}")

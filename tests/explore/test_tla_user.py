@@ -138,7 +138,10 @@ MISSPELT = [
     ({"Invariants": SAFE}, "did you mean 'invariants'"),
     ({"initialStates": lambda self: [0]}, "did you mean 'initial_states'"),
     ({"constraints": lambda self, s: True}, "model.constraints: TLA\\+'s word.*constraint\\(state\\)"),
-    ({"action_constraints": lambda self, s, a, t: True}, "did you mean 'action_constraint'"),
+    (
+        {"action_constraints": lambda self, s, a, t: True},
+        "model.action_constraints: TLA\\+'s word.*action_constraint\\(state",
+    ),
     ({"properties": LIVE}, "model.properties: TLA\\+'s word.*temporal"),
     ({"property": LIVE}, "model.property: TLA\\+'s word.*temporal"),
     ({"symmetry": lambda self, s: s}, "model.symmetry: TLA\\+'s word.*canonical\\(state\\)"),
@@ -153,6 +156,16 @@ MISSPELT = [
     ({"invariants": {"Safe": lambda s: True}}, "model.invariants: must be a list of Invariant.*got a dict"),
     ({"temporal": {"Live": LIVE[0]}}, "model.temporal: must be a list of .*got a dict"),
     ({"enabled_within_constraints": "yes"}, "model.enabled_within_constraints: must be True or False"),
+    ({"CHECK_DEADLOCK": False}, "model.CHECK_DEADLOCK: TLA\\+'s word.*deadlock_is_error"),
+    ({"temporal_properties": LIVE}, "model.temporal_properties: TLA\\+'s word.*temporal"),
+    ({"stuttering_allowed": True}, "model.stuttering_allowed: TLA\\+'s word.*stuttering"),
+    ({"weak_fairness": [WF("inc")]}, "model.weak_fairness: TLA\\+'s word.*fairness"),
+    ({"safety": SAFE}, "model.safety: TLA\\+'s word.*invariants"),
+    ({"checks": SAFE}, "model.checks: holds what the explorer reads only in model.invariants"),
+    ({"live": {"Live": LIVE[0]}}, "model.live: holds what the explorer reads only in model.temporal"),
+    ({"fair": (WF("inc"),)}, "model.fair: holds what the explorer reads only in model.fairness"),
+    ({"successor": lambda self, s: []}, "did you mean 'successors'"),
+    ({"state_fields": "x"}, "model.state_fields: must be a list of field names"),
 ]
 
 
@@ -161,6 +174,18 @@ def test_a_misspelt_or_tla_flavoured_attribute_is_refused_in_one_line(attributes
     with pytest.raises(ModelError, match=message) as raised:
         validated(_model(**attributes))
     assert "\n" not in str(raised.value)
+
+
+def test_a_missing_successors_names_what_the_model_has_instead():
+    class Spec:
+        def initial_states(self):
+            return [0]
+
+        def next(self, state):
+            return [("inc", state + 1)]
+
+    with pytest.raises(ModelError, match=r"model.successors: missing.*is model.next meant\?"):
+        validated(Spec())
 
 
 def test_a_factory_returning_none_is_named():
