@@ -116,9 +116,7 @@ def unknown_attribute(model) -> str | None:
         normal = _normal(name)
         hint = TLA_WORDS.get(normal)
         if hint is not None:
-            return (
-                f"model.{name}: TLA+'s word, not an attribute the explorer reads; here it is {hint} {_RENAME}"
-            )
+            return f"model.{name}: a TLA+/TLC name, not one the explorer reads; here it is {hint} {_RENAME}"
         close = difflib.get_close_matches(normal, _KNOWN_NORMAL, n=1, cutoff=0.75)
         if close and normal not in _REQUIRED_NORMAL:
             known = _KNOWN_NORMAL[close[0]]
