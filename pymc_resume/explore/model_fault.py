@@ -113,6 +113,8 @@ def locate(model: ValidModel, limits: Limits, started: float) -> ModelFault | No
                     queue.append(successor)
     except _Raised as raised:
         return _fault(raised, parents)
+    except Exception:  # (ours, on what the model gave: an unhashable state; the search's line says it)
+        return None
     return None
 
 
