@@ -10,7 +10,7 @@ one `InfinitelyOften` per pair of servers. The cfg's other property, AllExtendin
 
 State: a tuple of log lengths, one per server (0 is n1): with Values = {v} every log is a
 sequence of v's, so its length is the whole log. The cfg's VIEW DropCommonPrefix drops the
-longest common prefix of all logs: here, subtracting the shortest length (`canonical`).
+longest common prefix of all logs: here, subtracting the shortest length (`view`).
 An action with nothing to copy or append (Copy of l = 0 entries, Extend by <<>>) yields the
 state itself: a stuttering step, which takes no fairness (TLA+'s <<A>>_vars).
 
@@ -77,7 +77,7 @@ class DistributedReplicatedLog:
                 for appended in range(room + 1):
                     yield f"Extend(n{i + 1})", except_(state, i, state[i] + appended)
 
-    def canonical(self, state):
+    def view(self, state):
         """The cfg's VIEW DropCommonPrefix: the logs less their common prefix."""
         shortest = min(state)
         return tuple(length - shortest for length in state)

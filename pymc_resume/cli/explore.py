@@ -7,11 +7,11 @@ import sys
 
 import click
 
-from pymc_resume.checking.explore_check import run_explore, simulate_explore
+from pymc_resume.checking.explore_check import run_explore, simulate_explore, trace_rows
 from pymc_resume.cli import main
 from pymc_resume.cli.errors import fail, printable
 from pymc_resume.cli.explore_recovery import check_deadlock_matches, recorded_run
-from pymc_resume.cli.explore_report import explore_text
+from pymc_resume.cli.explore_report import explore_text, fault_text
 from pymc_resume.cli.model_trial import guarded, tried
 from pymc_resume.cli.options import (
     MAX_WORKERS,
@@ -30,9 +30,10 @@ from pymc_resume.explore.graph_dump import dot, state_graph
 from pymc_resume.explore.progress import ProgressPrinter, WalkPrinter
 from pymc_resume.explore.raised import model_traceback
 from pymc_resume.explore.simulate import DEFAULT_DEPTH
+from pymc_resume.explore.state_json import ModelClasses
 from pymc_resume.explore.target import absolute, load_model
 from pymc_resume.explore.trace_replay import Replay, read_trace, replay
-from pymc_resume.explore.validate import validated
+from pymc_resume.explore.validate import ModelFault, validated
 from pymc_resume.files import write_atomically, write_json
 
 
@@ -250,6 +251,7 @@ def explore_command(
     except PymcResumeError as error:
         if show_traceback:
             _print_traceback(error)
+        _report_fault(target, model, error, json_path)
         raise
     except Exception as error:
         if os.environ.get("PYMC_RESUME_DEBUG") == "1":
@@ -315,10 +317,21 @@ def _explore(
     )
 
 
+def _report_fault(target: str, model, error: BaseException, json_path: str | None) -> None:
+    """Where the model raised (`ModelFault`): the path to the state printed as a step table,
+    and, with --json, written there with the error line (as TLC prints the behaviour)."""
+    if not isinstance(error, ModelFault) or not error.trace:
+        return
+    rows = trace_rows(error.trace, getattr(model, "state_fields", None), ModelClasses(model))
+    click.echo(fault_text(rows))
+    if json_path:
+        write_json(json_path, {"target": target, "error": str(error), "trace": list(rows)})
+
+
 def _dump_graph(target, model, path, deadlock, symmetry) -> None:
     """The state graph as DOT, written atomically (nothing when it is refused)."""
     valid = validated(model, deadlock)
-    graph = state_graph(valid, valid.canonical if symmetry else None)
+    graph = state_graph(valid, valid.view or (valid.canonical if symmetry else None))
     write_atomically(path, dot(graph, target, getattr(model, "state_fields", None)))
 
 
@@ -359,10 +372,22 @@ def replay_text(target: str, outcome: Replay) -> str:
     head = f"{target}: the trace of {trace.property} ({steps} step{'s' * (steps != 1)})"
     if not outcome.path:
         action = trace.actions[outcome.step or 0] or "initial state"
-        return f"{head} is not a path of the model: step {outcome.step} ({action}): {outcome.why}"
+        what = "a path" if trace.cycle_start is None else "a fair lasso"
+        return f"{head} is not {what} of the model: step {outcome.step} ({action}): {outcome.why}"
+    if trace.cycle_start is not None:
+        return _lasso_replay_text(head, outcome)
     if outcome.violated:
         return f"{head} replays: a path of the model, and {trace.property} is violated in its last state"
     return f"{head} is a path of the model, but {trace.property} is not violated in its last state"
+
+
+def _lasso_replay_text(head: str, outcome: Replay) -> str:
+    """The line for a replayed lasso (its steps, closing step and fairness checked)."""
+    trace = outcome.trace
+    shape = f"a fair lasso of the model (prefix to step {trace.cycle_start}, back by {trace.loops_back})"
+    if outcome.violated:
+        return f"{head} replays: {shape}, and {trace.property} is violated on it"
+    return f"{head} is {shape}, but {trace.property} is not violated on it"
 
 
 def _print_traceback(error: BaseException) -> None:

@@ -14,11 +14,11 @@ def verdict_table(report: ExploreReport) -> str:
     for v in report.verdicts:
         detail = v.reason or ""
         if v.trace is not None and v.cycle_start is not None:
-            states = f"{len(v.trace)} state{'s' if len(v.trace) > 1 else ''}"
-            detail = f"lasso: {states}, cycle from step {v.cycle_start}"
+            lasso = f"{len(v.trace)} state{'s' if len(v.trace) > 1 else ''}"
+            detail = f"lasso: {lasso}, cycle from step {v.cycle_start}"
         elif v.trace is not None:
             detail = trace_detail(len(v.trace) - 1, simulated)
-        rows.append([v.name, v.kind, v.verdict, states, detail])
+        rows.append([v.name, v.kind, v.verdict, states, detail])  # (the run's states, every row)
     return table(
         ["property", "kind", "verdict", "states" + (" visited" if simulated else ""), "detail"], rows
     )
@@ -37,6 +37,18 @@ def trace_text(verdict: PropertyVerdict, simulated: bool = False) -> str:
         rows.append([f"back to {verdict.cycle_start}", verdict.loops_back or "", "-"])
     walk = " (a walk's trace, not promised shortest)" if simulated else ""
     return f"{verdict.name} violated{walk}: {verdict.reason}\n" + table(["step", "action", "changed"], rows)
+
+
+def fault_text(rows) -> str:
+    """The path to the state where the model raised (`trace_rows`), as a step table."""
+    lines = []
+    for row in rows:
+        changed = row["changes"] or ["-"]
+        lines.append([str(row["step"]), row["action"], changed[0]])
+        lines.extend(["", "", more] for more in changed[1:])
+    steps = len(rows) - 1
+    head = f"the model raised in the last state of this path ({steps} step{'s' * (steps != 1)}):"
+    return head + "\n" + table(["step", "action", "changed"], lines)
 
 
 def explore_text(report: ExploreReport) -> str:

@@ -46,6 +46,7 @@ collision could merge two states (the pass's bound is added to the result's). `-
 
 from __future__ import annotations
 
+import difflib
 import time
 from array import array
 from collections import deque
@@ -60,8 +61,9 @@ from pymc_resume.explore.memory import peak_bytes
 from pymc_resume.explore.result import ExplorationResult, Step, Violation
 from pymc_resume.explore.state_graph import Graph, OverBudget, build_graph
 from pymc_resume.explore.temporal import SF, EventuallyAlways, InfinitelyOften, LeadsTo
-from pymc_resume.explore.validate import ValidModel
+from pymc_resume.explore.validate import ModelError, ValidModel
 
+STOPPED_AT_FIRST = "not decided: stopped at the first violation (--stop-at-first)"
 STUTTER = -1  # the code of a stuttering step (a state repeated), which takes no action
 STUTTERING = "stuttering"  # its label in traces, as TLC names it
 
@@ -458,11 +460,13 @@ def decide(
     limits: Limits,
     started: float,
     exact: bool = False,
+    stop_at_first: bool = False,
 ) -> ExplorationResult:
     """`result` with the model's temporal properties decided: violations with their lassos,
     and properties that could not be decided `skipped` with the reason. `exact` keeps the
     graph's states whole instead of fingerprints; else the graph pass's collision bound is
-    added to the result's."""
+    added to the result's. `stop_at_first` leaves the properties after the first violated one
+    undecided (`skipped`), as TLC stops at its first counterexample."""
     names = [prop.name for prop in model.temporal]
     if not result.complete:
         reason = result.unproved()
@@ -472,9 +476,11 @@ def decide(
     except OverBudget as error:
         return _stopped(result, names, error)
     try:
+        unknown_fairness_labels(model, graph.labels)
         fair = fairness_of(model, graph)
         violations = dict(result.violations)
-        for prop, truths in zip(model.temporal, graph.truths):
+        skipped = dict(result.skipped)
+        for position, (prop, truths) in enumerate(zip(model.temporal, graph.truths)):
             lasso = find_lasso(prop, truths, graph, fair)
             over = limits.exceeded(0, started, peak_bytes())
             if over:
@@ -482,13 +488,37 @@ def decide(
             if lasso is not None:
                 steps, cycle_start, back = lasso_steps(model, graph, lasso, canonical)
                 violations[prop.name] = Violation(prop.name, steps, cycle_start, back)
+                if stop_at_first:
+                    skipped.update(dict.fromkeys(names[position + 1 :], STOPPED_AT_FIRST))
+                    break
     except OverBudget as error:
         return _stopped(result, names, error)
     finally:
         graph.close()
     risk = summed_risk([result.collision_probability, graph.store.risk()])
     seconds = time.monotonic() - started
-    return attrs.evolve(result, violations=violations, seconds=seconds, collision_probability=risk)
+    return attrs.evolve(
+        result, violations=violations, skipped=skipped, seconds=seconds, collision_probability=risk
+    )
+
+
+def unknown_fairness_labels(model: ValidModel, labels: list[str]) -> None:
+    """Refuse a fairness condition that no step of the graph takes (`WF("Inc")` where the
+    label is "inc"): it would constrain nothing, silently. Known only once every label is,
+    unless the model declares its `actions`."""
+    for position, condition in enumerate(model.fairness):
+        if model.actions and isinstance(condition.action, str):
+            continue  # one of the declared actions (`validate`), which a run need not take
+        if any(condition.matches(label) for label in labels):
+            continue
+        named = condition.action if isinstance(condition.action, str) else None
+        close = difflib.get_close_matches(named, labels, n=1, cutoff=0.6) if named else []
+        mean = f"; did you mean {close[0]!r}?" if close else ""
+        shown = ", ".join(sorted(labels)[:8]) + (", ..." if len(labels) > 8 else "")
+        raise ModelError(
+            f"model.fairness[{position}]: {condition.shown()} takes no step of the model (its "
+            f"labels: {shown or 'none'}){mean}"
+        )
 
 
 def _stopped(result: ExplorationResult, names: list[str], error: OverBudget) -> ExplorationResult:

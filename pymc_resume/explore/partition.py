@@ -915,6 +915,11 @@ class StoredKeys(Sequence):
             yield from self.store.fingerprints[start : min(start + self.SLICE, self.end)].tolist()
 
 
+# How `model_raised`'s line starts: the search's own report of an exception in the model's code
+# (`search` then locates the state again, `model_fault`).
+MODEL_RAISED = "the model raised"
+
+
 def model_raised(error: Exception) -> ModelError:
     """One line for an exception raised while exploring: the function it came from and the
     state (and the last action) being expanded.
@@ -926,7 +931,7 @@ def model_raised(error: Exception) -> ModelError:
         frames.append(tb.tb_frame)
         tb = tb.tb_next
     where = frames[-1].f_code.co_name if frames else "?"
-    parts = [f"the model raised {type(error).__name__}: {' '.join(str(error).split())[:300]} in {where}()"]
+    parts = [f"{MODEL_RAISED} {type(error).__name__}: {' '.join(str(error).split())[:300]} in {where}()"]
     for frame in reversed(frames):
         if frame.f_code.co_name in (
             "_expand",

@@ -48,6 +48,10 @@ class Model(Protocol):
     - `constraint(state) -> bool` and `action_constraint(state, action, next_state) -> bool`
       (TLC's CONSTRAINT and ACTION_CONSTRAINT: a successor outside them is generated and
       checked against the invariants, but neither stored nor expanded);
+    - `canonical(state)` (TLC's SYMMETRY: reduces the safety search, never a temporal check)
+      or `view(state)` (TLC's VIEW: states equal under it are one state for every check);
+    - `enabled_within_constraints: bool` (False: a step outside the constraints still enables
+      its action for fairness, as TLC's ENABLED);
     - `state_fields: Sequence[str]`, names for a tuple state's positions in traces;
     - `all_hold(state) -> bool`, True only where every invariant holds (a fast path the
       explorer tries first; where it is False each invariant is asked);

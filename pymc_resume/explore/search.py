@@ -2,7 +2,8 @@
 
 Every violated invariant is reported with a shortest trace; reachability properties are decided
 on the explored graph once the search is complete; deadlocks are reported where the model asks;
-temporal properties are decided after the search, in this process (`liveness`).
+temporal properties are decided after the search, in this process (`liveness`), on the graph
+without symmetry reduction (a lasso through class representatives need not be a behaviour).
 Counts, verdicts and shortest-trace lengths do not depend on the number of workers.
 """
 
@@ -18,12 +19,14 @@ from pymc_resume.errors import BadInput, PymcResumeError
 from pymc_resume.explore import liveness, snapshot
 from pymc_resume.explore.inprocess import InProcess
 from pymc_resume.explore.limits import Limits
+from pymc_resume.explore.model_fault import ModelFault, located
+from pymc_resume.explore.partition import MODEL_RAISED
 from pymc_resume.explore.progress import Snapshot
 from pymc_resume.explore.protocol import Model
 from pymc_resume.explore.reachability import shallowest_unable
 from pymc_resume.explore.result import ExplorationResult, Violation
 from pymc_resume.explore.trace import shortest_trace
-from pymc_resume.explore.validate import validated
+from pymc_resume.explore.validate import ModelError, validated
 from pymc_resume.explore.workers import WorkerPool
 
 ProgressCallback = Callable[..., None]
@@ -72,6 +75,7 @@ def explore(
     if coverage and (snapshots is not None or from_snapshot is not None):
         raise BadInput("coverage: its counts are not kept in checkpoints; run it without them")
     model = validated(model, check_deadlock)
+    canonical = _with_view(model, canonical)
     if from_snapshot is not None and len(from_snapshot.partitions) != workers:
         raise snapshot.SnapshotError(
             f"the checkpoint was taken with {len(from_snapshot.partitions)} workers, not {workers}"
@@ -112,8 +116,14 @@ def explore(
             exact,
         )
         if model.temporal:  # decided in this process, after the search (`liveness`)
-            result = liveness.decide(model, result, canonical, limits, started, exact)
+            # On the unreduced graph, whatever the symmetry: a temporal verdict on class
+            # representatives can be wrong both ways (TLC warns; here it is never given).
+            result = _decided(model, result, limits, started, exact, stop_at_first)
         return result
+    except ModelError as error:
+        if isinstance(error, ModelFault) or not str(error).startswith(MODEL_RAISED):
+            raise
+        raise located(error, model, limits)  # noqa: B904 (its cause is the model's exception)
     except PymcResumeError:
         raise
     except (LookupError, ValueError, TypeError, AttributeError, StopIteration) as error:
@@ -128,6 +138,30 @@ def explore(
     finally:
         if collecting:
             gc.enable()
+
+
+def _decided(model, result, limits, started, exact, stop_at_first) -> ExplorationResult:
+    """`result` with the temporal properties decided; an exception the model raises in the
+    pass is reported with the path to the state (`model_fault`)."""
+    try:
+        return liveness.decide(model, result, model.view, limits, started, exact, stop_at_first)
+    except PymcResumeError:
+        raise
+    except Exception as error:
+        fault = located(error, model, limits)
+        if fault is error:
+            raise
+        raise fault  # noqa: B904 (its cause is the model's exception)
+
+
+def _with_view(model, canonical):
+    """The key states are stored by: the model's view (TLC's VIEW), which no run turns off,
+    else the symmetry asked for."""
+    if model.view is None:
+        return canonical
+    if canonical is not None and canonical != model.view:
+        raise BadInput("canonical: the model has a view (TLC's VIEW); a symmetry besides it is not supported")
+    return model.view
 
 
 def _refuse_impossible(workers, max_states, max_seconds, max_memory) -> None:

@@ -10,7 +10,8 @@ is kept is what the decision reads, never a state:
 - its parent (the state that first reached it: prefixes of lassos are shortest paths);
 - its edges (`Adjacency`: target and code, in memory up to a bound and on disk beyond it);
 - one bit a state for each predicate of each temporal property, one for each fairness
-  condition (enabled there: some step changing the state takes it), and one for whether a
+  condition (enabled there: some step changing the state takes it, counting the steps that
+  leave the constraints, as TLC's ENABLED does, unless `enabled_within_constraints`), and one for whether a
   behaviour may stay there forever (a self edge, a state without successors, or stuttering).
 
 Only the queue of states still to expand is held as states (and, for a plainly written model,
@@ -157,6 +158,10 @@ def build_graph(
     edges = Adjacency()
     looped = bytearray()
     stutter = model.stuttering  # every state may repeat forever
+    # TLC evaluates ENABLED without CONSTRAINT and ACTION_CONSTRAINT: a step that leaves them is
+    # not an edge, but it enables its action (unless the model asks for the constrained reading).
+    enabled_outside = not model.enabled_within_constraints and bool(conditions)
+    outside: list[tuple[int, int]] = []  # (source id, label id) of such steps, per block
 
     queue: deque = deque()
     initial = [key(s) for s in model.initial_states() if constraint is None or constraint(s)]
@@ -178,14 +183,16 @@ def build_graph(
                         bits.append(bool(predicate(state)))
                 before = len(targets)
                 for action, successor in model.successors(state):
-                    if constraint is not None and not constraint(successor):
-                        continue
-                    if action_constraint is not None and not action_constraint(state, action, successor):
-                        continue
                     label = label_ids.get(action)
                     if label is None:
                         label = label_ids[action] = len(label_ids)
                         takes.append(tuple(condition.matches(action) for condition in conditions))
+                    if (constraint is not None and not constraint(successor)) or (
+                        action_constraint is not None and not action_constraint(state, action, successor)
+                    ):
+                        if enabled_outside and successor != state:
+                            outside.append((first + len(counts), label))  # enables, as TLC's ENABLED
+                        continue
                     targets.append(key(successor))
                     codes.append(2 * label + (successor != state))  # `adjacency`'s code
                 counts.append(len(targets) - before)
@@ -196,6 +203,11 @@ def build_graph(
             taking = np.array(takes, dtype=bool).reshape(len(takes), len(conditions))
             code_column = np.array(codes, dtype=np.int64)
             _add_edges(edges, first, per_source, ids, code_column, taking, enabled, looped, stutter)
+            for source, label in outside:
+                for k, takes_it in enumerate(takes[label]):
+                    if takes_it:
+                        enabled[k][source] = 1
+            outside.clear()
         reason = limits.exceeded(len(store.parents), started, peak_bytes())
         if reason:
             raise OverBudget(reason)

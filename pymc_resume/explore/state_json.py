@@ -13,6 +13,10 @@ no tuple, set or class, so every container is tagged, as an object with one key:
 | named tuple, attrs or dataclass instance       | `{"class": "module:Qualname", "fields": {...}}` |
 | enum member                                    | `{"enum": "module:Qualname", "name": "MEMBER"}` |
 
+A class defined in a model file loaded by path is named by the file's stem (`poll:State`), not by
+the module name the file was loaded under (which carries a hash of its path): the trace replays
+after the file is copied elsewhere, or loaded as `poll:factory`.
+
 A bare JSON array or an untagged object is never written, so reading is unambiguous. Set members
 are written in a fixed order (by their JSON text), so equal states give equal files.
 
@@ -39,6 +43,7 @@ import attrs
 
 from pymc_resume.errors import BadInput
 from pymc_resume.explore.persisted import ATTRS, DATACLASS, ENUM, NAMED_TUPLE, plain_kind
+from pymc_resume.explore.target import FILE_MODULE_PREFIX, is_file_module
 
 _SEQUENCES = {"tuple": tuple, "list": list}
 _SETS = {"frozenset": frozenset, "set": set}
@@ -62,7 +67,16 @@ def _fields(cls: type, kind: str) -> list[tuple[str, str]]:
 
 
 def _class_name(cls: type) -> str:
-    return f"{cls.__module__}:{cls.__qualname__}"
+    return f"{public_module(cls.__module__)}:{cls.__qualname__}"
+
+
+def public_module(name: str) -> str:
+    """A module's name as a trace records it: a model file loaded by path is its file's stem
+    (`explore path/to/poll.py:factory` loads it as `pymc_resume_model_poll_<hash of the
+    path>`), so that a trace replays after the file moves, or is loaded as `poll:factory`."""
+    if not is_file_module(name):
+        return name
+    return name[len(FILE_MODULE_PREFIX) :].rpartition("_")[0] or name
 
 
 def _encode(value: object) -> object:
@@ -98,6 +112,8 @@ class ModelClasses:
     def __init__(self, model: object) -> None:
         module = type(model).__module__
         self.root = module.partition(".")[0]
+        # The model's own module, under the name traces give it (`public_module`).
+        self.module, self.public = module, public_module(module)
 
     def allowed(self, module_name: str) -> bool:
         return module_name == self.root or module_name.startswith(self.root + ".")
@@ -106,6 +122,8 @@ class ModelClasses:
         if not isinstance(name, str) or name.count(":") != 1:
             raise StateDataError(f"{where}: a class is named as 'module:Qualname', got {name!r}")
         module_name, qualname = name.split(":")
+        if module_name == self.public:  # the model's own module, wherever it was loaded from
+            module_name = self.module
         if not self.allowed(module_name):
             raise StateDataError(
                 f"{where}: class {name} is not defined by the model's own modules ({self.root})"

@@ -10,8 +10,11 @@ The three kinds are TLA+'s `P ~> Q` (`LeadsTo`), `[]<>P` (`InfinitelyOften`) and
 (`EventuallyAlways`), each over state predicates. A fairness condition names an action: an
 action label that `successors` yields, or a predicate over labels (the disjunction of every
 label it accepts, e.g. all of `PassToken(1)`, `PassToken(2)`: TLA+'s `WF_vars(\\E i: A(i))`;
-for `\\A i: WF_vars(A(i))` list one condition per label). `liveness` decides them on the
-explored graph; its docstring states the semantics.
+for `\\A i: WF_vars(A(i))` list one condition per label). A state-dependent action (TLA+'s
+`WF_vars(c /\\ A)`, c a state predicate) is written with the labels: `successors` yields A's
+steps under another label where c holds (`"Grant(p) urgent"`), and the condition names those.
+A condition that no step takes is an error (`liveness.unknown_fairness_labels`). `liveness`
+decides them on the explored graph; its docstring states the semantics.
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ the recorded action (compared after `canonical` when symmetry is on, as the sear
 and every state but the last is inside the constraints (the search expands no other; the last
 may be outside them, where the search still checks invariants). Then the recorded property is
 judged in the last state: an invariant false there, no successor at all (deadlock), or no goal
-state reachable from it (reachability, by a search from it, within `REACH_LIMIT` states).
+state reachable from it (reachability, by a search from it, within `REACH_LIMIT` states). A
+temporal property's lasso is checked as `lasso_replay` says: its steps, the step that closes
+its cycle, the cycle's fairness, and the property violated by the behaviour.
 
 A malformed file or a trace of another kind of property is `BadInput` (one line, exit 2); a
 trace that is not a path is an outcome, naming the step and why.
@@ -22,6 +24,7 @@ from collections.abc import Callable, Hashable
 import attrs
 
 from pymc_resume.errors import BadInput
+from pymc_resume.explore.lasso_replay import step_fault, unfair, violates
 from pymc_resume.explore.result import DEADLOCK
 from pymc_resume.explore.state_json import ModelClasses, decode
 from pymc_resume.explore.validate import ValidModel, short
@@ -29,7 +32,7 @@ from pymc_resume.files import UnreadableFile, read_bounded
 
 MAX_TRACE_BYTES = 64 * 2**20
 REACH_LIMIT = 1_000_000  # states searched from the last one for a reachability property's goal
-INVARIANT, REACHABILITY = "invariant", "reachability"
+INVARIANT, REACHABILITY, TEMPORAL = "invariant", "reachability", "temporal"
 
 
 @attrs.frozen
@@ -40,6 +43,10 @@ class RecordedTrace:
     kind: str
     actions: tuple[str | None, ...]
     states: tuple[Hashable, ...]
+    # A lasso (a temporal property's trace): the cycle's first step, and the action from the
+    # last state back to it.
+    cycle_start: int | None = None
+    loops_back: str | None = None
 
 
 @attrs.frozen
@@ -105,7 +112,23 @@ def read_trace(file: str, model: ValidModel, property_name: str | None = None) -
             hash(state)
         except TypeError:
             raise BadInput(f"{where}: step {number}'s state is not hashable") from None
-    return RecordedTrace(property_name, str(kind), tuple(actions), tuple(states))
+    cycle_start, loops_back = _lasso(verdict, len(states), where) if kind == TEMPORAL else (None, None)
+    return RecordedTrace(property_name, str(kind), tuple(actions), tuple(states), cycle_start, loops_back)
+
+
+def _lasso(verdict: dict, length: int, where: str) -> tuple[int, str]:
+    """Where a recorded lasso's cycle starts, and the action that closes it."""
+    lasso = verdict.get("lasso")
+    if not isinstance(lasso, dict):
+        raise BadInput(f"{where}: a temporal property's trace without its lasso")
+    start, back = lasso.get("loops_back_to_step"), lasso.get("loops_back_by")
+    if type(start) is not int or not 0 <= start < length:
+        raise BadInput(
+            f"{where}: the lasso's loops_back_to_step must be a step of the trace, got {short(start)}"
+        )
+    if not isinstance(back, str):
+        raise BadInput(f"{where}: the lasso's loops_back_by must be an action, got {short(back)}")
+    return start, back
 
 
 def _judge(model: ValidModel, trace: RecordedTrace) -> Callable[[Hashable], bool]:
@@ -132,7 +155,7 @@ def _judge(model: ValidModel, trace: RecordedTrace) -> Callable[[Hashable], bool
 
 def _reaches(model: ValidModel, start: Hashable, goal: Callable[[Hashable], bool]) -> bool:
     """Whether a goal state is reachable from `start` within the constraints."""
-    key = model.canonical or (lambda state: state)
+    key = model.view or model.canonical or (lambda state: state)
     seen, queue = {key(start)}, deque([start])
     while queue:
         state = queue.popleft()
@@ -161,8 +184,10 @@ def _inside(model: ValidModel, state, action, successor) -> bool:
 def replay(model: ValidModel, trace: RecordedTrace, symmetry: bool = True) -> Replay:
     """Replay `trace` against `model` (`symmetry`: compare states after the model's
     `canonical`, as a search with symmetry does)."""
+    if trace.kind == TEMPORAL:
+        return _replay_lasso(model, trace)
     violated = _judge(model, trace)
-    key = model.canonical if symmetry and model.canonical else (lambda state: state)
+    key = model.view or (model.canonical if symmetry and model.canonical else (lambda state: state))
     last = len(trace.states) - 1
     first = trace.states[0]
     if not any(key(state) == key(first) for state in model.initial_states()):
@@ -186,3 +211,37 @@ def replay(model: ValidModel, trace: RecordedTrace, symmetry: bool = True) -> Re
         if number < last and not _inside(model, before, action, state):
             return Replay(trace, False, number, "outside the constraints: the search does not expand it")
     return Replay(trace, True, violated=bool(violated(trace.states[-1])))
+
+
+def _replay_lasso(model: ValidModel, trace: RecordedTrace) -> Replay:
+    """A lasso replayed (`lasso_replay`): each step, the closing step, the cycle's fairness,
+    then whether the behaviour violates the property."""
+    found = [prop for prop in model.temporal if prop.name == trace.property]
+    if not found:
+        raise BadInput(f"--replay-trace: the model has no temporal property named {trace.property!r}")
+    assert trace.cycle_start is not None and trace.loops_back is not None
+    key = model.view or (lambda state: state)
+    first = trace.states[0]
+    if not any(key(state) == key(first) for state in model.initial_states()):
+        return Replay(trace, False, 0, "not an initial state of the model")
+    for number, state in enumerate(trace.states):
+        if model.constraint is not None and not model.constraint(state):
+            return Replay(trace, False, number, "outside the constraint: no behaviour goes through it")
+        if number:
+            action = trace.actions[number]
+            assert action is not None
+            why = step_fault(model, trace.states[number - 1], action, state)
+            if why is not None:
+                return Replay(trace, False, number, f"from step {number - 1}'s state: {why}")
+    last, start = len(trace.states) - 1, trace.cycle_start
+    why = step_fault(model, trace.states[last], trace.loops_back, trace.states[start])
+    if why is not None:
+        return Replay(
+            trace, False, last, f"the cycle does not close ({trace.loops_back} back to step {start}): {why}"
+        )
+    cycle = trace.states[start:]
+    moves = [(str(trace.actions[n]), trace.states[n]) for n in range(start + 1, last + 1)]
+    why = unfair(model, cycle, [*moves, (trace.loops_back, trace.states[start])])
+    if why is not None:
+        return Replay(trace, False, start, f"the cycle is not fair: {why}")
+    return Replay(trace, True, violated=violates(found[0], trace.states, start))

@@ -13,12 +13,13 @@ checked, no state or action constraint, no codec (the explorer derives one, see 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, Literal, overload
 
 import attrs
 
 from pymc_resume.errors import BadInput
+from pymc_resume.explore.model_names import missing_required, unknown_attribute
 from pymc_resume.explore.protocol import AlwaysReachable, Invariant
 from pymc_resume.explore.temporal import SF, TEMPORAL_KINDS, WF
 
@@ -30,6 +31,27 @@ class ModelError(BadInput):
 
     # The model's traceback as text, when a worker process sent it (`raised.model_traceback`).
     model_traceback: str | None = None
+
+
+class ModelFault(ModelError):
+    """An exception raised by the model's code, in one line naming the function and the state,
+    with the shortest path to that state (`trace`: `result.Step`s; the last one's action
+    produced it), as TLC prints the behaviour leading to an evaluation error."""
+
+    trace: tuple = ()
+
+
+def _fault_in_initial(error: Exception, function: str, state) -> ModelFault:
+    """The model raised while its first states were checked: the path is the state itself."""
+    from pymc_resume.explore.result import Step  # (result imports nothing of ours back)
+
+    text = " ".join(str(error).split())[:300]
+    fault = ModelFault(
+        f"the model raised {type(error).__name__}: {text} in {function} in state {short(state, 120)} "
+        "(an initial state)"
+    )
+    fault.trace = (Step(None, state),)
+    return fault
 
 
 @attrs.frozen
@@ -52,6 +74,10 @@ class ValidModel:
     # Symmetry: the representative of a state's class (`explore(canonical=...)`); the model's
     # own, used unless a run turns symmetry off.
     canonical: Callable[[State], State] | None = None
+    # TLC's VIEW: states equal under it are one state, for every check, temporal ones included
+    # (not an option of the run, as a symmetry is; `canonical` reduces only the safety search,
+    # since a temporal verdict on symmetry classes can be wrong).
+    view: Callable[[State], State] | None = None
     # The names of the model's actions (optional): coverage lists those never taken. An action
     # label is one of them, or one of them followed by its parameters: "Prepare(r1)".
     actions: tuple[str, ...] = ()
@@ -60,6 +86,10 @@ class ValidModel:
     temporal: tuple = ()
     fairness: tuple = ()
     stuttering: bool = False
+    # Whether a step outside `constraint`/`action_constraint` still enables its action for
+    # fairness: TLC's ENABLED ignores the constraints (the default, False); True is the
+    # constrained reading (an action whose only steps leave the constraints is disabled).
+    enabled_within_constraints: bool = False
 
 
 @overload
@@ -74,7 +104,7 @@ def _callable(model, name: str, required: bool = False) -> Callable | None:
     found = getattr(model, name, None)
     if found is None:
         if required:
-            raise ModelError(f"model.{name}: missing; a model needs {name}()")
+            raise ModelError(missing_required(model, name))
         return None
     if not callable(found):
         raise ModelError(f"model.{name}: must be a method, got {type(found).__name__}")
@@ -85,6 +115,11 @@ def _properties(model, name: str, kind: type[Invariant] | type[AlwaysReachable],
     found = getattr(model, name, None)
     if found is None:
         return ()
+    if isinstance(found, Mapping):
+        raise ModelError(
+            f"model.{name}: must be a list of {kind.__name__}(name, {field}) values, got a "
+            f"{type(found).__name__} (list its values: [{kind.__name__}(name, {field}), ...])"
+        )
     if isinstance(found, (str, bytes)) or not isinstance(found, Iterable):
         raise ModelError(f"model.{name}: must be a list of {kind.__name__}s, got {type(found).__name__}")
     found = tuple(found)
@@ -114,7 +149,10 @@ def _temporal(model) -> tuple[tuple, tuple, bool]:
         ("temporal", TEMPORAL_KINDS, "a LeadsTo, InfinitelyOften or EventuallyAlways"),
         ("fairness", (WF, SF), "a WF(action) or SF(action)"),
     ):
-        items = getattr(model, name, None) or ()
+        items = getattr(model, name, None)
+        items = () if items is None else items
+        if isinstance(items, Mapping):
+            raise ModelError(f"model.{name}: must be a list of {what}s, got a {type(items).__name__}")
         if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
             raise ModelError(f"model.{name}: must be a list, got {type(items).__name__}")
         items = tuple(items)
@@ -142,6 +180,14 @@ def _temporal(model) -> tuple[tuple, tuple, bool]:
     if found[1] and not found[0]:
         raise ModelError("model.fairness: given without temporal properties, it constrains nothing")
     return found[0], found[1], stuttering
+
+
+def _flag(model, name: str) -> bool:
+    """A boolean attribute of the model (False when it has none)."""
+    value = getattr(model, name, False)
+    if not isinstance(value, bool):
+        raise ModelError(f"model.{name}: must be True or False, got {short(value)}")
+    return value
 
 
 def _hashable(state, where: str) -> None:
@@ -188,7 +234,14 @@ def _check_successors(valid: ValidModel, initial: list) -> None:
     pairs, and a state of another type than the initial ones is taken for a missing label."""
     kinds = {type(state) for state in initial}
     for state in initial[:INITIAL_STATES_CHECKED]:
-        produced = valid.successors(state)
+        try:
+            produced = valid.successors(state)
+            if not (
+                produced is None or isinstance(produced, (str, bytes)) or not isinstance(produced, Iterable)
+            ):
+                produced = list(produced)
+        except Exception as error:
+            raise _fault_in_initial(error, "model.successors()", state) from error
         if produced is None or isinstance(produced, (str, bytes)) or not isinstance(produced, Iterable):
             raise ModelError(
                 f"model.successors(state): must yield (action, next_state) pairs, "
@@ -210,39 +263,13 @@ def _check_successors(valid: ValidModel, initial: list) -> None:
                 )
 
 
-# Every attribute the explorer reads from a model (required and optional): a public attribute
-# of the model that is not one of them but looks like one is a misspelling, which would
-# otherwise be ignored silently (`invariant = [...]` checks nothing; `constrant` bounds nothing).
-KNOWN_ATTRIBUTES = (
-    "initial_states",
-    "successors",
-    "invariants",
-    "reachability",
-    "deadlock_is_error",
-    "constraint",
-    "action_constraint",
-    "codec",
-    "partition_key",
-    "all_hold",
-    "canonical",
-    "actions",
-    "temporal",
-    "fairness",
-    "stuttering",
-)
-
-
-def _near_misses(model) -> None:
-    """Refuse a public attribute whose name is a near miss of a known one, naming both."""
-    for name in dir(model):
-        if name.startswith("_") or name in KNOWN_ATTRIBUTES:
-            continue
-        close = difflib.get_close_matches(name, KNOWN_ATTRIBUTES, n=1, cutoff=0.8)
-        if close and getattr(model, close[0], None) is None:
-            raise ModelError(
-                f"model.{name}: not an attribute the explorer reads; did you mean {close[0]!r}? "
-                f"(rename it, or start it with _ if it is the model's own)"
-            )
+def _check_state_fields(model) -> None:
+    """`state_fields`, if given, names a tuple state's positions: a list of strings."""
+    fields = getattr(model, "state_fields", None)
+    if fields is not None and (
+        not isinstance(fields, (list, tuple)) or not all(type(name) is str and name for name in fields)
+    ):
+        raise ModelError(f"model.state_fields: must be a list of field names (strings), got {short(fields)}")
 
 
 def _action_names(model) -> tuple[str, ...]:
@@ -256,7 +283,12 @@ def validated(model, check_deadlock: bool | None = None) -> ValidModel:
     """`model` read, defaulted and checked; `check_deadlock` overrides its `deadlock_is_error`."""
     if isinstance(model, ValidModel):
         return model if check_deadlock is None else attrs.evolve(model, deadlock_is_error=check_deadlock)
-    _near_misses(model)
+    if model is None:
+        raise ModelError("model: the factory returned None, not a model (does it end with `return`?)")
+    unknown = unknown_attribute(model)
+    if unknown is not None:
+        raise ModelError(unknown)
+    _check_state_fields(model)
     deadlock = getattr(model, "deadlock_is_error", True)
     if not isinstance(deadlock, bool):
         raise ModelError(f"model.deadlock_is_error: must be True or False, got {deadlock!r}")
@@ -274,14 +306,38 @@ def validated(model, check_deadlock: bool | None = None) -> ValidModel:
         partition_key=_callable(model, "partition_key"),
         all_hold=_callable(model, "all_hold"),
         canonical=_callable(model, "canonical"),
+        view=_callable(model, "view"),
         actions=_action_names(model),
         temporal=temporal,
         fairness=fairness,
         stuttering=stuttering,
+        enabled_within_constraints=_flag(model, "enabled_within_constraints"),
     )
+    if valid.view is not None and valid.canonical is not None:
+        raise ModelError(
+            "model.view and model.canonical: one or the other (TLC's VIEW or SYMMETRY), not both"
+        )
     names = [p.name for p in (*valid.invariants, *valid.reachability, *valid.temporal)]
     for name in names:
         if names.count(name) > 1:
             raise ModelError(f"model: two properties named {name!r} (invariants, reachability, temporal)")
+    _check_fairness_labels(valid)
     _check_successors(valid, _initial(valid))
     return valid
+
+
+def _check_fairness_labels(valid: ValidModel) -> None:
+    """A fairness condition naming a label that is none of the model's declared `actions`
+    (itself, or followed by its parameters) is refused before the search; without `actions`
+    it is known only after it (`liveness.unknown_fairness_labels`)."""
+    if not valid.actions:
+        return
+    for position, condition in enumerate(valid.fairness):
+        label = condition.action
+        if isinstance(label, str) and label.split("(", 1)[0] not in valid.actions:
+            close = difflib.get_close_matches(label, valid.actions, n=1, cutoff=0.6)
+            mean = f"; did you mean {close[0]!r}?" if close else ""
+            raise ModelError(
+                f"model.fairness[{position}]: {condition.shown()} names {label!r}, none of "
+                f"model.actions ({', '.join(valid.actions)}){mean}"
+            )

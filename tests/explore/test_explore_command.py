@@ -323,8 +323,8 @@ def test_an_exception_in_the_model_names_the_function_state_and_action_in_one_li
     (tmp_path / "divides.py").write_text(RAISING_MODEL)
     done = explore_cli(f"{tmp_path / 'divides.py'}:Divides", "--workers", workers)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
-    assert "ZeroDivisionError" in done.stderr and "in successors()" in done.stderr
-    assert "while expanding state (2, 0) (the last action it yielded: 'IncA')" in done.stderr
+    assert "ZeroDivisionError" in done.stderr and "in model.successors()" in done.stderr
+    assert "in state (2, 0) (reached by IncA, step 2)" in done.stderr  # the action that produced it
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
