@@ -21,10 +21,11 @@ import time
 from pathlib import Path
 
 from pymc_resume.checking.check import peak_rss_mib
-from pymc_resume.explore import explore, snapshot
-from pymc_resume.explore.inprocess import InProcess
+from pymc_resume.explore import explore
+from pymc_resume.explore.engines.inprocess import InProcess
+from pymc_resume.explore.engines.workers import WorkerPool
 from pymc_resume.explore.search import SnapshotSchedule
-from pymc_resume.explore.workers import WorkerPool
+from pymc_resume.explore.snapshots import snapshot
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.semantics import ResumeModel
 

@@ -198,8 +198,8 @@ def _start_ray(workers: int) -> int:
 
     @ray.remote(num_cpus=1)
     def started_worker_rss() -> int:
-        import pymc_resume.explore.service  # noqa: F401 - what an actor imports
-        from pymc_resume.explore.memory import resident_bytes
+        import pymc_resume.explore.engines.service  # noqa: F401 - what an actor imports
+        from pymc_resume.explore.store.memory import resident_bytes
 
         return resident_bytes()
 
@@ -209,9 +209,11 @@ def _start_ray(workers: int) -> int:
 def _prepare_pymc_resume(spec: dict):
     """Import and build everything first (so the baseline RSS includes it); return the run
     (for a Ray run, with the resident bytes a Ray worker starts with: `worker_start_rss`)."""
-    from pymc_resume.explore import explore, frontier, snapshot
-    from pymc_resume.explore.progress import ProgressPrinter
+    from pymc_resume.explore import explore
+    from pymc_resume.explore.engines.progress import ProgressPrinter
     from pymc_resume.explore.search import SnapshotSchedule
+    from pymc_resume.explore.snapshots import snapshot
+    from pymc_resume.explore.store import frontier
 
     if spec["model"].startswith("twophase-plain-"):
         from bench.two_phase_plain import TwoPhasePlain

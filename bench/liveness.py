@@ -3,7 +3,7 @@
     python bench/liveness.py --json live.json            # EWD840 N=7 (172,286 states), ~1 minute
     python bench/liveness.py --n 8 --json live8.json     # N=8 (about 1.2 million states)
 
-The temporal pass (`pymc_resume/explore/liveness.py`) enumerates the graph again after the safety
+The temporal pass (`pymc_resume/explore/properties/liveness.py`) enumerates the graph again after the safety
 search. This script runs that pass alone, on tlaplus/Examples' EWD840 (`examples/ewd840.py`, its
 `Liveness` under `WF_vars(System)`, which holds, so every state and edge is looked at), in three
 configurations, each in a fresh child process so that its memory is its own:
@@ -47,10 +47,10 @@ def run_one(configuration: str, n: int) -> dict:
     sys.path.insert(0, str(ROOT / "examples"))
     from ewd840 import EWD840
 
-    from pymc_resume.explore import adjacency, liveness
-    from pymc_resume.explore.limits import Limits
-    from pymc_resume.explore.memory import peak_bytes, resident_bytes
+    from pymc_resume.explore.properties import adjacency, liveness
     from pymc_resume.explore.result import ExplorationResult
+    from pymc_resume.explore.store.limits import Limits
+    from pymc_resume.explore.store.memory import peak_bytes, resident_bytes
     from pymc_resume.explore.validate import validated
 
     if configuration == "in-memory":

@@ -8,7 +8,7 @@ the spec's four variables as a tuple
     (rmState, tmState, tmPrepared, msgs)
      tuple of N strs, a str, a frozenset of RM indices, a frozenset of messages
 
-and the explorer derives a compact encoding itself (`pymc_resume.explore.plain`). The benchmark
+and the explorer derives a compact encoding itself (`pymc_resume.explore.store.plain`). The benchmark
 compares it with the hand-packed model: a model written plainly should gain what the packed one
 gains. TLC: N=3 288, N=6 50816, N=7 296448, N=8 1745408 distinct states.
 """

@@ -581,7 +581,7 @@ def _make_hostile(ck: Path, target: str, how: str, data) -> None:
         else:
             path.symlink_to({"urandom": "/dev/urandom", "zero": "/dev/zero", "passwd": "/etc/passwd"}[how])
     elif how == "sparse":
-        # A partition has no size limit of its own (explore/snapshot.py reads it whole): a
+        # A partition has no size limit of its own (explore/snapshots/snapshot.py reads it whole): a
         # moderate giant for it, 3 GiB for the pointer and the manifest, which are limited.
         with open(path, "r+b") as handle:
             handle.truncate(20 * 2**20 if target == "partition" else 3 * 2**30)
@@ -1051,7 +1051,7 @@ def _make_explore_case(folder: Path, ck: Path, target: str, how: str, value) -> 
         # A well-formed header claiming 3 GiB, a sparse file of that length, and a manifest
         # that claims a billion states: refused by the run's budget before a byte is read.
         level = ck / (ck / "current").read_text().strip()
-        from pymc_resume.explore import persisted
+        from pymc_resume.explore.store import persisted
 
         partition = level / "partition-0.state"
         size = 3 * 2**30

@@ -98,7 +98,7 @@ from click.testing import CliRunner
 
 from pymc_resume.checking.check import run_check
 from pymc_resume.cli import main
-from pymc_resume.explore import persisted
+from pymc_resume.explore.store import persisted
 
 
 @pytest.fixture(scope="module")

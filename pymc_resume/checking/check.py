@@ -9,10 +9,10 @@ from collections.abc import Callable
 import attrs
 
 from pymc_resume.explore import ExplorationResult, explore
-from pymc_resume.explore.memory import peak_bytes
+from pymc_resume.explore.engines.simulate import SimulationResult, simulate
 from pymc_resume.explore.search import SnapshotSchedule
-from pymc_resume.explore.simulate import SimulationResult, simulate
-from pymc_resume.explore.snapshot import Snapshot, SnapshotError, shown
+from pymc_resume.explore.snapshots.snapshot import Snapshot, SnapshotError, shown
+from pymc_resume.explore.store.memory import peak_bytes
 from pymc_resume.model.bounds import Bounds, BoundsError, bounds_from_mapping
 from pymc_resume.model.clauses import CHECKS
 from pymc_resume.model.contract import CLAUSE_IDS, HOLDS, SKIPPED, VIOLATED

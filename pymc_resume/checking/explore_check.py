@@ -15,11 +15,11 @@ import attrs
 from pymc_resume.checking.check import peak_rss_mib
 from pymc_resume.errors import BadInput
 from pymc_resume.explore import ExplorationResult, explore
-from pymc_resume.explore.changes import changes
+from pymc_resume.explore.engines.simulate import SimulationResult, simulate
 from pymc_resume.explore.result import DEADLOCK, Step
 from pymc_resume.explore.search import SnapshotSchedule
-from pymc_resume.explore.simulate import SimulationResult, simulate
-from pymc_resume.explore.state_json import ModelClasses, encoded
+from pymc_resume.explore.traces.changes import changes
+from pymc_resume.explore.traces.state_json import ModelClasses, encoded
 from pymc_resume.explore.validate import ValidModel, validated
 from pymc_resume.model.contract import HOLDS, SKIPPED, VIOLATED
 

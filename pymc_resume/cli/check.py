@@ -26,10 +26,10 @@ from pymc_resume.cli.options import (
     snapshot_flags,
 )
 from pymc_resume.cli.paths import writable_file, writable_folder
-from pymc_resume.explore import snapshot
-from pymc_resume.explore.progress import ProgressPrinter, WalkPrinter
-from pymc_resume.explore.simulate import DEFAULT_DEPTH
-from pymc_resume.explore.snapshot import shown
+from pymc_resume.explore.engines.progress import ProgressPrinter, WalkPrinter
+from pymc_resume.explore.engines.simulate import DEFAULT_DEPTH
+from pymc_resume.explore.snapshots import snapshot
+from pymc_resume.explore.snapshots.snapshot import shown
 from pymc_resume.files import write_json
 from pymc_resume.model.bounds import Bounds, BoundsError, load_bounds
 from pymc_resume.model.mutants import MUTANTS

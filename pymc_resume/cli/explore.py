@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
+import attrs
 import click
 
 from pymc_resume.checking.explore_check import run_explore, simulate_explore, trace_rows
@@ -25,14 +26,14 @@ from pymc_resume.cli.options import (
 )
 from pymc_resume.cli.paths import writable_file, writable_folder
 from pymc_resume.errors import BadInput, PymcResumeError
-from pymc_resume.explore.graph_dump import LIMIT as GRAPH_LIMIT
-from pymc_resume.explore.graph_dump import dot, state_graph
-from pymc_resume.explore.progress import ProgressPrinter, WalkPrinter
-from pymc_resume.explore.raised import model_traceback
-from pymc_resume.explore.simulate import DEFAULT_DEPTH
-from pymc_resume.explore.state_json import ModelClasses
+from pymc_resume.explore.engines.progress import ProgressPrinter, WalkPrinter
+from pymc_resume.explore.engines.raised import model_traceback
+from pymc_resume.explore.engines.simulate import DEFAULT_DEPTH
 from pymc_resume.explore.target import absolute, load_model
-from pymc_resume.explore.trace_replay import Replay, read_trace, replay
+from pymc_resume.explore.traces.graph_dump import LIMIT as GRAPH_LIMIT
+from pymc_resume.explore.traces.graph_dump import dot, state_graph
+from pymc_resume.explore.traces.state_json import ModelClasses
+from pymc_resume.explore.traces.trace_replay import Replay, read_trace, replay
 from pymc_resume.explore.validate import ModelFault, validated
 from pymc_resume.files import write_atomically, write_json
 
@@ -109,187 +110,167 @@ from pymc_resume.files import write_atomically, write_json
 )
 @engine_flags
 @simulation_flags
-def explore_command(
-    target,
-    workers,
-    max_states,
-    max_seconds,
-    max_memory,
-    stop_at_first,
-    deadlock,
-    no_symmetry,
-    exact,
-    coverage,
-    checkpoint_dir,
-    checkpoint_every,
-    recover_dir,
-    json_path,
-    quiet,
-    show_traceback,
-    graph_path,
-    replay_file,
-    property_name,
-    engine,
-    address,
-    simulate,
-    seed,
-    depth,
-    walks,
-):
+def explore_command(**given):
     """Explore every state of the model TARGET (module:factory or path/to/file.py:factory,
     a callable returning the model) and judge its invariants, reachability properties and
     deadlocks. Exit 0 when every property holds, 1 when any is violated, 2 on bad input or
     when a limit stopped the run before it proved anything. With --simulate, random walks
     instead: exit 1 when a walk violates a property, else 0 (which proves nothing)."""
-    if replay_file is not None or property_name is not None:
-        _replay_command(
-            target,
-            replay_file,
-            property_name,
-            no_symmetry,
-            deadlock,
-            show_traceback,
-            {
-                "--workers": workers,
-                "--max-states": max_states,
-                "--max-seconds": max_seconds,
-                "--max-memory": max_memory,
-                "--stop-at-first": stop_at_first,
-                "--checkpoint-dir": checkpoint_dir,
-                "--checkpoint-every": checkpoint_every,
-                "--recover": recover_dir,
-                "--json": json_path,
-                "--engine ray": engine == "ray" or None,
-                "--simulate": simulate,
-                "--seed": seed,
-                "--depth": depth,
-                "--walks": walks,
-                "--dump-graph": graph_path,
-            },
-        )
+    options = ExploreOptions(**given)
+    if options.replay_file is not None or options.property_name is not None:
+        _replay_command(options)
         return
-    writable_file(json_path, "--json")
-    writable_file(graph_path, "--dump-graph")
-    if graph_path is not None and (simulate or recover_dir is not None):
-        fail(f"--dump-graph: not with {'--simulate' if simulate else '--recover'}")
-    refuse_for_simulation(
-        simulate,
-        {"--seed": seed, "--depth": depth, "--walks": walks},
-        {
-            "--workers": workers,
-            "--no-symmetry": no_symmetry,
-            "--exact": exact,
-            "--coverage": coverage,
-            "--max-states": max_states,
-            "--max-memory": max_memory,
-            "--checkpoint-dir": checkpoint_dir,
-            "--checkpoint-every": checkpoint_every,
-            "--recover": recover_dir,
-            "--engine ray": engine == "ray" or None,
-        },
-    )
-    refuse_lone_address(engine, address)
-    writable_folder(checkpoint_dir, "--checkpoint-dir")
-    from_snapshot = recorded = None
-    if recover_dir is not None:
-        recorded = _recovered(
-            recover_dir, target, workers, stop_at_first, checkpoint_dir, no_symmetry, exact, max_memory
-        )
-        from_snapshot, checkpoint_dir = recorded.snapshot, recover_dir
-        workers, stop_at_first = recorded.workers, recorded.stop_at_first
-        no_symmetry, exact = not recorded.symmetry, recorded.exact
-        # The run's own interval and limits, unless given again (max_memory is kept in bytes).
-        checkpoint_every = recorded.checkpoint_every if checkpoint_every is None else checkpoint_every
-        max_states = recorded.max_states if max_states is None else max_states
-        max_seconds = recorded.max_seconds if max_seconds is None else max_seconds
-        if max_memory is None and recorded.max_memory is not None:
-            max_memory = recorded.max_memory // 2**20
-    elif target is None:
+    _refuse_misplaced(options)
+    recorded = None
+    if options.recover_dir is not None:
+        recorded = _recovered(options)
+        options = _as_recorded(options, recorded)
+    elif options.target is None:
         fail("missing TARGET (module:factory or path/to/file.py:factory)")
-    if checkpoint_every is None:
-        checkpoint_every = 60.0
-    target = absolute(target)
-    model = _loaded(target, deadlock, max_seconds)
+    target = absolute(options.target)
+    model = _loaded(target, options.deadlock, options.max_seconds)
     try:
         if recorded is not None:
-            valid = guarded(target, lambda: validated(model, deadlock))
-            check_deadlock_matches(recorded, valid.deadlock_is_error, recover_dir)
-        if graph_path is not None:
-            _dump_graph(target, model, graph_path, deadlock, not no_symmetry)
-        if simulate:
-            report = simulate_explore(
-                target,
-                model,
-                seed=seed or 0,
-                depth=depth or DEFAULT_DEPTH,
-                walks=walks,
-                max_seconds=max_seconds,
-                stop_at_first=stop_at_first,
-                check_deadlock=deadlock,
-                progress=None if quiet else WalkPrinter(),
-            )
-        else:
-            report = _explore(
-                target,
-                model,
-                workers,
-                max_states,
-                max_seconds,
-                max_memory,
-                stop_at_first,
-                deadlock,
-                quiet,
-                checkpoint_dir,
-                checkpoint_every,
-                from_snapshot,
-                engine,
-                address,
-                not no_symmetry,
-                exact,
-                coverage,
-            )
+            valid = guarded(target, lambda: validated(model, options.deadlock))
+            check_deadlock_matches(recorded, valid.deadlock_is_error, options.recover_dir)
+        if options.graph_path is not None:
+            _dump_graph(target, model, options.graph_path, options.deadlock, not options.no_symmetry)
+        report = _walks(target, model, options) if options.simulate else _explore(target, model, options)
     except PymcResumeError as error:
-        if show_traceback:
+        if options.show_traceback:
             _print_traceback(error)
-        _report_fault(target, model, error, json_path)
+        _report_fault(target, model, error, options.json_path)
         raise
     except Exception as error:
         if os.environ.get("PYMC_RESUME_DEBUG") == "1":
             raise
-        if show_traceback:
+        if options.show_traceback:
             _print_traceback(error)
         raise BadInput(
             f"{target}: the model raised {type(error).__name__}: {error} while "
             "being explored (--traceback shows where)"
         ) from None
-    click.echo(explore_text(report))
-    if json_path:
-        write_json(json_path, report.as_json())
-    if report.violated:
-        sys.exit(1)
-    if not report.result.complete and not simulate:
-        fail(f"exploration incomplete, nothing proved: {report.result.stopped_because}")
+    _finish(report, options)
 
 
-def _explore(
-    target,
-    model,
-    workers,
-    max_states,
-    max_seconds,
-    max_memory,
-    stop_at_first,
-    deadlock,
-    quiet,
-    checkpoint_dir,
-    checkpoint_every,
-    from_snapshot,
-    engine,
-    address,
-    symmetry,
-    exact,
-    coverage,
-):
+@attrs.frozen
+class ExploreOptions:
+    """The command line of `explore`, as click hands it over."""
+
+    target: str | None
+    workers: int | None
+    max_states: int | None
+    max_seconds: float | None
+    max_memory: int | None  # MiB
+    stop_at_first: bool
+    deadlock: bool | None
+    no_symmetry: bool
+    exact: bool
+    coverage: bool
+    checkpoint_dir: str | None
+    checkpoint_every: float | None
+    recover_dir: str | None
+    json_path: str | None
+    quiet: bool
+    show_traceback: bool
+    graph_path: str | None
+    replay_file: str | None
+    property_name: str | None
+    engine: str
+    address: str | None
+    simulate: bool
+    seed: int | None
+    depth: int | None
+    walks: int | None
+    from_snapshot: object = None  # not an option: the checkpoint a recovery continues
+
+    def search_options(self) -> dict[str, object]:
+        """The options only a search (not a replay) uses, by flag, with their values."""
+        return {
+            "--workers": self.workers,
+            "--max-states": self.max_states,
+            "--max-seconds": self.max_seconds,
+            "--max-memory": self.max_memory,
+            "--stop-at-first": self.stop_at_first,
+            "--checkpoint-dir": self.checkpoint_dir,
+            "--checkpoint-every": self.checkpoint_every,
+            "--recover": self.recover_dir,
+            "--json": self.json_path,
+            "--engine ray": self.engine == "ray" or None,
+            "--simulate": self.simulate,
+            "--seed": self.seed,
+            "--depth": self.depth,
+            "--walks": self.walks,
+            "--dump-graph": self.graph_path,
+        }
+
+
+def _refuse_misplaced(options: ExploreOptions) -> None:
+    """Paths that cannot be written, and options that do not apply to this kind of run."""
+    writable_file(options.json_path, "--json")
+    writable_file(options.graph_path, "--dump-graph")
+    if options.graph_path is not None and (options.simulate or options.recover_dir is not None):
+        fail(f"--dump-graph: not with {'--simulate' if options.simulate else '--recover'}")
+    refuse_for_simulation(
+        options.simulate,
+        {"--seed": options.seed, "--depth": options.depth, "--walks": options.walks},
+        {
+            "--workers": options.workers,
+            "--no-symmetry": options.no_symmetry,
+            "--exact": options.exact,
+            "--coverage": options.coverage,
+            "--max-states": options.max_states,
+            "--max-memory": options.max_memory,
+            "--checkpoint-dir": options.checkpoint_dir,
+            "--checkpoint-every": options.checkpoint_every,
+            "--recover": options.recover_dir,
+            "--engine ray": options.engine == "ray" or None,
+        },
+    )
+    refuse_lone_address(options.engine, options.address)
+    writable_folder(options.checkpoint_dir, "--checkpoint-dir")
+
+
+def _as_recorded(options: ExploreOptions, recorded) -> ExploreOptions:
+    """The options of the run `--recover` continues: its workers, stopping rule, symmetry and
+    store, checkpointing into its own folder; its interval and limits unless given again."""
+    return attrs.evolve(
+        options,
+        workers=recorded.workers,
+        stop_at_first=recorded.stop_at_first,
+        no_symmetry=not recorded.symmetry,
+        exact=recorded.exact,
+        from_snapshot=recorded.snapshot,
+        checkpoint_dir=options.recover_dir,
+        checkpoint_every=_given_or(options.checkpoint_every, recorded.checkpoint_every),
+        max_states=_given_or(options.max_states, recorded.max_states),
+        max_seconds=_given_or(options.max_seconds, recorded.max_seconds),
+        max_memory=_given_or(
+            options.max_memory, None if recorded.max_memory is None else recorded.max_memory // 2**20
+        ),  # (kept in bytes, given in MiB)
+    )
+
+
+def _given_or(given, recorded):
+    return recorded if given is None else given
+
+
+def _walks(target: str, model, options: ExploreOptions):
+    """`--simulate`: random walks through the model, judged on what they visit."""
+    return simulate_explore(
+        target,
+        model,
+        seed=options.seed or 0,
+        depth=options.depth or DEFAULT_DEPTH,
+        walks=options.walks,
+        max_seconds=options.max_seconds,
+        stop_at_first=options.stop_at_first,
+        check_deadlock=options.deadlock,
+        progress=None if options.quiet else WalkPrinter(),
+    )
+
+
+def _explore(target: str, model, options: ExploreOptions):
     """The exhaustive run, with the command's options (a SystemExit the model raises in this
     process is its failure, one line: `model_trial.guarded`)."""
     return guarded(
@@ -297,24 +278,36 @@ def _explore(
         lambda: run_explore(
             target,
             model,
-            workers=workers or 1,
-            max_states=max_states,
-            max_seconds=max_seconds,
-            max_memory=max_memory * 2**20 if max_memory else None,
-            stop_at_first=stop_at_first,
-            check_deadlock=deadlock,
-            progress=None if quiet else ProgressPrinter(),
-            checkpoint_dir=checkpoint_dir,
-            checkpoint_every=checkpoint_every,
-            from_snapshot=from_snapshot,
-            engine=engine,
-            address=address,
-            symmetry=symmetry,
-            exact=exact,
-            coverage=coverage,
+            workers=options.workers or 1,
+            max_states=options.max_states,
+            max_seconds=options.max_seconds,
+            max_memory=options.max_memory * 2**20 if options.max_memory else None,
+            stop_at_first=options.stop_at_first,
+            check_deadlock=options.deadlock,
+            progress=None if options.quiet else ProgressPrinter(),
+            checkpoint_dir=options.checkpoint_dir,
+            checkpoint_every=60.0 if options.checkpoint_every is None else options.checkpoint_every,
+            from_snapshot=options.from_snapshot,
+            engine=options.engine,
+            address=options.address,
+            symmetry=not options.no_symmetry,
+            exact=options.exact,
+            coverage=options.coverage,
         ),
         "explored",
     )
+
+
+def _finish(report, options: ExploreOptions) -> None:
+    """Print the report, write its JSON, exit 1 for a violation, 2 for a search a limit cut
+    short (nothing proved)."""
+    click.echo(explore_text(report))
+    if options.json_path:
+        write_json(options.json_path, report.as_json())
+    if report.violated:
+        sys.exit(1)
+    if not report.result.complete and not options.simulate:
+        fail(f"exploration incomplete, nothing proved: {report.result.stopped_because}")
 
 
 def _report_fault(target: str, model, error: BaseException, json_path: str | None) -> None:
@@ -335,26 +328,27 @@ def _dump_graph(target, model, path, deadlock, symmetry) -> None:
     write_atomically(path, dot(graph, target, getattr(model, "state_fields", None)))
 
 
-def _replay_command(target, replay_file, property_name, no_symmetry, deadlock, show_traceback, others):
+def _replay_command(options: ExploreOptions) -> None:
     """`--replay-trace FILE`: replay a recorded trace against the model (no search)."""
-    if replay_file is None:
+    if options.replay_file is None:
         fail("--property: only with --replay-trace")
-    given = [name for name, value in others.items() if value]
+    given = [name for name, value in options.search_options().items() if value]
     if given:
         fail(f"--replay-trace: {given[0]} does not apply (a replay runs no search)")
-    if target is None:
+    if options.target is None:
         fail("missing TARGET (module:factory or path/to/file.py:factory)")
-    target = absolute(target)
+    target, deadlock = absolute(options.target), options.deadlock
     model = _loaded(target, deadlock, None)
     try:
         valid = guarded(target, lambda: validated(model, deadlock))
-        outcome = replay(valid, read_trace(replay_file, valid, property_name), symmetry=not no_symmetry)
+        trace = read_trace(options.replay_file, valid, options.property_name)
+        outcome = replay(valid, trace, symmetry=not options.no_symmetry)
     except PymcResumeError as error:
-        if show_traceback:
+        if options.show_traceback:
             _print_traceback(error)
         raise
     except Exception as error:
-        if show_traceback:
+        if options.show_traceback:
             _print_traceback(error)
         raise BadInput(
             f"{target}: the model raised {type(error).__name__}: {error} while the trace was "
@@ -397,15 +391,21 @@ def _print_traceback(error: BaseException) -> None:
         click.echo(text.rstrip("\n"), err=True)
 
 
-def _recovered(folder, target, workers, stop_at_first, checkpoint_dir, no_symmetry, exact, max_memory):
+def _recovered(options: ExploreOptions):
     """`--recover FOLDER`: the checkpointed run of TARGET, checked (`explore_recovery`)."""
-    if workers or stop_at_first or checkpoint_dir or no_symmetry or exact:
+    if (
+        options.workers
+        or options.stop_at_first
+        or options.checkpoint_dir
+        or options.no_symmetry
+        or options.exact
+    ):
         fail(
             "--recover: the run's workers, symmetry, store, --stop-at-first and checkpoint folder "
             "come from the checkpoint; do not pass them again"
         )
-    writable_folder(folder, "--recover")
-    return recorded_run(folder, target, max_memory)
+    writable_folder(options.recover_dir, "--recover")
+    return recorded_run(options.recover_dir, options.target, options.max_memory)
 
 
 def _loaded(target: str, deadlock, max_seconds):

@@ -18,8 +18,8 @@ import attrs
 
 from pymc_resume.cli.errors import fail
 from pymc_resume.cli.options import MAX_WORKERS
-from pymc_resume.explore import snapshot
-from pymc_resume.explore.snapshot import shown
+from pymc_resume.explore.snapshots import snapshot
+from pymc_resume.explore.snapshots.snapshot import shown
 from pymc_resume.explore.target import absolute
 
 

@@ -271,7 +271,7 @@ def refuse_for_simulation(simulate: bool, simulation_only: dict, exhaustive_only
             raise click.UsageError(f"{given[0]}: only with --simulate")
 
 
-# `--exact`, shared by `check` and `explore`: the visited store (explore/fingerprints.py).
+# `--exact`, shared by `check` and `explore`: the visited store (explore/store/fingerprints.py).
 def json_option(what: str = "the result", again: bool = False):
     """`--json PATH` (the parameter `json_path`): where a command writes `what` as JSON,
     atomically (and, with `again`, again at every finding, so that a killed run keeps them)."""

@@ -9,25 +9,27 @@ Counts, verdicts and shortest-trace lengths do not depend on the number of worke
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 
 import attrs
 
 from pymc_resume.errors import BadInput, PymcResumeError
-from pymc_resume.explore import liveness, snapshot
-from pymc_resume.explore.inprocess import InProcess
-from pymc_resume.explore.limits import Limits
-from pymc_resume.explore.model_fault import ModelFault, located
-from pymc_resume.explore.partition import MODEL_RAISED
-from pymc_resume.explore.progress import Snapshot
+from pymc_resume.explore.engines.inprocess import InProcess
+from pymc_resume.explore.engines.progress import Snapshot
+from pymc_resume.explore.engines.workers import WorkerPool
+from pymc_resume.explore.level.partition import MODEL_RAISED
+from pymc_resume.explore.properties import liveness
+from pymc_resume.explore.properties.reachability import shallowest_unable
 from pymc_resume.explore.protocol import Model
-from pymc_resume.explore.reachability import shallowest_unable
 from pymc_resume.explore.result import ExplorationResult, Violation
-from pymc_resume.explore.trace import shortest_trace
+from pymc_resume.explore.snapshots import snapshot
+from pymc_resume.explore.store.limits import Limits
+from pymc_resume.explore.traces.model_fault import ModelFault, located
+from pymc_resume.explore.traces.trace import shortest_trace
 from pymc_resume.explore.validate import ModelError, validated
-from pymc_resume.explore.workers import WorkerPool
 
 ProgressCallback = Callable[..., None]
 
@@ -66,14 +68,9 @@ def explore(
     per action, the successors it generated and the new states it found (one worker).
     """
     _refuse_impossible(workers, max_states, max_seconds, max_memory)
-    if engine not in ENGINES:
-        raise BadInput(f"engine: must be one of {', '.join(ENGINES)}, got {engine!r}")
-    if address is not None and engine != "ray":
-        raise BadInput("address: only with the ray engine")
-    if coverage and (workers > 1 or engine == "ray"):
-        raise BadInput("coverage: counted in one process; run it with one worker and no Ray")
-    if coverage and (snapshots is not None or from_snapshot is not None):
-        raise BadInput("coverage: its counts are not kept in checkpoints; run it without them")
+    _refuse_combinations(
+        workers, engine, address, coverage, snapshots is not None or from_snapshot is not None
+    )
     model = validated(model, check_deadlock)
     canonical = _with_view(model, canonical)
     if from_snapshot is not None and len(from_snapshot.partitions) != workers:
@@ -82,44 +79,43 @@ def explore(
         )
     started = time.monotonic() - (from_snapshot.elapsed if from_snapshot else 0.0)
     limits = Limits(max_states, max_seconds, max_memory)
-    # States are long-lived tuples that never form cycles: the cyclic garbage collector only
-    # rescans them (it cost 40-60% of the time on the reference semantics). Workers fork with
-    # it off too.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with _collector_off(), _faults_reported(model, limits, recovering=from_snapshot is not None):
         level_holder = [0]  # the level running, for progress lines in the middle of a level
         backend = _backend(
-            model,
-            workers,
-            canonical,
-            limits,
-            started,
-            stop_at_first,
-            engine,
-            address,
-            progress,
-            level_holder,
-            exact,
-            coverage,
-        )
+            model, workers, canonical, limits, started, stop_at_first, engine, address, progress,
+            level_holder, exact, coverage,
+        )  # fmt: skip
         result = _explore(
-            model,
-            backend,
-            limits,
-            started,
-            canonical,
-            progress,
-            snapshots,
-            from_snapshot,
-            level_holder,
-            exact,
-        )
+            model, backend, limits, started, canonical, progress, snapshots, from_snapshot,
+            level_holder, exact,
+        )  # fmt: skip
         if model.temporal:  # decided in this process, after the search (`liveness`)
             # On the unreduced graph, whatever the symmetry: a temporal verdict on class
             # representatives can be wrong both ways (TLC warns; here it is never given).
             result = _decided(model, result, limits, started, exact, stop_at_first)
         return result
+
+
+@contextlib.contextmanager
+def _collector_off() -> Iterator[None]:
+    """The cyclic garbage collector off while the search runs: states are long-lived tuples
+    that never form cycles, so it only rescans them (it cost 40-60% of the time on the
+    reference semantics). Workers fork with it off too."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
+@contextlib.contextmanager
+def _faults_reported(model, limits: Limits, recovering: bool) -> Iterator[None]:
+    """An exception the model raised, located with the path to its state (`model_fault`);
+    in a recovered run, an error that says the checkpoint does not fit the model."""
+    try:
+        yield
     except ModelError as error:
         if isinstance(error, ModelFault) or not str(error).startswith(MODEL_RAISED):
             raise
@@ -127,17 +123,30 @@ def explore(
     except PymcResumeError:
         raise
     except (LookupError, ValueError, TypeError, AttributeError, StopIteration) as error:
-        if from_snapshot is None:
+        if not recovering:
             raise
-        # A checkpoint can pass every check and still not be this run's (keys swapped by hand):
-        # then a level or a trace replay does not fit the model.
-        raise snapshot.SnapshotError(
-            f"the recovered run failed ({type(error).__name__}: {error}): the checkpoint does "
-            "not fit the model (was its folder altered?)"
-        ) from None
-    finally:
-        if collecting:
-            gc.enable()
+        raise _not_this_run(error) from None
+
+
+def _refuse_combinations(workers, engine, address, coverage, snapshotting: bool) -> None:
+    """Engine options and coverage where they cannot apply are refused."""
+    if engine not in ENGINES:
+        raise BadInput(f"engine: must be one of {', '.join(ENGINES)}, got {engine!r}")
+    if address is not None and engine != "ray":
+        raise BadInput("address: only with the ray engine")
+    if coverage and (workers > 1 or engine == "ray"):
+        raise BadInput("coverage: counted in one process; run it with one worker and no Ray")
+    if coverage and snapshotting:
+        raise BadInput("coverage: its counts are not kept in checkpoints; run it without them")
+
+
+def _not_this_run(error: Exception) -> snapshot.SnapshotError:
+    """A recovered run that failed: a checkpoint can pass every check and still not be this
+    run's (keys swapped by hand), and then a level or a trace replay does not fit the model."""
+    return snapshot.SnapshotError(
+        f"the recovered run failed ({type(error).__name__}: {error}): the checkpoint does "
+        "not fit the model (was its folder altered?)"
+    )
 
 
 def _decided(model, result, limits, started, exact, stop_at_first) -> ExplorationResult:
@@ -193,7 +202,7 @@ def _backend(
     """The engine that runs the partitions: in this process (one worker), worker processes,
     or Ray actors."""
     if engine == "ray":
-        from pymc_resume.explore.ray_engine import RayEngine  # the optional extra
+        from pymc_resume.explore.engines.ray_engine import RayEngine  # the optional extra
 
         return RayEngine(
             model,

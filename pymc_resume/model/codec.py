@@ -15,8 +15,8 @@ successor's fingerprint costs a list lookup a part on top of its encoding.
 
 from __future__ import annotations
 
-from pymc_resume.explore.codec import Interner, InternerTables, PartHashes
-from pymc_resume.explore.stable_hash import part_hash
+from pymc_resume.explore.store.codec import Interner, InternerTables, PartHashes
+from pymc_resume.explore.store.stable_hash import part_hash
 from pymc_resume.model.state import World
 
 ID_BITS = 32  # bits per part id

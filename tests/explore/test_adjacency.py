@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from pymc_resume.explore.adjacency import Adjacency
+from pymc_resume.explore.properties.adjacency import Adjacency
 
 # Five sources with 2, 0, 3, 1 and 2 edges: (target, code) each.
 EDGES = [[(1, 2), (2, 3)], [], [(0, 0), (2, 5), (4, 1)], [(3, 7)], [(0, 2), (1, 3)]]

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from pymc_resume.explore.limits import Limits, MemoryForecast, results_reserve
+from pymc_resume.explore.store.limits import Limits, MemoryForecast, results_reserve
 
 
 def test_the_memory_message_says_what_was_counted():

@@ -11,7 +11,8 @@ import pytest
 from two_phase import TwoPhase
 
 from pymc_resume.errors import BadInput, EnvironmentProblem
-from pymc_resume.explore import explore, ray_engine
+from pymc_resume.explore import explore
+from pymc_resume.explore.engines import ray_engine
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,12 +6,14 @@ import pytest
 from run_summary import summary
 from two_phase import TwoPhase
 
-from pymc_resume.explore import AlwaysReachable, Invariant, exchange, explore, snapshot
-from pymc_resume.explore.exchange import HashKeys, fingerprint_of_state, part_hash, ship_ratios
-from pymc_resume.explore.partition import Partition
-from pymc_resume.explore.plain import PlainCodec
+from pymc_resume.explore import AlwaysReachable, Invariant, explore
+from pymc_resume.explore.level import exchange
+from pymc_resume.explore.level.exchange import HashKeys, fingerprint_of_state, part_hash, ship_ratios
+from pymc_resume.explore.level.partition import Partition
 from pymc_resume.explore.search import SnapshotSchedule
-from pymc_resume.explore.stable_hash import stable_hash
+from pymc_resume.explore.snapshots import snapshot
+from pymc_resume.explore.store.plain import PlainCodec
+from pymc_resume.explore.store.stable_hash import stable_hash
 from pymc_resume.explore.validate import ModelError, validated
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.semantics import ResumeModel

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from pymc_resume.explore import explore
-from pymc_resume.explore.fingerprints import (
+from pymc_resume.explore.store.fingerprints import (
     FingerprintStore,
     collision_probability,
     fingerprints_of,
     summed_risk,
 )
-from pymc_resume.explore.plain import PlainCodec
+from pymc_resume.explore.store.plain import PlainCodec
 
 
 def test_chunks_get_the_ids_a_dict_gives_in_order_of_first_sighting():

@@ -7,8 +7,9 @@ import os
 import pytest
 from two_phase import TwoPhase
 
-from pymc_resume.explore import explore, frontier
-from pymc_resume.explore.frontier import Frontier
+from pymc_resume.explore import explore
+from pymc_resume.explore.store import frontier
+from pymc_resume.explore.store.frontier import Frontier
 
 
 @pytest.mark.parametrize(

@@ -11,9 +11,9 @@ import pytest
 
 from pymc_resume.errors import BadInput
 from pymc_resume.explore import Invariant, explore
-from pymc_resume.explore.changes import changes
-from pymc_resume.explore.plain import PlainCodec
-from pymc_resume.explore.stable_hash import stable_hash
+from pymc_resume.explore.store.plain import PlainCodec
+from pymc_resume.explore.store.stable_hash import stable_hash
+from pymc_resume.explore.traces.changes import changes
 from pymc_resume.explore.validate import INITIAL_STATES_CHECKED, ModelError, validated
 
 
@@ -269,8 +269,8 @@ class Clocks:
 
 
 def test_a_two_worker_run_of_class_states_resumes_to_the_same_counts(tmp_path):
-    from pymc_resume.explore import snapshot
     from pymc_resume.explore.search import SnapshotSchedule
+    from pymc_resume.explore.snapshots import snapshot
 
     whole = explore(Clocks(), workers=2)
     snapshots = SnapshotSchedule(str(tmp_path), every=0.0, run={"what": "clocks"})

@@ -3,8 +3,8 @@ sighting an edge, and a hash two keys share never merging them."""
 
 import random
 
-from pymc_resume.explore.batches import KeyColumns, pack, unpack
-from pymc_resume.explore.outbound import Outbound
+from pymc_resume.explore.level.batches import KeyColumns, pack, unpack
+from pymc_resume.explore.level.outbound import Outbound
 
 
 class SharedHash:

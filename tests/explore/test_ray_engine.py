@@ -21,8 +21,9 @@ import run_summary
 from ray.cluster_utils import Cluster
 from two_phase import TwoPhase
 
-from pymc_resume.explore import explore, snapshot
+from pymc_resume.explore import explore
 from pymc_resume.explore.search import SnapshotSchedule
+from pymc_resume.explore.snapshots import snapshot
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.semantics import ResumeModel
 

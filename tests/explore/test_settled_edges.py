@@ -7,9 +7,11 @@ from array import array
 import pytest
 from run_summary import summary
 
-from pymc_resume.explore import explore, persisted, settled_edges, snapshot
+from pymc_resume.explore import explore
 from pymc_resume.explore.search import SnapshotSchedule
-from pymc_resume.explore.settled_edges import SettledEdges
+from pymc_resume.explore.snapshots import snapshot
+from pymc_resume.explore.store import persisted, settled_edges
+from pymc_resume.explore.store.settled_edges import SettledEdges
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.semantics import ResumeModel
 

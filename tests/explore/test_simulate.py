@@ -15,7 +15,7 @@ import pytest
 from pymc_resume.checking.check import simulate_check
 from pymc_resume.errors import BadInput
 from pymc_resume.explore import Invariant
-from pymc_resume.explore.simulate import simulate
+from pymc_resume.explore.engines.simulate import simulate
 from pymc_resume.model.bounds import load_bounds
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -4,8 +4,9 @@ import pytest
 from run_summary import summary
 
 from pymc_resume.errors import EnvironmentProblem
-from pymc_resume.explore import explore, snapshot
+from pymc_resume.explore import explore
 from pymc_resume.explore.search import SnapshotSchedule
+from pymc_resume.explore.snapshots import snapshot
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.semantics import ResumeModel
 
@@ -73,7 +74,7 @@ import os
 import pickle
 from array import array
 
-from pymc_resume.explore import persisted
+from pymc_resume.explore.store import persisted
 from pymc_resume.model.state import Budget
 
 
@@ -249,7 +250,7 @@ def test_a_snapshot_that_took_long_spaces_the_next_whatever_the_interval():
     "module, qualname", [("posix", "system"), ("subprocess", "Popen"), ("antigravity", "x")]
 )
 def test_the_plain_codec_resolves_a_restored_shape_without_importing_or_calling(module, qualname):
-    from pymc_resume.explore import plain
+    from pymc_resume.explore.store import plain
 
     with pytest.raises(ValueError):
         plain._class_named(module, qualname)

@@ -1,4 +1,4 @@
-"""Temporal properties under fairness (`explore/liveness.py`): tiny models whose answers are known,
+"""Temporal properties under fairness (`explore/properties/liveness.py`): tiny models whose answers are known,
 verdicts that fairness flips, every lasso checked by an independent judge, the algorithm against a
 brute force over every strongly connected set of states of random graphs, and the command's
 table and JSON."""
@@ -14,9 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pymc_resume.explore import SF, WF, EventuallyAlways, InfinitelyOften, LeadsTo, adjacency, explore
-from pymc_resume.explore.limits import Limits
-from pymc_resume.explore.liveness import STUTTERING, decide
+from pymc_resume.explore import SF, WF, EventuallyAlways, InfinitelyOften, LeadsTo, explore
+from pymc_resume.explore.properties import adjacency
+from pymc_resume.explore.properties.liveness import STUTTERING, decide
+from pymc_resume.explore.store.limits import Limits
 from pymc_resume.explore.validate import ModelError, validated
 
 

@@ -19,9 +19,9 @@ import pytest
 
 from pymc_resume.checking.explore_check import run_explore
 from pymc_resume.explore import Invariant
-from pymc_resume.explore.graph_dump import GraphTooLarge, dot, quoted, state_graph
-from pymc_resume.explore.state_json import ModelClasses, StateDataError, decode, encoded
-from pymc_resume.explore.trace_replay import read_trace, replay
+from pymc_resume.explore.traces.graph_dump import GraphTooLarge, dot, quoted, state_graph
+from pymc_resume.explore.traces.state_json import ModelClasses, StateDataError, decode, encoded
+from pymc_resume.explore.traces.trace_replay import read_trace, replay
 from pymc_resume.explore.validate import validated
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -4,7 +4,7 @@ import pickle
 
 import pytest
 
-from pymc_resume.explore import codec as codec_module
+from pymc_resume.explore.store import codec as codec_module
 from pymc_resume.explore.validate import ModelError
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.codec import WorldCodec

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Protocol
 
-from pymc_resume.explore.stable_hash import part_hash
+from pymc_resume.explore.store.stable_hash import part_hash
 from pymc_resume.explore.validate import ModelError
 
 

@@ -35,12 +35,12 @@ import attrs
 import numpy as np
 
 from pymc_resume.errors import EnvironmentProblem
-from pymc_resume.explore import persisted
-from pymc_resume.explore.frontier import Frontier
-from pymc_resume.explore.memory import available_bytes
-from pymc_resume.explore.persisted import SnapshotError
 from pymc_resume.explore.result import DEADLOCK
-from pymc_resume.explore.settled_edges import int32_view
+from pymc_resume.explore.store import persisted
+from pymc_resume.explore.store.frontier import Frontier
+from pymc_resume.explore.store.memory import available_bytes
+from pymc_resume.explore.store.persisted import SnapshotError
+from pymc_resume.explore.store.settled_edges import int32_view
 from pymc_resume.files import UnreadableFile, read_bounded, write_atomically
 
 _T = TypeVar("_T")

@@ -42,7 +42,7 @@ from typing import cast
 import attrs
 
 from pymc_resume.errors import BadInput
-from pymc_resume.explore.persisted import ATTRS, DATACLASS, ENUM, NAMED_TUPLE, plain_kind
+from pymc_resume.explore.store.persisted import ATTRS, DATACLASS, ENUM, NAMED_TUPLE, plain_kind
 from pymc_resume.explore.target import FILE_MODULE_PREFIX, is_file_module
 
 _SEQUENCES = {"tuple": tuple, "list": list}

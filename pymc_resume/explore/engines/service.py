@@ -16,12 +16,13 @@ from collections.abc import Callable, Hashable
 import attrs
 import numpy as np
 
-from pymc_resume.explore import exchange, snapshot
-from pymc_resume.explore.batches import pack, unpack, unpack_all
-from pymc_resume.explore.memory import peak_bytes
-from pymc_resume.explore.partition import Partition, empty_batch
-from pymc_resume.explore.reachability import BackwardSearch
-from pymc_resume.explore.snapshot import Layout
+from pymc_resume.explore.level import exchange
+from pymc_resume.explore.level.batches import pack, unpack, unpack_all
+from pymc_resume.explore.level.partition import Partition, empty_batch
+from pymc_resume.explore.properties.reachability import BackwardSearch
+from pymc_resume.explore.snapshots import snapshot
+from pymc_resume.explore.snapshots.snapshot import Layout
+from pymc_resume.explore.store.memory import peak_bytes
 from pymc_resume.explore.validate import ValidModel
 
 # Asked every `pacing.TICK_EVERY` expansions: why the run must stop now, or None.

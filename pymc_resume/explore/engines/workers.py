@@ -23,13 +23,14 @@ import multiprocess
 import numpy as np
 
 from pymc_resume.errors import EnvironmentProblem
-from pymc_resume.explore import exchange, snapshot
-from pymc_resume.explore.fingerprints import summed_risk
-from pymc_resume.explore.limits import Limits, MemoryForecast, results_reserve
-from pymc_resume.explore.memory import die_with_parent, run_peak_bytes
-from pymc_resume.explore.partition import Partition, owner_of, state_hasher
-from pymc_resume.explore.raised import model_traceback
-from pymc_resume.explore.service import PartitionService
+from pymc_resume.explore.engines.raised import model_traceback
+from pymc_resume.explore.engines.service import PartitionService
+from pymc_resume.explore.level import exchange
+from pymc_resume.explore.level.partition import Partition, owner_of, state_hasher
+from pymc_resume.explore.snapshots import snapshot
+from pymc_resume.explore.store.fingerprints import summed_risk
+from pymc_resume.explore.store.limits import Limits, MemoryForecast, results_reserve
+from pymc_resume.explore.store.memory import die_with_parent, run_peak_bytes
 from pymc_resume.explore.validate import ModelError, ValidModel
 
 PROTOCOL = 5

@@ -32,13 +32,14 @@ from typing import Any
 import numpy as np
 
 from pymc_resume.errors import BadInput, EnvironmentProblem
-from pymc_resume.explore import exchange, snapshot
-from pymc_resume.explore.fingerprints import summed_risk
-from pymc_resume.explore.limits import Limits, MemoryForecast, results_reserve
-from pymc_resume.explore.memory import die_with_parent
-from pymc_resume.explore.partition import Partition, owner_of, state_hasher
-from pymc_resume.explore.service import PartitionService, Stepped, own_peak_bytes
-from pymc_resume.explore.snapshot import Layout
+from pymc_resume.explore.engines.service import PartitionService, Stepped, own_peak_bytes
+from pymc_resume.explore.level import exchange
+from pymc_resume.explore.level.partition import Partition, owner_of, state_hasher
+from pymc_resume.explore.snapshots import snapshot
+from pymc_resume.explore.snapshots.snapshot import Layout
+from pymc_resume.explore.store.fingerprints import summed_risk
+from pymc_resume.explore.store.limits import Limits, MemoryForecast, results_reserve
+from pymc_resume.explore.store.memory import die_with_parent
 from pymc_resume.explore.target import is_file_module, load_file
 from pymc_resume.explore.validate import ValidModel
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 
-from pymc_resume.explore.stable_hash import field_names
+from pymc_resume.explore.store.stable_hash import field_names
 
 WIDTH = 72  # longest value shown before it is cut with "..."
 

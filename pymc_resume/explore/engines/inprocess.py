@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from pathlib import Path
 
-from pymc_resume.explore import snapshot
-from pymc_resume.explore.limits import Limits, MemoryForecast, results_reserve
-from pymc_resume.explore.memory import peak_bytes
-from pymc_resume.explore.partition import Partition
-from pymc_resume.explore.reachability import BackwardSearch
+from pymc_resume.explore.level.partition import Partition
+from pymc_resume.explore.properties.reachability import BackwardSearch
+from pymc_resume.explore.snapshots import snapshot
+from pymc_resume.explore.store.limits import Limits, MemoryForecast, results_reserve
+from pymc_resume.explore.store.memory import peak_bytes
 from pymc_resume.explore.validate import ValidModel
 
 

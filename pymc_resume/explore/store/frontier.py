@@ -22,7 +22,7 @@ from typing import IO
 
 import numpy as np
 
-from pymc_resume.explore import persisted
+from pymc_resume.explore.store import persisted
 
 # Keys a partition keeps in memory before it spills the frontier to disk: a plain codec's key
 # is a tuple of a few ints, about 100 bytes with its list slot, so about 25 MB. Reading the

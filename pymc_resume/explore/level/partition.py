@@ -19,19 +19,21 @@ from typing import cast
 
 import numpy as np
 
-from pymc_resume.explore import exchange, persisted, settled_edges, snapshot
-from pymc_resume.explore.batches import Columns, KeyColumns, Repeats, joined_columns, no_repeats
-from pymc_resume.explore.fingerprints import FingerprintStore, collision_probability, fingerprints_of
-from pymc_resume.explore.frontier import Frontier
-from pymc_resume.explore.outbound import Outbound
-from pymc_resume.explore.pacing import FINGERPRINT_CHUNK, PRIME, TICK_EVERY
-from pymc_resume.explore.plain import PlainCodec, fits_plain_codec, tuple_mapper
+from pymc_resume.explore.level import exchange
+from pymc_resume.explore.level.batches import Columns, KeyColumns, Repeats, joined_columns, no_repeats
+from pymc_resume.explore.level.outbound import Outbound
+from pymc_resume.explore.level.pacing import FINGERPRINT_CHUNK, PRIME, TICK_EVERY
 from pymc_resume.explore.result import DEADLOCK
-from pymc_resume.explore.settled_edges import SettledEdges, int32_view
-from pymc_resume.explore.snapshot import Layout
-from pymc_resume.explore.stable_hash import stable_hash
+from pymc_resume.explore.snapshots import snapshot
+from pymc_resume.explore.snapshots.snapshot import Layout
+from pymc_resume.explore.store import persisted, settled_edges
+from pymc_resume.explore.store.fingerprints import FingerprintStore, collision_probability, fingerprints_of
+from pymc_resume.explore.store.frontier import Frontier
+from pymc_resume.explore.store.plain import PlainCodec, fits_plain_codec, tuple_mapper
+from pymc_resume.explore.store.settled_edges import SettledEdges, int32_view
+from pymc_resume.explore.store.stable_hash import stable_hash
+from pymc_resume.explore.store.visited import PRESENT, VisitedStore
 from pymc_resume.explore.validate import ModelError, ValidModel, short
-from pymc_resume.explore.visited import PRESENT, VisitedStore
 
 Candidate = tuple[Hashable, int]  # (state key, parent global id)
 # A batch for one partition: distinct candidates, plus the repeated edges into them as

@@ -22,8 +22,8 @@ from collections.abc import Callable, Hashable, Sequence
 import attrs
 
 from pymc_resume.errors import BadInput
-from pymc_resume.explore.changes import changes
 from pymc_resume.explore.result import DEADLOCK
+from pymc_resume.explore.traces.changes import changes
 from pymc_resume.explore.validate import ValidModel
 
 LIMIT = 10_000  # states: above it the graph is refused (Graphviz is slow long before)

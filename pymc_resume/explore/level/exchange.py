@@ -46,18 +46,18 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from pymc_resume.explore.batches import no_repeats, pack, unpack
-from pymc_resume.explore.codec import claim_hash
-from pymc_resume.explore.fingerprints import FingerprintStore
-from pymc_resume.explore.frontier import Frontier
-from pymc_resume.explore.pacing import FINGERPRINT_CHUNK, PRIME, TICK_EVERY
-from pymc_resume.explore.plain import fits_plain_codec, straight_line
+from pymc_resume.explore.level.batches import no_repeats, pack, unpack
+from pymc_resume.explore.level.pacing import FINGERPRINT_CHUNK, PRIME, TICK_EVERY
 from pymc_resume.explore.result import DEADLOCK
-from pymc_resume.explore.stable_hash import part_hash, stable_hash
+from pymc_resume.explore.store.codec import claim_hash
+from pymc_resume.explore.store.fingerprints import FingerprintStore
+from pymc_resume.explore.store.frontier import Frontier
+from pymc_resume.explore.store.plain import fits_plain_codec, straight_line
+from pymc_resume.explore.store.stable_hash import part_hash, stable_hash
 from pymc_resume.explore.validate import ValidModel
 
 if TYPE_CHECKING:  # the partition calls the exchange; the exchange only names its type
-    from pymc_resume.explore.partition import Partition
+    from pymc_resume.explore.level.partition import Partition
 
 Tick = Callable[[], bool] | None  # (a partition's `tick`: progress and limits; True to stop)
 

@@ -24,9 +24,9 @@ from collections.abc import Callable, Hashable
 import attrs
 
 from pymc_resume.errors import BadInput
-from pymc_resume.explore.lasso_replay import step_fault, unfair, violates
 from pymc_resume.explore.result import DEADLOCK
-from pymc_resume.explore.state_json import ModelClasses, decode
+from pymc_resume.explore.traces.lasso_replay import step_fault, unfair, violates
+from pymc_resume.explore.traces.state_json import ModelClasses, decode
 from pymc_resume.explore.validate import ValidModel, short
 from pymc_resume.files import UnreadableFile, read_bounded
 

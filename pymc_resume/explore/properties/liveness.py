@@ -54,12 +54,12 @@ from collections.abc import Callable, Hashable, Iterator
 
 import attrs
 
-from pymc_resume.explore.adjacency import label_of, moves
-from pymc_resume.explore.fingerprints import summed_risk
-from pymc_resume.explore.limits import Limits
-from pymc_resume.explore.memory import peak_bytes
+from pymc_resume.explore.properties.adjacency import label_of, moves
+from pymc_resume.explore.properties.state_graph import Graph, OverBudget, build_graph
 from pymc_resume.explore.result import ExplorationResult, Step, Violation
-from pymc_resume.explore.state_graph import Graph, OverBudget, build_graph
+from pymc_resume.explore.store.fingerprints import summed_risk
+from pymc_resume.explore.store.limits import Limits
+from pymc_resume.explore.store.memory import peak_bytes
 from pymc_resume.explore.temporal import SF, EventuallyAlways, InfinitelyOften, LeadsTo
 from pymc_resume.explore.validate import ModelError, ValidModel
 

@@ -30,9 +30,9 @@ import functools
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from pymc_resume.explore.codec import Interner, InternerTables
-from pymc_resume.explore.persisted import resolve_class
-from pymc_resume.explore.stable_hash import class_seed, combine, field_names, stable_hash
+from pymc_resume.explore.store.codec import Interner, InternerTables
+from pymc_resume.explore.store.persisted import resolve_class
+from pymc_resume.explore.store.stable_hash import class_seed, combine, field_names, stable_hash
 
 # A shape, as stored in the shapes table (plain data, so that any checkpoint format keeps it):
 # ("class", module, qualified name, field count) for named tuples, attrs and dataclass

@@ -24,7 +24,7 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 
-from pymc_resume.explore.stable_hash import stable_hash
+from pymc_resume.explore.store.stable_hash import stable_hash
 
 EMPTY = np.uint32(0xFFFF_FFFF)  # a table slot without an id
 MAX_IDS = 0xFFFF_FFFF  # ids are 4 bytes: a partition holds fewer states than this

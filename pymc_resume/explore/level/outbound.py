@@ -21,8 +21,8 @@ from itertools import compress
 
 import numpy as np
 
-from pymc_resume.explore.batches import KeyColumns, Repeats, no_repeats
-from pymc_resume.explore.fingerprints import FingerprintStore
+from pymc_resume.explore.level.batches import KeyColumns, Repeats, no_repeats
+from pymc_resume.explore.store.fingerprints import FingerprintStore
 
 
 class Outbound:

@@ -20,8 +20,8 @@ from collections.abc import Callable, Hashable
 
 import attrs
 
-from pymc_resume.explore.limits import Limits
 from pymc_resume.explore.result import Step
+from pymc_resume.explore.store.limits import Limits
 from pymc_resume.explore.temporal import LeadsTo
 from pymc_resume.explore.validate import ModelError, ModelFault, ValidModel, short
 

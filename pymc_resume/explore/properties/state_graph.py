@@ -31,11 +31,11 @@ from itertools import compress
 import attrs
 import numpy as np
 
-from pymc_resume.explore.adjacency import Adjacency
-from pymc_resume.explore.fingerprints import FingerprintStore, collision_probability, fingerprints_of
-from pymc_resume.explore.limits import Limits
-from pymc_resume.explore.memory import peak_bytes
-from pymc_resume.explore.plain import PlainCodec, fits_plain_codec
+from pymc_resume.explore.properties.adjacency import Adjacency
+from pymc_resume.explore.store.fingerprints import FingerprintStore, collision_probability, fingerprints_of
+from pymc_resume.explore.store.limits import Limits
+from pymc_resume.explore.store.memory import peak_bytes
+from pymc_resume.explore.store.plain import PlainCodec, fits_plain_codec
 from pymc_resume.explore.temporal import LeadsTo
 from pymc_resume.explore.validate import ValidModel
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 
-from pymc_resume.explore.liveness import STUTTERING
+from pymc_resume.explore.properties.liveness import STUTTERING
 from pymc_resume.explore.temporal import SF, EventuallyAlways, InfinitelyOften, LeadsTo
 from pymc_resume.explore.validate import ValidModel, short
 

@@ -1,0 +1,6 @@
+"""Snapshots of a run: each partition's store and frontier written to a folder between levels,
+and read back by `--recover` (`snapshot`).
+
+May import: `explore.store`, `explore.protocol`, `explore.result`, `explore.temporal`,
+`explore.validate`, `explore.model_names`.
+"""
