@@ -80,6 +80,10 @@ DECIDED = {
     ("llama-index", "context-json"): {"consume-once-value": ("violated", "recorded it nowhere")},
     ("pydantic-graph", "file"): {
         "consume-once-value": ("violated", "recorded it nowhere, and ran the thread again"),
+        # The human-in-the-loop pattern, driven literally (issue 41): a delivery whose load comes
+        # between another's answered node `created` and `running` runs its own answer on it, and
+        # pydantic-graph runs both; the battery's after-load window puts the load there.
+        "consume-once-consumption": ("violated", "2 deliveries executed the interrupt"),
     },
 }
 

@@ -39,9 +39,14 @@ and what it does not:
   after a fork of it ran, a fork not yet started) by its head's `checkpoint_id`, the only way
   LangGraph offers to run an older branch, which is time travel: its run drops the `__resume__`
   writes of that checkpoint (see `PregelLoop._first`).
-- keys: node code gets LangGraph's task id (in `checkpoint_ns`, "node:task-id"), derived
-  from the checkpoint id it runs from, so a re-execution from the same checkpoint gets the
-  same key; it is handed to the sink as the idempotency key.
+- effect keys: none. LangGraph documents no identity for a side effect to be deduplicated by;
+  its durable-execution page leaves the key to the user: "When possible ensure that side effects
+  (e.g., API calls, file writes) are idempotent. [...] Use idempotency keys or verify existing
+  results to avoid unintended duplication" (docs.langchain.com/oss/python/langgraph/
+  durable-execution, "Determinism and Consistent Replay", LangGraph 1.2.9). Its task id (in
+  `checkpoint_ns`, "node:task-id") is an internal name of a task, documented as no key, so the
+  sink applies every fire, and a reason counts the fires of each contract identity (lineage,
+  node, inputs) and says which operation fired them (`EFFECT_KEY`).
 - recorded inputs, read on every checkpoint of a branch: for an interrupt, the record on the
   checkpoint it parked at (the interrupted task's own `__resume__` write, else its write of the
   interrupt's field, else the `__resume__` write `Command(resume=v)` makes, i.e. the claim),
@@ -124,6 +129,15 @@ FRAMEWORK_CALLS = {
     "{field: v}, as_node=the interrupt's node), then graph.invoke(None, config)",
     "update": "graph.update_state(config, {'note': v})",
 }
+DURABLE_EXECUTION_DOCS = "https://docs.langchain.com/oss/python/langgraph/durable-execution"
+# Where the sink key comes from: nowhere, as LangGraph documents none (see the module docstring).
+EFFECT_KEY = {
+    "key": "none",
+    "why": "LangGraph documents no identity for deduplicating a side effect: its durable-execution page "
+    "asks that side effects be idempotent and says 'Use idempotency keys or verify existing results to "
+    f"avoid unintended duplication', leaving the key to the user ({DURABLE_EXECUTION_DOCS}, Determinism "
+    "and Consistent Replay); the task id in checkpoint_ns is not documented as one",
+}
 TIME_TRAVEL_DOCS = "https://docs.langchain.com/oss/python/langgraph/use-time-travel"
 INTERRUPTS_DOCS = "https://docs.langchain.com/oss/python/langgraph/interrupts"
 PERSISTENCE_DOCS = "https://docs.langchain.com/oss/python/langgraph/persistence"
@@ -152,9 +166,10 @@ FORK_VARIANTS = (
         "fork",
         COMMAND_AT_CHECKPOINT,
         "graph.invoke(Command(resume=v), {'configurable': {'thread_id': t, 'checkpoint_id': c}}) at a "
-        "checkpoint parked at the interrupt",
-        f"{TIME_TRAVEL_DOCS} (interrupts fire again after a prior checkpoint); "
-        f"{INTERRUPTS_DOCS} (Command(resume))",
+        "checkpoint parked at the interrupt: two documented calls combined, which no page shows together "
+        "(time travel's invoke at a past checkpoint_id, with the resume Command as input instead of None)",
+        f"time travel: {TIME_TRAVEL_DOCS} (4. Resume execution from the checkpoint: invoke with the "
+        f"config's checkpoint_id); Command(resume=v): {INTERRUPTS_DOCS} (Resuming interrupts)",
         intents=("edit",),
     ),
 )
@@ -189,6 +204,7 @@ def _node_name(first_stage: int) -> str:
 class LangGraphAdapter:
     name = "langgraph"
     capabilities = frozenset({"recorded-inputs", "executions", "late-inputs"})
+    effect_key = EFFECT_KEY
     # Imported once in the host template (none starts a thread at import).
     preload = preloading(
         "pydantic",
@@ -814,7 +830,6 @@ def _node(stages: tuple[int, ...], workflow: Workflow, names: list[str], run_nod
     """The LangGraph node that runs `stages` in order (one stage, or a one-node
     effect-then-interrupt's effect and then its interrupt); a consuming stage calls
     `interrupt()` before its code."""
-    from langgraph.config import get_config
     from langgraph.types import interrupt
 
     def node(state):
@@ -824,14 +839,9 @@ def _node(stages: tuple[int, ...], workflow: Workflow, names: list[str], run_nod
             stage = workflow.stages[s]
             value = interrupt({"stage": s}) if stage.consumes else None
             control.at("before-execute", s)
-            namespace = get_config()["configurable"].get("checkpoint_ns", "")
+            # No key (EFFECT_KEY): LangGraph documents none for a side effect.
             context = NodeContext(
-                thread=control.thread,
-                stage=s,
-                node=stage.node,
-                op=control.op,
-                role=control.role,
-                idempotency_key=namespace or None,
+                thread=control.thread, stage=s, node=stage.node, op=control.op, role=control.role
             )
             app = run_node(s, app, value, context)
             control.executed.add(s)

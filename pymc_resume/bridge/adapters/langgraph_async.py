@@ -6,8 +6,9 @@ server (FastAPI, say) resumes a thread; with `gate=True`, through the gate's `ar
 Everything else is `LangGraphAdapter`'s: the same graph (its nodes are plain functions, which
 LangGraph runs in its executor under `ainvoke`), the same store file or database, the same
 observation through a sync saver in the bridge's own process, the same crash points (the
-after-commit point through the async saver's `aput`). The race uses it for its `ainvoke`
-cells (`pymc-resume race langgraph --api invoke,ainvoke`).
+after-commit point through the async saver's `aput`), the same unkeyed effects (LangGraph
+documents no key for a side effect: `langgraph.EFFECT_KEY` quotes its durable-execution page). The
+race uses it for its `ainvoke` cells (`pymc-resume race langgraph --api invoke,ainvoke`).
 """
 
 from __future__ import annotations

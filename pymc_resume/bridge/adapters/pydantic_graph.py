@@ -23,18 +23,25 @@ How the contract's operations map (docs/pydantic-graph.md says more):
 - resume(v), two variants (`VARIANTS`), each building the consuming node with the answer as
   a field (`S3(value=v)`), which pydantic-graph appends as a snapshot (the recorded value)
   before it runs it:
-  - `load-next` (the default), the documented human-in-the-loop pattern: the client takes the
-    parked snapshot with `persistence.load_next()` (created -> pending, under the file lock: the
-    claim) and runs the answered node with `graph.iter(S3(value=v), state=snapshot.state, ...)`.
-    When `load_next` returns None (nothing is waiting: pydantic-graph raises nothing) the
-    example's else branch starts a new run from the first node with a fresh state on the same
-    persistence, and the answer is not used: the client does what the example does.
-  - `iter-from-persistence`: `graph.iter_from_persistence(persistence)` restores the parked
-    node (its own `load_next`: the claim) and the client hands it the answered node with
+  - `load-next` (the default), the documented human-in-the-loop pattern, literally
+    (`if snapshot := await persistence.load_next(): state = snapshot.state; node =
+    Evaluate(answer) else: state = QuestionState(); node = Ask()`, then `graph.iter(node,
+    state=state, persistence=persistence)`): the client takes the first `created` snapshot with
+    `load_next()` (created -> pending) and runs its answered node on `snapshot.state`, whatever
+    node was loaded. When `load_next` returns None (pydantic-graph raises nothing) the example's
+    else branch starts a new run from the first node with a fresh state on the same persistence,
+    and the answer is not used.
+  - `iter-from-persistence`: `graph.iter_from_persistence(persistence)` restores the first
+    `created` node (its own `load_next`) and the client hands it the answered node with
     `GraphRun.next(S3(value=v))` ("the node you want to run next"). With nothing waiting,
     `iter_from_persistence` raises `GraphRuntimeError` itself: pydantic-graph's refusal.
-  Under both, a thread whose next node to run is not a parked interrupt is refused by the client
-  before it calls pydantic-graph (answering it would run the wrong node).
+  Under both, the answered node's class is the question the client read before its load (the
+  first `created` snapshot's node, the question the example's previous invocation printed); the
+  client refuses before it calls pydantic-graph when that node asks nothing.
+  The `after-load` race window is after the load and after the first `GraphRun.next` appended
+  the answered node `created`, before `record_run` marks it `running` (the claim) in the same
+  call; deliveries held there load one at a time (`_LoadTurns`), so a later load comes in that
+  moment, as a free race does only by chance.
 - recover: `iter_from_persistence` (nothing to do when the head is parked or ended). After a
   SIGKILL in the middle of a node that snapshot stays `running` forever and there is no
   `created` snapshot, so pydantic-graph raises `GraphRuntimeError`: the adapter returns it as a
@@ -44,18 +51,19 @@ How the contract's operations map (docs/pydantic-graph.md says more):
 
 Refusals say whose they are (`Outcome.by`). One that pydantic-graph raised to its client
 (`_from_pydantic_graph`: the innermost frame of pydantic-graph or pymc_resume on the traceback
-is pydantic-graph's) is pydantic-graph's (`FRAMEWORK`). What to do when `load_next` finds no
-snapshot, the human-in-the-loop example says in its else branch (start a new run), and the
-client does that, and it answers whatever parked snapshot `load_next` returns, as the example
-does. Where the client itself refuses (an answer to a node that is not an interrupt), its
-refusal says that the rule is the adapter's (`ADAPTER_RULE`, `CLIENT`), never pydantic-graph's.
+is pydantic-graph's) is pydantic-graph's (`FRAMEWORK`). What to do when `load_next` finds no snapshot, the
+human-in-the-loop example says in its else branch (start a new run), and the client does that;
+whatever node `load_next` returns, the example runs its answered node on its state, and so does
+the client. Where the client itself refuses (no question to answer: docs/pydantic-graph.md,
+"Client refusals"), its refusal says that the rule is the adapter's (`ADAPTER_RULE`, `CLIENT`).
 
 Crash points are real SIGKILLs of the child process that runs the graph: before or after the
 node's code (in the node), or after the persistence appended the snapshot that records the
 node's result (a wrapper around `FileStatePersistence.snapshot_node` / `snapshot_end`).
-Effects are keyed by the node's snapshot id (`BaseNode.get_snapshot_id()`, which
-`iter_from_persistence` restores from the file), the stable identity pydantic-graph hands node
-code.
+Effects are unkeyed (`EFFECT_KEY`): pydantic-graph documents no identity for a side effect. Its
+API reference documents the snapshot id only as `NodeSnapshot.id`, "Unique ID of the snapshot"
+(https://ai.pydantic.dev/api/pydantic_graph/persistence/), and nothing documents handing it to
+node code (`BaseNode.get_snapshot_id` is undocumented), so the sink applies every fire.
 """
 
 from __future__ import annotations
@@ -63,6 +71,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -95,6 +104,13 @@ FORK_UNSUPPORTED = (
     "continues it, and nothing starts a second run from an earlier snapshot (a copy of the "
     "persistence file would be the adapter's fork, not pydantic-graph's)"
 )
+# Where the sink key comes from: nowhere, as pydantic-graph documents none (the module docstring).
+EFFECT_KEY = {
+    "key": "none",
+    "why": "pydantic-graph documents no identity for deduplicating a side effect: the snapshot id is "
+    "documented only as NodeSnapshot.id, 'Unique ID of the snapshot', and nothing documents handing it "
+    "to node code (BaseNode.get_snapshot_id has no documentation)",
+}
 # How a refusal made by the adapter's client code (not raised by pydantic-graph) begins.
 ADAPTER_RULE = "the adapter's rule, not pydantic-graph's"
 
@@ -188,6 +204,7 @@ class PydanticGraphAdapter:
         "pydantic", "pydantic_graph.graph", "pydantic_graph.basenode", "pydantic_graph.persistence.file"
     )
     capabilities = frozenset({"recorded-inputs", "leases", "executions", "late-inputs"})
+    effect_key = EFFECT_KEY
     unsupported = {"update": UPDATE_UNSUPPORTED, "fork": FORK_UNSUPPORTED}
     framework_calls = FRAMEWORK_CALLS
     variants = VARIANTS
@@ -255,7 +272,16 @@ class PydanticGraphAdapter:
         )
 
         class Persistence(FileStatePersistence):
-            """The file persistence, with the after-commit crash point after each append."""
+            """The file persistence, with the after-commit crash point after each append, and a
+            delivery's after-load window once its answered node is appended `created`."""
+
+            on_recorded = None  # the delivery's window, called once
+
+            async def snapshot_node_if_new(self, snapshot_id, state, next_node) -> None:
+                await super().snapshot_node_if_new(snapshot_id, state, next_node)
+                recorded, self.on_recorded = self.on_recorded, None
+                if recorded is not None:
+                    recorded()
 
             async def snapshot_node(self, state, next_node) -> None:
                 await super().snapshot_node(state, next_node)
@@ -285,11 +311,17 @@ class PydanticGraphAdapter:
     def resume_together(
         self, thread: int, values: list[int], window: str | None, op: str, variant: str = LOAD_NEXT
     ) -> list[Outcome]:
+        staggered = window == "after-load" and len(values) > 1
+        turns, fds = _load_turns(len(values)) if staggered else ([_LoadTurns()] * len(values), [])
         tasks = [
-            self._task(thread, "resume", v, "delivery", None, f"{op}.{i}", window, variant)
+            self._task(thread, "resume", v, "delivery", None, f"{op}.{i}", window, variant, turns[i])
             for i, v in enumerate(values)
         ]
-        results = run_in_children(tasks, synchronized=window is not None)
+        try:
+            results = run_in_children(tasks, synchronized=window is not None)
+        finally:
+            for fd in fds:
+                os.close(fd)
         return [self._settle(thread, result) for result in results]
 
     def _run(self, thread: int, action: str, value, role: str, crash, op: str, variant: str = "") -> Outcome:
@@ -297,29 +329,46 @@ class PydanticGraphAdapter:
         return self._settle(thread, result)
 
     def _task(
-        self, thread: int, action: str, value, role: str, crash, op: str, window: str | None, variant: str
+        self,
+        thread: int,
+        action: str,
+        value,
+        role: str,
+        crash,
+        op: str,
+        window: str | None,
+        variant: str,
+        turns: _LoadTurns | None = None,
     ):
         path = self._path(thread)
 
         def task(barrier: Barrier) -> dict:
             global _CONTROL
             _CONTROL = ClientControl(thread, op, role, crash, window, barrier)
-            client = _Client(*self._build(), path)
+            client = _Client(*self._build(), path, turns or _LoadTurns())
             call = getattr(client, action)
             try:
-                detail = asyncio.run(call(value, variant) if action == "resume" else call(value))
-            except NoOp as nothing:
-                return {"status": OK, "detail": str(nothing), "by": CLIENT}
-            except _Refusal as refusal:
-                return {"status": REFUSED, "detail": f"{ADAPTER_RULE}: {refusal}", "by": CLIENT}
-            except Exception as error:
-                if _from_pydantic_graph(error):
-                    detail = f"{client.began}{type(error).__name__}: {error}"
-                    return {"status": REFUSED, "detail": detail, "by": FRAMEWORK}
-                raise
-            return {"status": OK, "detail": detail}
+                return self._perform(client, call, action, value, variant)
+            finally:
+                client.turns.pass_on()  # a delivery that ends before its window lets the next load
 
         return task
+
+    @staticmethod
+    def _perform(client: _Client, call, action: str, value, variant: str) -> dict:
+        """Run one client call and say how it ended, and whose a refusal is."""
+        try:
+            detail = asyncio.run(call(value, variant) if action == "resume" else call(value))
+        except NoOp as nothing:
+            return {"status": OK, "detail": str(nothing), "by": CLIENT}
+        except _Refusal as refusal:
+            return {"status": REFUSED, "detail": f"{ADAPTER_RULE}: {refusal}", "by": CLIENT}
+        except Exception as error:
+            if _from_pydantic_graph(error):
+                detail = f"{client.began}{type(error).__name__}: {error}"
+                return {"status": REFUSED, "detail": detail, "by": FRAMEWORK}
+            raise
+        return {"status": OK, "detail": detail}
 
     def _settle(self, thread: int, result) -> Outcome:
         return settle(self.threads[thread], result, "pydantic-graph")
@@ -400,8 +449,9 @@ class _Refusal(Exception):
 class _Client:
     """One process's calls to pydantic-graph for one thread's persistence file."""
 
-    def __init__(self, graph, state_model, classes, persistence_class, path: Path) -> None:
+    def __init__(self, graph, state_model, classes, persistence_class, path: Path, turns: _LoadTurns) -> None:
         self.graph, self.state_model, self.classes = graph, state_model, classes
+        self.turns = turns
         self.persistence = persistence_class(path)
         self.persistence.set_graph_types(graph)
         # What the client began that it was not asked for, should pydantic-graph raise in it: a
@@ -444,17 +494,33 @@ class _Client:
         async with self.graph.iter_from_persistence(self.persistence) as run:
             return await self._drive(run)
 
-    async def resume(self, value: int, variant: str = LOAD_NEXT) -> str:
-        """The answer `value` to the parked interrupt, handed over as `variant` says."""
+    async def _question(self):
+        """The interrupt this client answers: the node class of the first `created` snapshot, the
+        question the human-in-the-loop example's previous invocation printed before it stopped.
+        The client refuses, before any call, when that node is no parked interrupt: the example
+        answers only a question it showed (there is no answer node to build for any other)."""
         snapshots = await self.persistence.load_all()
         waiting = next((s for s in snapshots if s.kind == "node" and s.status == "created"), None)
-        if waiting is not None and not self._parked(waiting.node):
-            # pydantic-graph would run that node: answering it would skip it.
+        if waiting is None:
+            return None
+        if not self._parked(waiting.node):
             next_id = waiting.node.get_node_id()
-            raise _Refusal(f"the run is not parked at an interrupt (next to run: {next_id})")
+            raise _Refusal(f"the run shows no question to answer (next to run: {next_id})")
+        return type(waiting.node)
+
+    def _loaded(self) -> None:
+        """The client's load is done and the first `GraphRun.next` appended its answered node
+        (`created`), not yet marked `running` by `record_run` (the claim, in the same call): the
+        `after-load` race window. The next delivery may load now (see `_LoadTurns`)."""
+        self.turns.pass_on()
         _CONTROL.at("after-load", -1)
+
+    async def resume(self, value: int, variant: str = LOAD_NEXT) -> str:
+        """The answer `value` to the question the run showed, handed over as `variant` says."""
+        question = await self._question()
+        self.turns.wait(_CONTROL.barrier)
         if variant == ITER_FROM_PERSISTENCE:
-            return await self._resume_from_persistence(value)
+            return await self._resume_from_persistence(question, value)
         if variant != LOAD_NEXT:
             raise ValueError(f"unknown resume variant {variant!r}")
         snapshot = await self.persistence.load_next()
@@ -462,31 +528,80 @@ class _Client:
             # The pattern's else branch: with nothing waiting it starts a new run from the first
             # node, with a fresh state, on the same persistence; the answer is not used.
             self.began = f"{NO_SNAPSHOT}, in which pydantic-graph raised "
+            self.persistence.on_recorded = self._loaded
             async with self.graph.iter(
                 self.classes[0](), state=self.state_model(), persistence=self.persistence
             ) as run:
                 where = await self._drive(run)
             return f"{NO_SNAPSHOT} ({where}), value unused"
-        if not self._parked(snapshot.node):  # (a race: the waiting node is no interrupt now)
-            raise _Refusal(f"load_next returned {snapshot.node.get_node_id()}, which is not an interrupt")
-        # The pattern answers whatever parked snapshot load_next returned: after a concurrent
-        # delivery took the one this client saw, that is the next interrupt's.
-        node = type(snapshot.node)(value=value)
-        async with self.graph.iter(node, state=snapshot.state, persistence=self.persistence) as run:
+        # As the example does (`node = Evaluate(answer)` on `snapshot.state`), whatever node
+        # load_next returned: another delivery's answered node, when this load came between that
+        # delivery's write of it (`created`) and its `record_run`, is run again with this answer.
+        answered = self._answer_node(question, snapshot.node, value)
+        self.persistence.on_recorded = self._loaded
+        async with self.graph.iter(answered, state=snapshot.state, persistence=self.persistence) as run:
             return await self._drive(run)
 
-    async def _resume_from_persistence(self, value: int) -> str:
-        """iter_from_persistence restores the parked node (or raises when nothing waits); the
-        answered node is the one the client passes to GraphRun.next."""
+    def _answer_node(self, question, loaded, value: int):
+        """The answered node: the question's class with `value`; with no question seen (nothing
+        was waiting when the client read the file), the loaded node's class if it is an
+        interrupt's, else the client refuses (the example has no answer node for it)."""
+        if question is None and hasattr(loaded, "value"):
+            question = type(loaded)
+        if question is None:
+            raise _Refusal(
+                f"the run showed no question, and the node it loaded ({loaded.get_node_id()}) is none"
+            )
+        return question(value=value)
+
+    async def _resume_from_persistence(self, question, value: int) -> str:
+        """iter_from_persistence restores the first `created` node (or raises when nothing
+        waits); the client passes the answered node to GraphRun.next, which records it and runs
+        it, whatever node was restored (as under load-next)."""
         async with self.graph.iter_from_persistence(self.persistence) as run:
-            parked = run.next_node
-            if not self._parked(parked):  # (a race: the waiting node is no interrupt now)
-                restored = parked.get_node_id()
-                raise _Refusal(f"iter_from_persistence restored {restored}, which is not an interrupt")
-            # As under load-next: after a concurrent delivery took the snapshot this client saw,
-            # what is restored is the next interrupt's, and the answer goes there.
-            await run.next(type(parked)(value=value))
+            answered = self._answer_node(question, run.next_node, value)
+            self.persistence.on_recorded = self._loaded
+            await run.next(answered)
             return await self._drive(run)
+
+
+class _LoadTurns:
+    """Concurrent deliveries held at `after-load` load one at a time, in delivery order: each
+    begins its load (`load_next`, `iter_from_persistence`) once the one before it is held
+    between its load and its claim, or has finished. So a later delivery's load sees what the
+    earlier ones recorded, which is the interleaving a free race reaches only by chance (a
+    second `load_next` in the moment between another delivery's `created` and `running`).
+
+    Every delivery reads the question first, and the loads begin once all have (the barrier,
+    once before the window), so that no delivery reads what another one's load wrote. One pipe
+    between each pair of neighbours, made before the children fork; `wait` and `pass_on` are
+    no-ops outside such a step."""
+
+    def __init__(self, staggered: bool = False, receive: int | None = None, send: int | None = None) -> None:
+        self.staggered, self.receive, self.send = staggered, receive, send
+
+    def wait(self, barrier: Barrier) -> None:
+        if self.staggered:
+            barrier.wait()
+        if self.receive is not None:
+            os.read(self.receive, 1)
+            self.receive = None
+
+    def pass_on(self) -> None:
+        if self.send is not None:
+            os.write(self.send, b"t")
+            self.send = None
+
+
+def _load_turns(deliveries: int) -> tuple[list[_LoadTurns], list[int]]:
+    """One `_LoadTurns` per delivery, chained in order, and every pipe end (for the parent to
+    close once the children are reaped)."""
+    pipes = [os.pipe() for _ in range(deliveries - 1)]
+    turns = [
+        _LoadTurns(True, pipes[i - 1][0] if i else None, pipes[i][1] if i < deliveries - 1 else None)
+        for i in range(deliveries)
+    ]
+    return turns, [fd for pipe in pipes for fd in pipe]
 
 
 def _node_class(s: int, workflow: Workflow, names: list[str], run_node, following, base, state_model) -> type:
@@ -506,8 +621,7 @@ def _node_class(s: int, workflow: Workflow, names: list[str], run_node, followin
             node=stage.node,
             op=control.op,
             role=control.role,
-            idempotency_key=self.get_snapshot_id(),
-        )
+        )  # no key (EFFECT_KEY): pydantic-graph documents none for a side effect
         app = tuple(getattr(ctx.state, name) for name in names)
         out = run_node(s, app, getattr(self, "value", None), context)
         setattr(ctx.state, names[stage.node], out[stage.node])

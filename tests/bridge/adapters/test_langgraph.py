@@ -31,7 +31,7 @@ from pymc_resume.bridge.adapters.langgraph import (
     postgres_url,
 )
 from pymc_resume.bridge.hosting.registry import FAMILIES, AdapterSpecError, factory, resolve
-from pymc_resume.bridge.judging.session import Session
+from pymc_resume.bridge.judging.session import Session, Violation
 from pymc_resume.bridge.repro.replay import load_repro
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.contract import CLAUSE_IDS
@@ -195,9 +195,9 @@ def test_one_node_effect_then_interrupt_is_a_configuration_of_its_own():
         factory("langgraph", {"effect_then_interrupt": "three-nodes"})
 
 
-def test_one_node_reruns_its_effect_on_resume_under_the_same_task_id():
+def test_one_node_reruns_its_effect_on_resume_and_both_fires_apply():
     # The node fires, then interrupt() parks it; the resume re-runs it from its top: the effect
-    # fires again, with the same task id (key), so the sink applies it once.
+    # fires again. LangGraph documents no key for it, so the sink applies both fires.
     session = Session(
         LangGraphAdapter(effect_then_interrupt="one-node"), DEFAULT.workflow, DEFAULT.values, step_timeout=60
     )
@@ -206,11 +206,17 @@ def test_one_node_reruns_its_effect_on_resume_under_the_same_task_id():
         view = session.observation.threads[0]
         assert [c.stage for c in view.chain[1:]] == [0, 1, 2]  # stage 2 recorded by its interrupt
         assert view.chain[-1].pc == 3  # parked at the interrupt, inside the same LangGraph node
-        session.apply(resume(1))
+        with pytest.raises(Violation) as violation:
+            session.apply(resume(1))
+        assert set(violation.value.clauses) == {"effect-exactly-once"}
+        assert (
+            "(lineage t0, node 2, inputs []) applied 2 times"
+            in violation.value.clauses["effect-exactly-once"]
+        )
         assert [c.stage for c in session.observation.threads[0].chain[1:]] == [0, 1, 2, 3]
         fires = [e for e in session.sink.events() if e.kind == "fire" and e.stage == 2]
-        assert len(fires) == 2 and len({e.key for e in fires}) == 1
-        assert [e.applied for e in fires] == [True, False]
+        assert len(fires) == 2 and {e.key for e in fires} == {None}
+        assert [e.applied for e in fires] == [True, True]
     finally:
         session.close()
 
@@ -238,6 +244,18 @@ def test_registered_as_langgraph_with_a_durability_per_configuration():
     ]
 
 
+def test_effects_are_unkeyed_because_langgraph_documents_no_key_quoting_its_docs():
+    assert LangGraphAdapter.effect_key["key"] == "none"
+    assert "Use idempotency keys or verify existing results" in LangGraphAdapter.effect_key["why"]
+    assert "durable-execution" in LangGraphAdapter.effect_key["why"]
+
+
+def test_command_at_checkpoint_names_both_documented_calls_it_combines():
+    [variant] = [v for v in LangGraphAdapter().variants if v.name == "command-at-checkpoint"]
+    assert "two documented calls combined" in variant.call
+    assert "use-time-travel" in variant.docs and "interrupts" in variant.docs
+
+
 def test_capabilities_are_what_langgraph_lets_us_observe():
     capabilities = LangGraphAdapter.capabilities
     assert "leases" not in capabilities  # LangGraph has no run lease: liveness is skipped
@@ -254,7 +272,7 @@ def test_a_start_commits_up_to_the_first_interrupt_and_parks_there():
         assert view.chain[-1].pc == 3  # parked at the interrupt of the effect-then-interrupt node
         assert view.run == "free"
         fires = [e for e in session.sink.events() if e.kind == "fire"]
-        assert len(fires) == 2 and all(e.key for e in fires)  # keyed by LangGraph's task id
+        assert len(fires) == 2 and all(e.key is None for e in fires)  # LangGraph documents no key
     finally:
         session.close()
 
@@ -320,25 +338,35 @@ def test_a_replay_fork_does_not_reuse_the_inputs_recorded_after_its_fork_point()
     assert violated == {"fork-intent"}
 
 
-def test_a_replay_fork_refires_an_effect_under_a_new_task_id():
-    # New checkpoints get new ids, so the task id (the key) of the re-run effect differs.
+def test_a_replay_fork_refires_an_effect():
+    # The fork re-runs the node from the fork point, so its effect fires again (unkeyed).
     fork = {"action": "fork", "thread": 0, "checkpoint": 0, "intent": "replay", "value": None}
     violated, session = run([START, fork])
     assert "effect-exactly-once" in violated
 
 
-@pytest.mark.parametrize("when", ["before-execute", "after-execute", "after-commit"])
-def test_sync_recovery_after_a_sigkill_reruns_no_committed_work(when):
+@pytest.mark.parametrize(
+    ("when", "expected"),
+    [
+        ("before-execute", set()),
+        # Killed after the effect node's code fired and before LangGraph stored its result, the
+        # node runs again on recovery and fires again: with no key (LangGraph documents none),
+        # the sink applies both. Nothing committed runs again.
+        ("after-execute", {"effect-exactly-once"}),
+        ("after-commit", set()),
+    ],
+)
+def test_sync_recovery_after_a_sigkill_reruns_no_committed_work(when, expected):
     steps = [
         {"action": "start", "thread": 0, "crash": crash(1, when)},
         {"action": "recover", "thread": 0, "crash": None},
     ]
     violated, session = run(steps)
-    assert violated == set()
+    assert violated == expected
     assert session.steps[0]["outcome"][0]["status"] == "crashed"
 
 
-def test_exit_durability_loses_a_fired_effect_and_refires_it_under_a_new_key():
+def test_exit_durability_loses_a_fired_effect_and_refires_it():
     # Nothing is written before the run parks, so recovery starts over from new checkpoints.
     steps = [
         {"action": "start", "thread": 0, "crash": crash(2, "before-execute")},
