@@ -79,6 +79,7 @@ from pymc_resume.bridge.judging.evidence import (
 from pymc_resume.model.bounds import Bounds
 from pymc_resume.model.contract import (
     CLAUSE_IDS,
+    CONSUME_ONCE_VALUE,
     EFFECT_EXACTLY_ONCE,
     HOLDS,
     NOT_APPLICABLE,
@@ -312,7 +313,10 @@ class ProfileRun:
 
     def profile(self, finished: bool) -> Profile:
         battery, fuzzed, info = self.battery, self.fuzzed, self.target.info
-        clauses = {cid: self._with_variants_seen(cid, self._verdict(cid, finished)) for cid in CLAUSE_IDS}
+        clauses = {}
+        for cid in CLAUSE_IDS:
+            result = self._with_variants_seen(cid, self._verdict(cid, finished))
+            clauses[cid] = self._with_late_resumes_seen(cid, result)
         error = (battery.error if battery is not None else None) or (
             fuzzed.error if fuzzed is not None else None
         )
@@ -364,6 +368,20 @@ class ProfileRun:
             return result
         note = f"seen violated in the targeted scenarios with: {', '.join(variants)}"
         return attrs.evolve(result, notes=(*result.notes, note), variants=tuple(variants))
+
+    def _with_late_resumes_seen(self, clause_id: str, result: ClauseResult) -> ClauseResult:
+        """A violated consume-once-value cell noting what the framework did with every late
+        resume of the battery, where they differ: the repro shows one of them (Google ADK
+        ignores a second confirmation to a completed call, and runs an uncommitted one with it)."""
+        if clause_id != CONSUME_ONCE_VALUE or self.battery is None:
+            return result
+        if result.verdict not in (VIOLATED, UNCONFIRMED):
+            return result
+        seen = self.battery.exercise.where(clause_id)
+        if len(seen) < 2:
+            return result
+        note = f"late resumes in the targeted scenarios: {'; '.join(seen)}"
+        return attrs.evolve(result, notes=(*result.notes, note))
 
     def _effects(self) -> EffectCounts:
         """The sink's counts over the battery's sessions and the fuzzed examples."""

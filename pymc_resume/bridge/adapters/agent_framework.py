@@ -44,19 +44,27 @@ How the contract's operations map (docs/agent-framework.md says more):
 - fork: a new workflow instance (a new name) restores an earlier checkpoint,
   `workflow.run(checkpoint_id=c)`, when the fork is started; a replay fork at an interrupt
   restores the parent's response-entry checkpoint (the framework re-delivers the recorded
-  response); an edit fork records its new input at fork time with
-  `run(checkpoint_id=c, responses={request_id: v}, stream=True)`, read up to the first
-  `superstep_started` event (the response-entry checkpoint is stored, no executor has run), and
-  its start restores that checkpoint. Every position the model allows is expressible (a parked
-  head, a completed head, an older checkpoint) but a stage committed inside a checkpoint that
-  records several (refused as `NOT_EXPRESSIBLE`: the framework has no checkpoint there);
+  response); an edit fork at an interrupt is the documented restore-and-respond call itself, on
+  the new instance: `workflow.run(checkpoint_id=c, responses={request_id: v})` (the sample's
+  resume from a checkpoint "awaiting human response" with a new answer; `Workflow.run`'s
+  `responses` "can be combined with `checkpoint_id` to restore a checkpoint and send responses
+  in a single call"), which runs on until the fork parks or completes, in a child process with
+  no crash point (the bridge's fork takes none), as CrewAI's fork does. Every position the
+  model allows is expressible (a parked head, a completed head, an older checkpoint) but a
+  stage committed inside a checkpoint that records several (refused as `NOT_EXPRESSIBLE`: the
+  framework has no checkpoint there);
 - update: not expressible (see `unsupported`).
 
 Crash points are real SIGKILLs of the child process: before or after a stage's node code (in
 the executor), or right after `FileCheckpointStorage.save` returned for the checkpoint that
-records the stage (a subclass of the storage). Effects are keyed by `ctx.request_id` in a
-response handler (the request's id, which a restored checkpoint carries), and by nothing
-elsewhere: a plain handler is handed no stable identity.
+records the stage (a subclass of the storage).
+
+Effects are unkeyed. Agent Framework documents no idempotency key (its checkpoints and
+human-in-the-loop pages name none): an executor that ran after the checkpoint a run is restored
+from runs again, and nothing documented tells the second run from the first.
+`ctx.request_id` in a response handler is documented as the id that pairs a response with its
+`request_info` request (the human-in-the-loop pages), not as an idempotency key; until issue 41
+the adapter keyed the response handlers' effects by it.
 
 `allowed_types` (True by default, so that `race agent-framework` races a durable store; the
 profile's first configuration, "file", sets it False: the storage as it comes) registers
@@ -74,7 +82,6 @@ import os
 from pathlib import Path
 
 from pymc_resume.bridge.adapter import (
-    FRAMEWORK,
     NOT_EXPRESSIBLE,
     OK,
     REFUSED,
@@ -140,9 +147,8 @@ REPLAY_FORK_CALL = (
     "workflow.run(checkpoint_id=c) (at an interrupt, the parent's response-entry checkpoint)"
 )
 EDIT_FORK_CALL = (
-    "a new workflow instance records its input with run(checkpoint_id=c, responses={request_id: v}, "
-    "stream=True), read up to the first superstep_started; its start restores the response-entry "
-    "checkpoint that stored: workflow.run(checkpoint_id=...)"
+    "a new workflow instance (its own workflow name) restores the checkpoint with the new response and "
+    "runs on: workflow.run(checkpoint_id=c, responses={request_id: v}), in a fresh process"
 )
 
 # The crash, which is no call of the framework's (every other operation's calls are its variants).
@@ -196,10 +202,10 @@ class AgentFrameworkAdapter(ChildProcessAdapter):
     framework_calls = FRAMEWORK_CALLS
     variants = VARIANTS
     effect_key = {
-        "key": "ctx.request_id in a @response_handler (gated, interrupt stages); none in a plain @handler",
-        "why": "the id of the request_info the response answers, stored with the pending request in the "
-        "checkpoint, so a restored run hands the same id again; a plain handler is handed no "
-        "identity that survives a restore",
+        "key": "none",
+        "why": "Agent Framework documents no idempotency key: ctx.request_id pairs a response with its "
+        "request_info request (the human-in-the-loop pages), and nothing is documented as an execution's "
+        "identity across a restore",
     }
 
     def __init__(self, allowed_types: bool = True) -> None:
@@ -260,6 +266,11 @@ class AgentFrameworkAdapter(ChildProcessAdapter):
     # -- the client hooks, in the child process --------------------------------------------
 
     def client_start(self, thread: int) -> str:
+        edit = self.threads[thread].get("edit")
+        if edit is not None:  # an edit fork: restore its fork point and respond, in one call
+            return self._run(
+                thread, checkpoint_id=edit["checkpoint_id"], responses={edit["request_id"]: edit["value"]}
+            )
         head = self._head(thread)
         if head is not None:
             return self._run(thread, checkpoint_id=head.checkpoint_id)
@@ -354,40 +365,33 @@ class AgentFrameworkAdapter(ChildProcessAdapter):
             point = delivered[0] if delivered else point
         new = self.add_thread(name=f"t{len(self.threads)}", fork_point=point.checkpoint_id)
         if intent == "edit" and consuming:
-            if not point.pending_request_info_events:
-                self.threads.pop()
-                return Outcome(
-                    REFUSED, f"checkpoint {checkpoint} has no pending request to answer", by=NOT_EXPRESSIBLE
-                )
-            try:
-                request_id = next(iter(point.pending_request_info_events))
-                self._deliver_edit(new, point.checkpoint_id, request_id, value)
-            except AgentFrameworkRefusal as refusal:
-                self.threads.pop()
-                return Outcome(REFUSED, str(refusal), by=FRAMEWORK)
+            return self._edit_fork(new, checkpoint, point, value)
         return Outcome(OK, f"forked as thread {new} from checkpoint {point.checkpoint_id}", thread=new)
 
-    def _deliver_edit(self, thread: int, checkpoint_id: str, request_id: str, value: int) -> None:
-        """An edit fork's new input, recorded the way Agent Framework records a response: a new
-        workflow instance restores the fork point with the response
-        (`run(checkpoint_id=c, responses={request_id: v}, stream=True)`), which stores a
-        response-entry checkpoint; the client stops reading the stream at the first
-        `superstep_started` event, before any executor runs. The fork's start runs it."""
-
-        async def deliver():
-            stream = self._workflow(thread).run(
-                checkpoint_id=checkpoint_id, responses={request_id: value}, stream=True
+    def _edit_fork(self, new: int, checkpoint: int, point, value: int | None) -> Outcome:
+        """An edit fork as Agent Framework's human-in-the-loop sample writes it: a new workflow
+        instance restores the checkpoint that awaits the response and sends the new one in the
+        same call (`run(checkpoint_id=c, responses={request_id: v})`), running on until it parks
+        or completes; the kit's `start` runs that call in a fresh process (`client_start` reads
+        the edit from the thread's memory), with no crash point."""
+        if not point.pending_request_info_events:
+            self.threads.pop()
+            return Outcome(
+                REFUSED, f"checkpoint {checkpoint} has no pending request to answer", by=NOT_EXPRESSIBLE
             )
-            async for event in stream:
-                if event.type == "superstep_started":
-                    break
-
-        try:
-            asyncio.run(deliver())
-        except Exception as error:
-            if _from_agent_framework(error):
-                raise AgentFrameworkRefusal(f"{type(error).__name__}: {error}") from None
-            raise
+        request_id = next(iter(point.pending_request_info_events))
+        self.threads[new]["edit"] = {
+            "checkpoint_id": point.checkpoint_id,
+            "request_id": request_id,
+            "value": value,
+        }
+        outcome = self.start(new, None, f"fork.t{new}")
+        del self.threads[new]["edit"]
+        if outcome.status == REFUSED and self._latest(new) is None:  # the framework stored nothing
+            self.threads.pop()
+            return outcome
+        detail = f"forked as thread {new} from checkpoint {point.checkpoint_id}, then {outcome.detail}"
+        return Outcome(OK, detail, thread=new)
 
     def update(self, thread: int, note: int) -> Outcome:
         """Not expressible (`unsupported`); refused in case a bridge still asks."""
@@ -540,7 +544,8 @@ def _executor(adapter: AgentFrameworkAdapter, node: int):
             async def answer(
                 self, request: FuzzState, value: int, ctx: WorkflowContext[FuzzState, FuzzState]
             ) -> None:
-                values = adapter.execute(waiting, tuple(request.values), value, ctx.request_id)
+                # Unkeyed: Agent Framework documents no idempotency key (the module docstring).
+                values = adapter.execute(waiting, tuple(request.values), value, None)
                 await forward(values, ctx)
 
     return NodeExecutor(id=f"n{node}")

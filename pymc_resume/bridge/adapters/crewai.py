@@ -44,8 +44,9 @@ says that the rule is the adapter's. Any other exception is a bug and stops the 
 
 What CrewAI gives and what it does not:
 
-- keys: CrewAI hands method code no identity of the execution that survives re-execution
-  (its event ids are new per execution), so effects go to the sink without a key.
+- keys: CrewAI documents no idempotency key (neither its Flows nor its persistence pages name
+  one) and hands method code no identity of the execution that survives re-execution (its
+  event ids are new per execution), so effects go to the sink without a key.
 - recorded inputs: CrewAI records a consumed value only in the state its taking method
   writes; it records no claim (the `pending_feedback` row holds the question, not an answer),
   so the inputs are exactly the values in the committed checkpoints.

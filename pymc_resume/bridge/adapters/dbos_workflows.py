@@ -52,7 +52,10 @@ Crash points are real SIGKILLs of the application process: before or after a sta
 step's output before the call returns: the after-commit point). Effects are keyed by
 `DBOS.workflow_id` and `DBOS.step_id`, the identity DBOS documents for a step ("a unique
 identifier of the current step within the workflow"), which a recovered execution of the same
-step has again.
+step has again. DBOS's docs make the workflow id the idempotency key ("You can set an
+idempotency key for a workflow to guarantee it executes only once", python/tutorials/
+idempotency-tutorial) and give each step within it its id (`DBOS.step_id`, reference/contexts):
+the pair is the documented identity of one step's execution.
 """
 
 from __future__ import annotations

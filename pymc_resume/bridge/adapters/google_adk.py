@@ -22,7 +22,13 @@ The session's event log is the durable store; the model's chain is read from it:
 checkpoint is the session as created, each stage tool's function-response event commits that
 stage (with the state after it), and a client's state-delta event is an update. A consuming
 stage's recorded input is the payload of the first confirmation response the session holds for
-its tool call (a claim, until the tool's result is stored).
+its tool call (a claim, until the tool's result is stored); every later response for it is a
+late input (ADK appends each to the session, and a recovered invocation runs an uncommitted tool
+with the last one). A thread is parked only while its head's tool has a confirmation request
+with no response: a resume answers it. One that stopped short of the end with none (an
+invocation a second confirmation ended before the next tool was called) is shown `dead`, work
+no process is doing; the drain's recovery (`run_async(invocation_id=...)`) then shows whether
+ADK can finish it (`stuck-runs`).
 
 How the contract's operations map (docs/google-adk.md says more):
 
@@ -39,9 +45,14 @@ How the contract's operations map (docs/google-adk.md says more):
 
 Crash points are real SIGKILLs of the child process: before or after a stage's node code (in the
 tool), or right after `DatabaseSessionService.append_event` stored the tool's function-response
-event (a wrapper around that method). Effects are keyed by `tool_context.function_call_id`,
-the id of the model's function call that ADK stored before the tool ran and hands the tool again
-when a resumed invocation runs that call again.
+event (a wrapper around that method).
+
+Effects are unkeyed. ADK documents no idempotency key: its resume page says "the Resume feature
+ensures that the Tools in an agent are run *at least once*, and may run more than once when
+resuming a workflow. If your agent uses Tools where duplicate runs would have a negative impact,
+such as purchases, you should modify the Tool to check for and prevent duplicate runs"
+(adk-docs runtime/resume.md, "Caution: Tool execution behavior"), and names no identity to check
+with. `tool_context.function_call_id` survives a resume, but ADK does not document it as one.
 """
 
 import asyncio
@@ -50,6 +61,7 @@ import os
 import uuid
 import warnings
 from collections.abc import AsyncGenerator
+from typing import NamedTuple
 
 from pymc_resume.bridge.adapter import (
     FRAMEWORK,
@@ -188,6 +200,15 @@ def _is_result(response) -> bool:
     return isinstance(response, dict) and "stage" in response
 
 
+class SessionReading(NamedTuple):
+    """One session's events in the model's words (see `GoogleAdkAdapter._read`)."""
+
+    chain: list[Checkpoint]
+    inputs: dict[int, int]  # stage -> the payload of the first confirmation response for it
+    late: tuple[tuple[int, int], ...]  # (stage, payload) of every later response for it
+    waiting: bool  # the head's tool has a confirmation request with no response yet
+
+
 class GoogleAdkAdapter(ChildProcessAdapter):
     name = "google-adk"
     # Imported once in the host template (none starts a thread at import).
@@ -195,8 +216,10 @@ class GoogleAdkAdapter(ChildProcessAdapter):
         "google.adk.runners", "google.adk.sessions", "sqlalchemy.pool", "aiosqlite", "psycopg"
     )
     framework = "Google ADK"
-    # No lease in the store (liveness is skipped); recorded inputs are the confirmation responses.
-    capabilities = frozenset({"recorded-inputs", "executions"})
+    # Recorded inputs are the first confirmation response per tool, late inputs every later one
+    # (ADK appends each to the session); no lease, but a thread is shown parked only while its
+    # head's tool has a confirmation request unanswered, which a resume answers (stuck-runs).
+    capabilities = frozenset({"recorded-inputs", "executions", "late-inputs", "stuck-runs"})
     refusals = (AdkRefusal,)
     unsupported = {"fork": FORK_UNSUPPORTED}
     framework_calls = FRAMEWORK_CALLS
@@ -205,9 +228,9 @@ class GoogleAdkAdapter(ChildProcessAdapter):
         Variant(op, name, FRAMEWORK_CALLS[op], FRAMEWORK_DOCS[op]) for op, name in VARIANT_NAMES.items()
     )
     effect_key = {
-        "key": "tool_context.function_call_id",
-        "why": "the id of the model's function call, stored in the session before the tool runs; a resumed "
-        "invocation runs the stored call again with the same id",
+        "key": "none",
+        "why": "ADK documents no idempotency key: its resume page says tools run at least once and asks "
+        "the tool to prevent duplicate runs itself (adk-docs runtime/resume.md)",
     }
 
     def __init__(self, store: str = "sqlite") -> None:
@@ -279,7 +302,7 @@ class GoogleAdkAdapter(ChildProcessAdapter):
             before = adapter._app_state(tool_context.state.to_dict())
             confirmation = tool_context.tool_confirmation
             value = confirmation.payload if consumes and confirmation is not None else None
-            after = adapter.execute(stage, before, value, tool_context.function_call_id)
+            after = adapter.execute(stage, before, value, None)  # unkeyed: see the module docstring
             for field, (old, new) in enumerate(zip(before, after)):
                 if new != old:
                     tool_context.state[adapter._key(field)] = new
@@ -391,14 +414,17 @@ class GoogleAdkAdapter(ChildProcessAdapter):
         return await service.get_session(app_name=APP_NAME, user_id=self.user, session_id=self._sid(thread))
 
     def _head(self, session) -> int:
-        return self._view(session)[0][-1].pc
+        return self._read(session).chain[-1].pc
 
-    def _view(self, session) -> tuple[list[Checkpoint], dict[int, int]]:
-        """The model's chain and recorded inputs for one session's events."""
+    def _read(self, session) -> "SessionReading":
+        """The model's chain, recorded inputs, late inputs and whether the head waits on a
+        confirmation, for one session's events."""
         state = dict(self._initial())
         chain = [Checkpoint(0, self._app_state(state), INITIAL)]
         inputs: dict[int, int] = {}
+        late: list[tuple[int, int]] = []
         requests: dict[str, int] = {}  # confirmation call id -> the stage it asks for
+        answered: set[str] = set()
         for event in session.events:
             state.update(event.actions.state_delta or {})
             for part in event.content.parts if event.content else []:
@@ -407,15 +433,22 @@ class GoogleAdkAdapter(ChildProcessAdapter):
                     original = (call.args or {}).get("originalFunctionCall") or {}
                     requests[call.id] = int(str(original.get("name", "s-1"))[1:])
                 elif response is not None and response.name == CONFIRMATION and response.id in requests:
+                    answered.add(response.id)
                     payload = (response.response or {}).get("payload")
                     if isinstance(payload, int):
-                        inputs.setdefault(requests[response.id], payload)
+                        stage = requests[response.id]
+                        if stage in inputs:  # ADK appends every later response to the session
+                            late.append((stage, payload))
+                        else:
+                            inputs[stage] = payload
                 elif response is not None and _is_result(response.response):
                     stage = int(response.response["stage"])
                     chain.append(Checkpoint(stage + 1, self._app_state(state), stage))
             if event.author == "user" and event.content is None and NOTE in (event.actions.state_delta or {}):
                 chain.append(Checkpoint(chain[-1].pc, self._app_state(state), UPDATE))
-        return chain, inputs
+        head = chain[-1].pc
+        waiting = any(stage == head and call not in answered for call, stage in requests.items())
+        return SessionReading(chain, inputs, tuple(late), waiting)
 
     def _own(self, work):
         """Run `work(service)` in the adapter's own process, on one event loop and one session
@@ -451,8 +484,13 @@ class GoogleAdkAdapter(ChildProcessAdapter):
                 initial = Checkpoint(0, self.workflow.initial_state(), INITIAL)
                 views.append(ThreadView((initial,), memory["run"], {}))
                 continue
-            chain, inputs = self._view(session)
-            views.append(ThreadView(tuple(chain), memory["run"], inputs))
+            reading = self._read(session)
+            run = memory["run"]
+            if run == "free" and reading.chain[-1].pc != self.workflow.end and not reading.waiting:
+                # Stopped short of the end with no confirmation asked for the head's tool: the
+                # invocation's work is left undone with no process doing it (stuck-runs).
+                run = "dead"
+            views.append(ThreadView(tuple(reading.chain), run, reading.inputs, reading.late))
         return Observation(tuple(views))
 
 

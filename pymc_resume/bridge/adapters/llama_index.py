@@ -43,7 +43,7 @@ How the contract's operations map (docs/llama-index.md says more):
 
 Crash points are real SIGKILLs of the child process: before or after a stage's node code (in
 the step), or right after the saved context was written. The framework hands steps no stable
-identity that survives a restore, so effects carry no key.
+identity that survives a restore, and its docs name no idempotency key, so effects carry no key.
 """
 
 import asyncio

@@ -50,10 +50,11 @@ How the contract's operations map (`variants`; docs/openai-agents.md says more):
 - update(note): `RunState.from_string(agent, saved, context_override={"app": ...})`, saved back;
 - fork: not expressible (see `unsupported`).
 
-Effects are keyed by the tool call id the runner hands the tool (`ToolContext.tool_call_id`; the
-formatter's `call_id` for a rejection): the id of the model's call, recorded with the call in the
-state and the session, so a restored state runs the recorded call under the same id; a model call
-made again (after a restart) is a new call with a new id.
+Effects are unkeyed. The SDK documents no idempotency key: `ToolContext.tool_call_id` (and the
+error formatter's `call_id`) is documented as the id of the model's tool call, not as an
+identity to deduplicate a tool's effects by; until issue 41 the adapter keyed effects by it (a
+restored state runs a recorded call under the same id; a call the model makes again after a
+restart has a new id).
 """
 
 import asyncio
@@ -276,10 +277,9 @@ class OpenAIAgentsAdapter(ChildProcessAdapter):
     unsupported = {"fork": FORK_UNSUPPORTED}
     framework_calls = FRAMEWORK_CALLS
     effect_key = {
-        "key": "ToolContext.tool_call_id (a rejection: ToolErrorFormatterArgs.call_id)",
-        "why": "the id of the model's tool call, recorded with the call in the RunState (and the "
-        "session), so a restored state runs the recorded call under the same id; a call the model "
-        "makes again after a restart has a new id",
+        "key": "none",
+        "why": "the SDK documents no idempotency key: ToolContext.tool_call_id is the id of the model's "
+        "tool call, not documented as an identity to deduplicate effects by",
     }
 
     def __init__(self, store: str = STATE_FILE) -> None:
@@ -387,9 +387,8 @@ class OpenAIAgentsAdapter(ChildProcessAdapter):
         adapter, consumes = self, self.workflow.consumes[stage]
 
         async def invoke(ctx: ToolContext) -> str:
-            app = adapter.execute(
-                stage, tuple(ctx.context[APP]), APPROVE if consumes else None, ctx.tool_call_id
-            )
+            # Unkeyed: the SDK documents no idempotency key (the module docstring).
+            app = adapter.execute(stage, tuple(ctx.context[APP]), APPROVE if consumes else None, None)
             ctx.context[APP] = list(app)
             return _output(stage, app)
 
@@ -409,7 +408,7 @@ class OpenAIAgentsAdapter(ChildProcessAdapter):
             return None
         stage = _stage_of(args.tool_name)
         context = args.run_context.context
-        app = self.execute(stage, tuple(context[APP]), REJECT, args.call_id)
+        app = self.execute(stage, tuple(context[APP]), REJECT, None)  # unkeyed, as in `_tool`
         context[APP] = list(app)
         return _output(stage, app)
 

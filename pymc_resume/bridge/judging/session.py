@@ -541,6 +541,11 @@ class Session:
             was, now = before.threads[t], self.observation.threads[t]
             if (stage, value) in (now.late_inputs or ()) and (stage, value) not in (was.late_inputs or ()):
                 did = "recorded it as a late input, which is never read"
+                if self._ran_with(was, now, stage, value):
+                    did = (
+                        f"stored it beside the value already recorded and ran stage {stage} with it "
+                        f"(its head went from stage {was.chain[-1].pc} to stage {now.chain[-1].pc})"
+                    )
             elif now.inputs is not None and now.inputs.get(stage) == value != (was.inputs or {}).get(stage):
                 did = "recorded it in place of the consumed value"
             elif now.chain != was.chain:
@@ -555,6 +560,13 @@ class Session:
                 f"already consumed a value, was not refused: the framework {did}",
             )
             self._noter(step)(LATE_RESUME, f"stage {stage}: not refused, the framework {did.split(':')[0]}")
+
+    def _ran_with(self, was, now, stage: int, value: int) -> bool:
+        """Whether `now` has a new checkpoint committing `stage` with `value` as its node's
+        input: the late value was used, not only stored (Google ADK's second confirmation)."""
+        node = self.workflow.stages[stage].node
+        new = [entry for entry in now.chain if entry not in was.chain]
+        return any(entry.stage == stage and entry.app[node] == value for entry in new)
 
     @staticmethod
     def _where_recorded(was, now, value: int) -> str:

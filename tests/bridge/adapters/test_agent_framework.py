@@ -132,12 +132,20 @@ def test_the_storage_as_it_comes_stores_no_checkpoint_of_the_state_type():
     assert "resume" not in session.exercised
 
 
-def test_an_edit_fork_records_its_new_input_and_runs_from_the_parked_checkpoint():
+def test_an_edit_fork_restores_the_parked_checkpoint_with_its_new_response_and_runs_on():
+    # The sample's call, run(checkpoint_id=c, responses={request_id: v}), on a new instance: the
+    # fork consumes its new value and runs on to the next request, with no start of its own.
     fork = {"action": "fork", "thread": 0, "checkpoint": 2, "intent": "edit", "value": 2}
-    violated, session = run(
-        [START, resume(1), fork, {"action": "start", "thread": 1, "crash": None}], drain=False
-    )
-    assert not violated & {"fork-determinism", "fork-intent"}
-    parent, child = session.observation.threads
-    assert child.inputs[2] == 2 and parent.inputs[2] == 1
-    assert [c.app for c in child.chain[:3]] == [c.app for c in parent.chain[:3]]
+    session = session_of()
+    try:
+        for step in [START, resume(1), fork]:
+            session.apply(step)
+        assert session.steps[-1]["outcome"][0]["status"] == "ok"
+        parent, child = session.observation.threads
+        assert child.inputs[2] == 2 and parent.inputs[2] == 1
+        assert [c.app for c in child.chain[:3]] == [c.app for c in parent.chain[:3]]
+        assert child.chain[-1].pc == 3 and child.chain[-1].app[1] == 2  # ran stage 2 with v2, parked
+        fork_runs = [e for e in session.sink.events() if e.kind == "execute" and e.thread == 1]
+        assert [e.stage for e in fork_runs] == [2]  # its ancestry did not run again
+    finally:
+        session.close()

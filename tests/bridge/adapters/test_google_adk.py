@@ -47,7 +47,9 @@ def applied(session, steps):
 def test_declares_its_calls_and_fork_as_unsupported():
     adapter = GoogleAdkAdapter()
     assert adapter.version.startswith("google-adk 2.")
-    assert adapter.capabilities == {"recorded-inputs", "executions"}  # no lease: liveness is skipped
+    # No lease, but a thread is parked only while a confirmation asked for its head is unanswered.
+    assert adapter.capabilities == {"recorded-inputs", "executions", "late-inputs", "stuck-runs"}
+    assert adapter.effect_key["key"] == "none"  # ADK documents no idempotency key
     assert set(adapter.unsupported) == {"fork"} and "rewind_async" in adapter.unsupported["fork"]
     operations = {"start", "resume", "resume-together", "crash", "recover", "update"}
     assert set(adapter.framework_calls) == operations
@@ -73,6 +75,7 @@ def test_a_confirmation_after_completion_is_recorded_and_ignored():
     assert violated == {"consume-once-value"}
     assert statuses(session) == ["ok", "ok", "ok", "ok"]
     assert session.observation.threads[0].inputs == {2: 1, 3: 2}
+    assert session.observation.threads[0].late_inputs == ((3, 1),)  # the session keeps it
 
 
 def test_a_kill_after_a_tool_result_was_stored_does_not_run_the_tool_again():
@@ -87,9 +90,9 @@ def test_a_kill_after_a_tool_result_was_stored_does_not_run_the_tool_again():
         session.close()
 
 
-def test_a_kill_before_the_tool_result_was_stored_runs_it_again_with_the_same_call_id():
-    # At least once, as ADK's resume page says; the re-fire carries the function call id the
-    # first fire had, so the sink applies it once.
+def test_a_kill_before_the_tool_result_was_stored_runs_it_again_and_applies_it_twice():
+    # At least once, as ADK's resume page says, and ADK documents no key to tell the re-run by:
+    # the effect is applied twice.
     session = session_of()
     try:
         violated = applied(
@@ -99,9 +102,9 @@ def test_a_kill_before_the_tool_result_was_stored_runs_it_again_with_the_same_ca
                 {"action": "recover", "thread": 0, "crash": None},
             ],
         )
-        assert violated == set()
+        assert violated == {"effect-exactly-once"}
         fires = [e for e in session.sink.events() if e.kind == "fire" and e.stage == 1]
-        assert len(fires) == 2 and fires[0].key == fires[1].key and fires[0].key.startswith("adk-")
+        assert len(fires) == 2 and fires[0].key is None and fires[1].key is None
     finally:
         session.close()
 
@@ -114,10 +117,36 @@ def test_a_second_confirmation_after_a_kill_mid_tool_replaces_the_claimed_value(
             [START, resume(1, crash(2, "after-execute")), resume(2)],
         )
         assert "consume-once-value" in violated
-        assert session.observation.threads[0].inputs[2] == 1  # the first response is stored first
-        assert session.observation.threads[0].chain[3].app[1] == 2  # the tool ran with the second
+        view = session.observation.threads[0]
+        assert view.inputs[2] == 1 and view.late_inputs == ((2, 2),)  # both responses are stored
+        assert view.chain[3].app[1] == 2  # the tool ran with the second
     finally:
         session.close()
+
+
+def test_the_reason_says_the_second_confirmation_was_stored_and_used():
+    session = session_of()
+    try:
+        with pytest.raises(Violation) as raised:
+            for step in [START, resume(1, crash(2, "after-execute")), resume(2)]:
+                session.apply(step)
+        reason = raised.value.clauses["consume-once-value"]
+        assert "stored it beside the value already recorded and ran stage 2 with it" in reason
+    finally:
+        session.close()
+
+
+def test_a_second_confirmation_after_the_tool_result_leaves_a_thread_no_recovery_finishes():
+    # ADK stores the second response and ends the invocation before the gated tool is called;
+    # its documented recovery (run_async with the invocation id) runs nothing: liveness fails.
+    session = session_of()
+    with pytest.raises(Violation):  # consume-once-value, at the second confirmation
+        for step in [START, resume(1, crash(2, "after-commit")), resume(2)]:
+            session.apply(step)
+    assert session.observation.threads[0].run == "dead"  # work left that no process is doing
+    with pytest.raises(Violation) as raised:
+        session.finish()
+    assert "t0 at stage 3" in raised.value.clauses["liveness"]
 
 
 @pytest.mark.postgres
