@@ -79,6 +79,7 @@ def suite_section(document: dict) -> str:
             f"{document['exit_code']}; pytest: {document['pytest_summary']}. Its slowest steps "
             "(`--durations`, which every CI log prints):",
             table(["seconds", "phase", "test"], slowest),
+            "".join(f"\n- failed: `{line}`" for line in document.get("failed", [])).strip(),
             provenance_line(document),
         ]
     )

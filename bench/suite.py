@@ -4,7 +4,8 @@
 
 Clones HEAD into a temporary folder, runs `bash .ci/run` there (a fresh virtual environment,
 the installs, ruff, mypy, then the README's test command), and records the wall time, the exit
-code, pytest's summary line and its slowest steps (`--durations=25`, which .ci/run asks for).
+code, pytest's summary line, its slowest steps (`--durations=25`, which .ci/run asks for) and
+the tests that failed, if any.
 The clone is removed afterwards; its output is kept in the JSON only as those lines.
 """
 
@@ -46,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         code, seconds, lines = run_ci(clone)
     summary = next((m for m in map(SUMMARY.match, reversed(lines)) if m), None)
     slowest = [m.groupdict() for m in map(DURATION.match, lines) if m][:10]
+    failed = [line for line in lines if line.startswith(("FAILED ", "ERROR "))]
     document = {
         "bench": "suite",
         "provenance": provenance.finished(started, seconds),
@@ -54,7 +56,10 @@ def main(argv: list[str] | None = None) -> int:
         "pytest_summary": summary.group("line") if summary else None,
         "pytest_seconds": float(summary.group("seconds")) if summary else None,
         "slowest": [{**d, "seconds": float(d["seconds"])} for d in slowest],
+        "failed": [line[:300] for line in failed],
     }
+    if code != 0 and not failed:  # (lint, install: the output's end says what)
+        document["tail"] = lines[-20:]
     write_atomically(args.json_path, json.dumps(document, indent=2) + "\n")
     print(json.dumps({k: v for k, v in document.items() if k != "slowest"}, indent=2))
     return code

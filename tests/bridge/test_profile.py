@@ -201,10 +201,11 @@ def _comparable(profile) -> dict:
     return document
 
 
-# Faults whose findings no race decides (a racy one, stuck-claim, may reproduce in 2 of 3
-# replays in one run and 3 of 3 in another, whatever the jobs).
+# A fault whose findings no race decides (a racy one, stuck-claim, may reproduce in 2 of 3
+# replays in one run and 3 of 3 in another, whatever the jobs). (record-second-resume, also
+# race-free, gave the same parity and cost CI 37 s more.)
 @pytest.mark.slow
-@pytest.mark.parametrize("fault", ["no-claim", "record-second-resume"])
+@pytest.mark.parametrize("fault", ["no-claim"])
 def test_one_job_and_two_give_the_same_profile_battery_and_fuzzing_included(tmp_path, fault):
     configuration = Configuration(fault, "reference", {"fault": fault})
     profiles = [

@@ -235,6 +235,7 @@ def test_profile_all_runs_every_family_and_a_repro_replays_through_the_command(t
         "one-step.toml",
         "--examples",
         "0",
+        "--no-shrink",
         "--json",
         "t.json",
         "--markdown",
