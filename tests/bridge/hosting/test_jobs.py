@@ -53,22 +53,23 @@ def test_an_exception_is_raised_at_its_tasks_turn():
 
 def test_stopping_early_cancels_the_running_tasks_and_waits_for_them():
     cancelled = threading.Event()
-    stopped = []
+    stopped, finished = [], []
 
     def long_task():
-        for _ in range(200):  # a task checks between its steps
+        for _ in range(200):  # a task checks between its steps (2 s if never cancelled)
             try:
                 check(cancelled)
             except Cancelled:
                 stopped.append(True)
                 raise
             time.sleep(0.01)
+        finished.append(True)
         return "done"
 
-    started = time.monotonic()
     for value in in_order([_sleeper(0.0, "first"), long_task, long_task], 2, cancelled):
         assert value == "first"
         break
     assert cancelled.is_set()
-    assert stopped == [True]  # the one that had started stopped, and was waited for
-    assert time.monotonic() - started < 1.0
+    # Every task that had started stopped, and was waited for: one, or both when the second
+    # slot freed before the consumer stopped (a loaded machine's timing); none ran to its end.
+    assert stopped in ([True], [True, True]) and not finished
