@@ -51,6 +51,11 @@ def provenance_line(document: dict) -> str:
     )
 
 
+def _paragraphs(parts: list[str]) -> str:
+    """The non-empty parts, a blank line between each."""
+    return "\n\n".join(part for part in parts if part.strip())
+
+
 def table(header: list[str], rows: list[list]) -> str:
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
     lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
@@ -71,7 +76,7 @@ def _cell(value) -> str:
 
 def suite_section(document: dict) -> str:
     slowest = [[s["seconds"], s["phase"], s["test"]] for s in document.get("slowest", [])]
-    return "\n\n".join(
+    return _paragraphs(
         [
             "## The suite",
             "`.ci/run` on a clean clone (a fresh virtual environment, the installs, `ruff`, `mypy`, "
@@ -111,7 +116,7 @@ def bridge_section(document: dict) -> str:
     for r in document["runs"]:
         verdicts.setdefault(r["config"], set()).add(tuple(r.get("verdicts", ())))
     differ = sorted(config for config, seen in verdicts.items() if len(seen) > 1)
-    return "\n\n".join(
+    return _paragraphs(
         [
             "## The bridge",
             "Each configuration's battery at bounds `small`, no fuzzing, no shrinking, with hosts "
@@ -164,7 +169,7 @@ def explore_section(document: dict) -> str:
                 f"faster than 1, for {run['cpu_seconds'] / one['cpu_seconds']:.2f}x the CPU"
             )
     models = sorted({r["model"] for r in document["runs"]})
-    return "\n\n".join(
+    return _paragraphs(
         [
             f"## The explorer: {', '.join(models)}",
             "Each run in a fresh process (`bench/README.md` says what each model is); peak RSS "
@@ -202,7 +207,7 @@ def liveness_section(document: dict) -> str:
     ]
     rows = [[r.get(c) for c in columns] for r in document["runs"]]
     ratios = "\n".join(f"- {k.replace('_', ' ')}: {v:.2f}x" for k, v in document.get("ratios", {}).items())
-    return "\n\n".join(
+    return _paragraphs(
         [
             "## Temporal properties: the graph pass on EWD840",
             "The temporal pass alone under `WF_vars(System)` (it holds, so every state and edge is "
@@ -228,7 +233,7 @@ def fuzz_section(document: dict) -> str:
         ]
         for fault, cell in document["faults"].items()
     ]
-    return "\n\n".join(
+    return _paragraphs(
         [
             "## Fuzzing the reference runtime's faults",
             f"Per fault, over seeds {document['seeds']} with at most {document['max_seconds']:.0f} s "
