@@ -74,10 +74,9 @@ class TookTooLong(BaseException):
     """A case ran past its deadline: it hangs, or did work on input that cannot run."""
 
 
-def run_refused(args: list[str], folder: Path) -> str:
-    """Run the CLI on `args` in `folder`; assert it refused them cleanly (see the module doc)."""
-    before = set(folder.rglob("*"))
-    children = _children()
+def invoke_within_deadline(args: list[str], folder: Path):
+    """The CLI's result on `args`, run in `folder`; TookTooLong (as its exception) past
+    CASE_DEADLINE seconds."""
     cwd = os.getcwd()
     os.chdir(folder)
 
@@ -87,11 +86,18 @@ def run_refused(args: list[str], folder: Path) -> str:
     previous = signal.signal(signal.SIGALRM, too_long)
     signal.alarm(CASE_DEADLINE)
     try:
-        result = CliRunner().invoke(main, args, catch_exceptions=True)
+        return CliRunner().invoke(main, args, catch_exceptions=True)
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
         os.chdir(cwd)
+
+
+def run_refused(args: list[str], folder: Path) -> str:
+    """Run the CLI on `args` in `folder`; assert it refused them cleanly (see the module doc)."""
+    before = set(folder.rglob("*"))
+    children = _children()
+    result = invoke_within_deadline(args, folder)
     assert not isinstance(result.exception, TookTooLong), f"{args}: {result.exception}"
     assert result.exception is None or isinstance(result.exception, SystemExit), (
         f"{args}: raised {result.exception!r}"

@@ -24,19 +24,16 @@ import copy
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
-from test_bad_input import CASE_DEADLINE, CONTROL, QUICK, THOROUGH, TookTooLong, _fresh, run_refused
+from test_bad_input import CONTROL, QUICK, THOROUGH, _fresh, invoke_within_deadline, run_refused
 
-from pymc_resume.cli import main
 from pymc_resume.report.profiles import MAX_TOTAL_BYTES, MAX_TOTAL_VALUES
 
 PROFILES = Path(__file__).parent / "profiles"
@@ -398,20 +395,7 @@ class Result:
 def run_cli(args: list[str], folder: Path) -> Result:
     """Run the CLI on `args` in `folder` within the deadline; assert it ended as a command
     should: its result, or a one-line error (exit 2), never a traceback or an internal error."""
-    cwd = os.getcwd()
-    os.chdir(folder)
-
-    def too_long(signum, frame):
-        raise TookTooLong(f"{args}: still running after {CASE_DEADLINE}s")
-
-    previous = signal.signal(signal.SIGALRM, too_long)
-    signal.alarm(CASE_DEADLINE)
-    try:
-        result = CliRunner().invoke(main, args, catch_exceptions=True)
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-        os.chdir(cwd)
+    result = invoke_within_deadline(args, folder)
     assert result.exception is None or isinstance(result.exception, SystemExit), (args, result.exception)
     assert "Traceback" not in result.output and "internal error" not in result.output, result.output[-600:]
     if result.exit_code == 2:
