@@ -37,7 +37,8 @@ How the contract's operations map (docs/pydantic-graph.md says more):
     `iter_from_persistence` raises `GraphRuntimeError` itself: pydantic-graph's refusal.
   Under both, the answered node's class is the question the client read before its load (the
   first `created` snapshot's node, the question the example's previous invocation printed); the
-  client refuses before it calls pydantic-graph when that node asks nothing.
+  client refuses before it calls pydantic-graph when that node asks nothing. Concurrent
+  deliveries all read the question before any of them loads (the question both humans saw).
   The `after-load` race window is after the load and after the first `GraphRun.next` appended
   the answered node `created`, before `record_run` marks it `running` (the claim) in the same
   call; deliveries held there load one at a time (`_LoadTurns`), so a later load comes in that
@@ -311,14 +312,20 @@ class PydanticGraphAdapter:
     def resume_together(
         self, thread: int, values: list[int], window: str | None, op: str, variant: str = LOAD_NEXT
     ) -> list[Outcome]:
-        staggered = window == "after-load" and len(values) > 1
-        turns, fds = _load_turns(len(values)) if staggered else ([_LoadTurns()] * len(values), [])
+        # Every delivery answers the question the run showed before any of them began (both
+        # humans saw the question the previous invocation printed): each reads it, then waits
+        # at the barrier until all have. Held `after-load`, they also load one at a time.
+        together = len(values) > 1
+        if window == "after-load" and together:
+            turns, fds = _load_turns(len(values))
+        else:
+            turns, fds = [_LoadTurns(together) for _ in values], []
         tasks = [
             self._task(thread, "resume", v, "delivery", None, f"{op}.{i}", window, variant, turns[i])
             for i, v in enumerate(values)
         ]
         try:
-            results = run_in_children(tasks, synchronized=window is not None)
+            results = run_in_children(tasks, synchronized=window is not None or together)
         finally:
             for fd in fds:
                 os.close(fd)
@@ -566,22 +573,23 @@ class _Client:
 
 
 class _LoadTurns:
-    """Concurrent deliveries held at `after-load` load one at a time, in delivery order: each
-    begins its load (`load_next`, `iter_from_persistence`) once the one before it is held
-    between its load and its claim, or has finished. So a later delivery's load sees what the
-    earlier ones recorded, which is the interleaving a free race reaches only by chance (a
-    second `load_next` in the moment between another delivery's `created` and `running`).
+    """The order of concurrent deliveries' loads. Every delivery reads the question first, and
+    the loads begin once all have (the barrier, before any window), so that no delivery reads
+    what another one's load wrote: both humans answer the question the run showed.
 
-    Every delivery reads the question first, and the loads begin once all have (the barrier,
-    once before the window), so that no delivery reads what another one's load wrote. One pipe
-    between each pair of neighbours, made before the children fork; `wait` and `pass_on` are
-    no-ops outside such a step."""
+    Held at `after-load`, they also load one at a time, in delivery order: each begins its load
+    (`load_next`, `iter_from_persistence`) once the one before it is held between its load and
+    its claim, or has finished. So a later delivery's load sees what the earlier ones recorded,
+    which is the interleaving a free race reaches only by chance (a second `load_next` in the
+    moment between another delivery's `created` and `running`). One pipe between each pair of
+    neighbours, made before the children fork; `wait` and `pass_on` are no-ops outside such a
+    step."""
 
-    def __init__(self, staggered: bool = False, receive: int | None = None, send: int | None = None) -> None:
-        self.staggered, self.receive, self.send = staggered, receive, send
+    def __init__(self, together: bool = False, receive: int | None = None, send: int | None = None) -> None:
+        self.together, self.receive, self.send = together, receive, send
 
     def wait(self, barrier: Barrier) -> None:
-        if self.staggered:
+        if self.together:
             barrier.wait()
         if self.receive is not None:
             os.read(self.receive, 1)
