@@ -163,27 +163,28 @@ def budget_flags(function):
 MAX_JOBS = 64
 
 
+def fresh_hosts_flag(function):
+    """`--fresh-hosts`, shared by every command that hosts adapters: whether hosts come from a
+    template."""
+    return click.option(
+        "--fresh-hosts",
+        is_flag=True,
+        help="Fork every adapter host from this process, importing the framework anew, "
+        "instead of from a template that imported it once (slower; for comparing).",
+    )(function)
+
+
 def host_flags(function):
     """`--jobs N` and `--fresh-hosts`, shared by `fuzz`, `profile` and `replay`: how many
     independent runs go side by side, and whether hosts come from a template."""
-    return _stacked(
-        function,
-        [
-            click.option(
-                "--jobs",
-                type=click.IntRange(min=1, max=MAX_JOBS),
-                default=None,
-                help="Independent runs side by side (scenarios, fuzz shards, replays); the "
-                "verdicts are the same for any number  [default: the machine's cores].",
-            ),
-            click.option(
-                "--fresh-hosts",
-                is_flag=True,
-                help="Fork every adapter host from this process, importing the framework anew, "
-                "instead of from a template that imported it once (slower; for comparing).",
-            ),
-        ],
+    jobs = click.option(
+        "--jobs",
+        type=click.IntRange(min=1, max=MAX_JOBS),
+        default=None,
+        help="Independent runs side by side (scenarios, fuzz shards, replays); the "
+        "verdicts are the same for any number  [default: the machine's cores].",
     )
+    return jobs(fresh_hosts_flag(function))
 
 
 def jobs_or_cores(jobs: int | None) -> int:

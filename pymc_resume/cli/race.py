@@ -9,7 +9,7 @@ import click
 
 from pymc_resume.cli import main
 from pymc_resume.cli.errors import fail, printable
-from pymc_resume.cli.options import Seconds, json_option
+from pymc_resume.cli.options import Seconds, fresh_hosts_flag, json_option
 from pymc_resume.cli.tables import table
 from pymc_resume.files import write_json
 
@@ -103,8 +103,11 @@ def _postgres_url(url: str | None) -> str | None:
     metavar="SECONDS",
     help="Stop a trial that takes longer (a hang): its cell cannot run.",
 )
+@fresh_hosts_flag
 @json_option()
-def race_command(adapter, store, ks, trials, gate, durability, apis, hosts, postgres_url, timeout, json_path):
+def race_command(
+    adapter, store, ks, trials, gate, durability, apis, hosts, postgres_url, timeout, fresh_hosts, json_path
+):
     """Race k processes resuming one parked interrupt of ADAPTER (`langgraph`, `reference`, or
     module:Class); exit 1 when any cell consumed it more than once."""
     from pymc_resume.bridge.hosting.registry import AdapterSpecError
@@ -125,7 +128,11 @@ def race_command(adapter, store, ks, trials, gate, durability, apis, hosts, post
     except (AdapterSpecError, RaceInputError) as error:
         fail(str(error))
     progress = lambda line: click.echo(f"race: {printable(line)}", err=True)  # may quote an adapter
-    report = run_race(adapter, cells, trials, timeout=timeout, postgres=postgres_url, progress=progress)
+    from pymc_resume.bridge.hosting.template import HostTemplates
+
+    with HostTemplates(progress, enabled=not fresh_hosts) as templates:
+        options = {"timeout": timeout, "postgres": postgres_url, "progress": progress}
+        report = run_race(adapter, cells, trials, templates=templates, **options)
     if json_path:
         write_json(json_path, report.as_json())
     click.echo(race_text(report, trials))

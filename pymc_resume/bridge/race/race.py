@@ -50,6 +50,7 @@ from pymc_resume.bridge.hosting.loading import (
     load_checked,
 )
 from pymc_resume.bridge.hosting.registry import resolve
+from pymc_resume.bridge.hosting.template import HostTemplates, TemplateGone, templates_in
 from pymc_resume.bridge.hosting.workdirs import make_workdir, sweep
 from pymc_resume.bridge.judging.session import (
     AdapterFailure,
@@ -441,8 +442,13 @@ def run_race(
     timeout: float = 120.0,
     postgres: str | None = None,
     progress: Callable[[str], None] | None = None,
+    templates: HostTemplates | None = None,
 ) -> RaceReport:
     """Run every cell `trials` times; a cell that cannot run keeps its reason.
+
+    Each trial's host is forked from the adapter's host template (`templates`, or the run's own),
+    which imported the framework once; racers are forked from the host, as before. A networked
+    cell's hosts are forked from this process (their adapter is placed on the island).
 
     The networked cells share one island (`pymc_resume.bridge.race.hosts.Island`) with as many hosts as the
     largest host count, made before the first of them and removed after the last, on every path.
@@ -453,9 +459,10 @@ def run_race(
     ref = resolve(adapter)
     local = [c for c in cells if not c.network]
     unreachable = postgres_unreachable(url) if any(c.store == "postgres" for c in local) else None
-    version = _version(ref, cells, timeout)
     results = [CellResult(cell) for cell in cells]
     with contextlib.ExitStack() as stack:
+        templates = stack.enter_context(templates_in(templates, progress))
+        version = _version(ref, cells, timeout, templates)
         island = None
         networked = [c.hosts for c in cells if c.network]
         for number, (cell, result) in enumerate(zip(cells, results), 1):
@@ -482,27 +489,38 @@ def run_race(
             # The adapters (and their child processes) read the server's URL from the environment.
             os.environ[POSTGRES_URL_VARIABLE] = island.url if cell.network else url
             runner = resolve(cell.variant) if cell.variant else ref
-            _run_cell(runner, result, trials, timeout, island if cell.network else None, where, progress)
+            on_island = island if cell.network else None
+            _run_cell(runner, result, trials, timeout, on_island, where, progress, templates)
     os.environ[POSTGRES_URL_VARIABLE] = url
     return RaceReport(adapter, version, results, time.monotonic() - started)
 
 
 def _run_cell(
-    ref: AdapterRef, result: CellResult, trials: int, timeout: float, island, where: str, progress
+    ref: AdapterRef,
+    result: CellResult,
+    trials: int,
+    timeout: float,
+    island,
+    where: str,
+    progress,
+    templates: HostTemplates,
 ) -> None:
     cell = result.cell
     cell_started = time.monotonic()
-    make_adapter = AdapterBuilder(ref.spec, ref, dict(cell.options))  # built in each trial's host
     hosts = island.hosts[: cell.hosts] if island is not None else None
     for trial in range(1, trials + 1):
         try:
+            template = None if island is not None else templates.template_for(ref, timeout)
+            # Built in each trial's host (forked from the template when there is one).
+            make_adapter = AdapterBuilder(ref.spec, ref, dict(cell.options), template=template)
             with step_deadline(timeout, f"trial {trial} of {_label(cell)}"):
                 outcome = race_once(make_adapter, cell.k, island=island, hosts=hosts, timeout=timeout)
         except (AdapterFailure, Exception) as error:
-            known = isinstance(error, (CellError, AdapterFailure))  # said in the adapter's terms
+            known = isinstance(error, (CellError, AdapterFailure, TemplateGone))  # in the adapter's terms
             result.error = str(error) if known else f"{type(error).__name__}: {error}"
             _say(progress, f"{where} trial {trial}: cannot run: {result.error}")
             break
+        templates.tell_fallback(template)
         result.trials.append(outcome)
         _say(
             progress,
@@ -512,13 +530,14 @@ def _run_cell(
     result.seconds = time.monotonic() - cell_started
 
 
-def _version(ref: AdapterRef, cells: list[Cell], timeout: float) -> str:
+def _version(ref: AdapterRef, cells: list[Cell], timeout: float, templates: HostTemplates) -> str:
     """The version the adapter declares, read in a host process (adapter code never runs in
     the command's own)."""
     for cell in cells:
         try:
-            return str(probe(AdapterBuilder(ref.spec, ref, dict(cell.options)), timeout).version)
-        except HostProblem:
+            template = templates.template_for(ref, timeout)
+            return str(probe(AdapterBuilder(ref.spec, ref, dict(cell.options)), timeout, template).version)
+        except (HostProblem, TemplateGone):
             continue
     return "?"
 
@@ -565,7 +584,7 @@ def race_once(
             stack.enter_context(island.entered(island.store))
         build = (lambda: _Placed(make_adapter(), list(hosts))) if on_island else make_adapter
         try:
-            adapter = HostedAdapter(build, timeout)
+            adapter = HostedAdapter(build, timeout, getattr(build, "template", None))
         except HostProblem as problem:
             raise CellError(f"the adapter could not be built: it {problem.reason}") from None
         stack.callback(adapter.stop)  # the host's whole process group, on every path
