@@ -17,8 +17,8 @@ import attrs
 import numpy as np
 
 from pymc_resume.explore.level import exchange
-from pymc_resume.explore.level.batches import pack, unpack, unpack_all
-from pymc_resume.explore.level.partition import Partition, empty_batch
+from pymc_resume.explore.level.batches import empty_batch, pack, unpack, unpack_all
+from pymc_resume.explore.level.partition import Partition
 from pymc_resume.explore.properties.reachability import BackwardSearch
 from pymc_resume.explore.snapshots import snapshot
 from pymc_resume.explore.snapshots.snapshot import Layout

@@ -18,6 +18,7 @@ from __future__ import annotations
 import pickle
 import struct
 from array import array
+from collections.abc import Hashable
 
 import attrs
 import numpy as np
@@ -76,6 +77,19 @@ class Repeats:
 
 def no_repeats() -> Repeats:
     return Repeats(array("q"), array("q"))
+
+
+Candidate = tuple[Hashable, int]  # (state key, parent global id)
+# A batch for one partition: distinct candidates, plus the repeated edges into them as
+# (index into the candidates, parent gid), so each state travels once per level, plus, where
+# the keys are a wire codec's, (sender index, the sender's new table entries) or None. Packed
+# keys bound for another partition travel as `Columns` (two arrays) instead of a list, and
+# repeated edges always as `Repeats` (two arrays).
+Batch = tuple[list[Candidate] | Columns, list[tuple[int, int]] | Repeats, tuple[int, object] | None]
+
+
+def empty_batch() -> Batch:
+    return [], [], None
 
 
 def joined_columns(pieces: list[tuple[np.ndarray, np.ndarray]]) -> Columns:

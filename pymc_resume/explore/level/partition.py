@@ -20,7 +20,16 @@ from typing import cast
 import numpy as np
 
 from pymc_resume.explore.level import exchange
-from pymc_resume.explore.level.batches import Columns, KeyColumns, Repeats, joined_columns, no_repeats
+from pymc_resume.explore.level.batches import (
+    Batch,
+    Candidate,
+    Columns,
+    KeyColumns,
+    Repeats,
+    empty_batch,
+    joined_columns,
+    no_repeats,
+)
 from pymc_resume.explore.level.outbound import Outbound
 from pymc_resume.explore.level.pacing import FINGERPRINT_CHUNK, PRIME, TICK_EVERY
 from pymc_resume.explore.result import DEADLOCK
@@ -34,21 +43,6 @@ from pymc_resume.explore.store.settled_edges import SettledEdges, int32_view
 from pymc_resume.explore.store.stable_hash import stable_hash
 from pymc_resume.explore.store.visited import PRESENT, VisitedStore
 from pymc_resume.explore.validate import ModelError, ValidModel, short
-
-Candidate = tuple[Hashable, int]  # (state key, parent global id)
-# A batch for one partition: distinct candidates, plus the repeated edges into them as
-# (index into the candidates, parent gid), so each state travels once per level, plus, where
-# the keys are a wire codec's, (sender index, the sender's new table entries) or None. Packed
-# keys bound for another partition travel as `Columns` (two arrays) instead of a list, and
-# repeated edges always as `Repeats` (two arrays).
-Batch = tuple[list[Candidate] | Columns, list[tuple[int, int]] | Repeats, tuple[int, object] | None]
-
-
-def empty_batch() -> Batch:
-    return [], [], None
-
-
-PROTOCOL = 5
 
 MERSENNE_61 = 2**61 - 1  # CPython's modulus for the hash of an int
 
