@@ -81,7 +81,7 @@ class InProcess:
         """The partition's checkpoint file, written into `folder`; the layout of its levels."""
         p = self.partition
         size, level_starts = p.stored_levels()
-        snapshot.write_partition(snapshot.partition_file(folder, 0), p)
+        p.write_snapshot(snapshot.partition_file(folder, 0))
         return snapshot.Layout((tuple(level_starts),), (size,))
 
     def load_state(self, saved: snapshot.Snapshot) -> None:

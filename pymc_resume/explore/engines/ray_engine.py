@@ -34,7 +34,8 @@ import numpy as np
 from pymc_resume.errors import BadInput, EnvironmentProblem
 from pymc_resume.explore.engines.service import PartitionService, Stepped, own_peak_bytes
 from pymc_resume.explore.level import exchange
-from pymc_resume.explore.level.partition import Partition, owner_of, state_hasher
+from pymc_resume.explore.level.keys import owner_of, state_hasher
+from pymc_resume.explore.level.partition import Partition
 from pymc_resume.explore.snapshots import snapshot
 from pymc_resume.explore.snapshots.snapshot import Layout
 from pymc_resume.explore.store.fingerprints import summed_risk

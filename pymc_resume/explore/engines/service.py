@@ -20,7 +20,6 @@ from pymc_resume.explore.level import exchange
 from pymc_resume.explore.level.batches import empty_batch, pack, unpack, unpack_all
 from pymc_resume.explore.level.partition import Partition
 from pymc_resume.explore.properties.reachability import BackwardSearch
-from pymc_resume.explore.snapshots import snapshot
 from pymc_resume.explore.snapshots.snapshot import Layout
 from pymc_resume.explore.store.memory import peak_bytes
 from pymc_resume.explore.validate import ValidModel
@@ -196,7 +195,7 @@ class PartitionService:
         p = self.partition
         self._take(inbound)
         size, level_starts = p.stored_levels()
-        snapshot.write_partition(path, p)
+        p.write_snapshot(path)
         return size, level_starts
 
     def restore(self, data: bytes, where: str, layout: Layout) -> tuple[int, int]:

@@ -5,7 +5,7 @@ worker runs `Partition.step` (through `service.PartitionService`, the same code 
 runs) and returns its outbound batches as bytes (see `batches`: raw arrays for packed-int
 states, else pickle protocol 5 in C, never multiprocess's dill), and the coordinator routes
 bytes to their owners without decoding them. Partitions agree on owners because owners come
-from a hash that is the same in every process (`partition.owner_of`). After the search the
+from a hash that is the same in every process (`keys.owner_of`). After the search the
 coordinator queries the workers for parents and ids to rebuild traces, and routes the rounds
 of the backward search that decides reachability (`reachability`: the edges stay in the workers).
 """
@@ -26,7 +26,8 @@ from pymc_resume.errors import EnvironmentProblem
 from pymc_resume.explore.engines.raised import model_traceback
 from pymc_resume.explore.engines.service import PartitionService
 from pymc_resume.explore.level import exchange
-from pymc_resume.explore.level.partition import Partition, owner_of, state_hasher
+from pymc_resume.explore.level.keys import owner_of, state_hasher
+from pymc_resume.explore.level.partition import Partition
 from pymc_resume.explore.snapshots import snapshot
 from pymc_resume.explore.store.fingerprints import summed_risk
 from pymc_resume.explore.store.limits import Limits, MemoryForecast, results_reserve

@@ -96,13 +96,8 @@ def field_mapper(arity: int) -> Callable[[tuple, Any], tuple]:
 
 
 def _hash_keys(p: Partition) -> HashKeys | CodecKeys:
-    assert p.hash_keys is not None, "an exchanging partition has its keys (HashKeys or CodecKeys)"
-    return p.hash_keys
-
-
-def _translations(p: Partition) -> list:
-    assert p.translations is not None, "a plain codec is a wire codec"
-    return p.translations
+    assert p.keys.hash_keys is not None, "an exchanging partition has its keys (HashKeys or CodecKeys)"
+    return p.keys.hash_keys
 
 
 def _any_length(arity: int, values: tuple, tables) -> tuple:
@@ -313,13 +308,39 @@ def frontier(
     yield from zip(foreign_gids, foreign)
 
 
+def step(p: Partition, answers: list, level: int, tick: Tick) -> list[list]:
+    """The first round of an exchanging partition's level: keep the states its last queries
+    were answered new for (its foreign frontier), admit its carry (a seed's, or a snapshot's),
+    then expand this level's states, its own and the foreign ones (`expand`). Returns the
+    shipped (key, parent) pairs per owner; the queries are left in `p.peers.queries`."""
+    admission, peers = p.admission, p.peers
+    receive_answers(p, answers)
+    admission.settle_edges()
+    admission.start_levels(level)
+    first = admission.level_starts[level - 1]
+    from_dense = _hash_keys(p).from_dense
+    for candidates, repeats, _tables in admission.carry:  # a seed's, or a snapshot's
+        candidates = [(from_dense(key), parent) for key, parent in candidates]
+        admission.admit_batch(candidates, repeats, [], encoded=True)
+    admission.carry = []
+    fresh, admission.ahead = admission.ahead, Frontier()
+    admission.level_starts.append(len(admission.store))  # the next level's: stored as found
+    foreign, gids = peers.foreign, peers.foreign_gids
+    peers.foreign, peers.foreign_gids = Frontier(), array("q")
+    shipped = expand(p, frontier(first, fresh, foreign, gids, p.count, p.index), level, tick)
+    for done in (fresh, foreign):
+        if type(done) is Frontier:
+            done.close()
+    return shipped
+
+
 def expand(p: Partition, states: Iterator, level: int, tick: Callable[[], bool] | None) -> list[list]:
     """The hot loop of an exchanging partition: expand `states` ((gid, key) pairs), storing its
     own successors and querying (or shipping) the others' a chunk at a time (`_route`). Returns
-    the shipped (key, parent) pairs per owner; the queries are left in `p.queries`."""
-    if type(p.hash_keys) is CodecKeys:
-        return _expand_encoded(p, p.hash_keys, states, level, tick)
-    hash_keys = cast(HashKeys, p.hash_keys)
+    the shipped (key, parent) pairs per owner; the queries are left in `p.peers.queries`."""
+    if type(p.keys.hash_keys) is CodecKeys:
+        return _expand_encoded(p, p.keys.hash_keys, states, level, tick)
+    hash_keys = cast(HashKeys, p.keys.hash_keys)
     tick_every, chunk = TICK_EVERY, FINGERPRINT_CHUNK
     outbound: list[list] = [[] for _ in range(p.count)]
     sent = FingerprintStore()  # other partitions' fingerprints met this level
@@ -329,16 +350,19 @@ def expand(p: Partition, states: Iterator, level: int, tick: Callable[[], bool] 
     # `HashKeys.fingerprint`, not the key's hash): rare, so a plain chunk is hashed in C.
     odd = False
     of_value, value_of = hash_keys.of_value, hash_keys.value_of  # (extended in place)
-    key_of, state_of, fingerprint_of, check = hash_keys.key, hash_keys.state, hash_keys.fingerprint, p._check
+    key_of, state_of, fingerprint_of = hash_keys.key, hash_keys.state, hash_keys.fingerprint
     interned = hash_keys.interned
+    verdicts = p.verdicts
+    check, check_outside, inside = verdicts.check, verdicts.check_outside, p._inside
+    first_bad, deadlocked = verdicts.first_bad, verdicts.deadlocked
     successors, canonical = p.model.successors, p.canonical
     constrained = p.model.constraint is not None or p.model.action_constraint is not None
     check_deadlock = p.model.deadlock_is_error
     plain_map = None
     generated = expanded = 0
     for gid, key in states:
-        if p.stopped or (tick is not None and expanded % tick_every == tick_every - 1 and tick()):
-            p.stopped = True
+        if verdicts.stopped or (tick is not None and expanded % tick_every == tick_every - 1 and tick()):
+            verdicts.stopped = True
             break
         expanded += 1
         if plain_map is None:  # straight-line code for the first key's length (`field_mapper`)
@@ -351,8 +375,8 @@ def expand(p: Partition, states: Iterator, level: int, tick: Callable[[], bool] 
         before = generated
         for action, successor in successors(state):
             generated += 1
-            if constrained and not p._inside(state, action, successor):
-                p._check_outside(successor, level + 1, gid, generated - before - 1)
+            if constrained and not inside(state, action, successor):
+                check_outside(successor, level + 1, gid, generated - before - 1)
                 continue
             world = canonical(successor) if canonical else successor
             try:  # `HashKeys.key` of a plain tuple, inlined
@@ -366,9 +390,8 @@ def expand(p: Partition, states: Iterator, level: int, tick: Callable[[], bool] 
                 odd = odd or type(world) is not tuple
             keys.append(key)
             parents.append(gid)
-        if check_deadlock and generated == before and DEADLOCK not in p.first_bad:
-            p.first_bad[DEADLOCK] = (level, gid, -1)
-            p._stop_if_first()
+        if check_deadlock and generated == before and DEADLOCK not in first_bad:
+            deadlocked(level, gid)
         if len(keys) >= chunk:
             _route(p, keys, map(fingerprint_of if odd else hash, keys), parents, outbound, sent)
             keys, parents, odd = [], [], False
@@ -392,14 +415,17 @@ def _expand_encoded(
     keys: list = []  # successors of the chunk, their fingerprints and their parents' gids
     prints: list[int] = []
     parents: list[int] = []
-    decode, fingerprinted, check = codec_keys.state, codec_keys.fingerprinted, p._check
+    decode, fingerprinted = codec_keys.state, codec_keys.fingerprinted
+    verdicts = p.verdicts
+    check, check_outside, inside = verdicts.check, verdicts.check_outside, p._inside
+    first_bad, deadlocked = verdicts.first_bad, verdicts.deadlocked
     successors, canonical = p.model.successors, p.canonical
     constrained = p.model.constraint is not None or p.model.action_constraint is not None
     check_deadlock = p.model.deadlock_is_error
     generated = expanded = 0
     for gid, key in states:
-        if p.stopped or (tick is not None and expanded % tick_every == tick_every - 1 and tick()):
-            p.stopped = True
+        if verdicts.stopped or (tick is not None and expanded % tick_every == tick_every - 1 and tick()):
+            verdicts.stopped = True
             break
         expanded += 1
         state = decode(key)
@@ -407,16 +433,15 @@ def _expand_encoded(
         before = generated
         for action, successor in successors(state):
             generated += 1
-            if constrained and not p._inside(state, action, successor):
-                p._check_outside(successor, level + 1, gid, generated - before - 1)
+            if constrained and not inside(state, action, successor):
+                check_outside(successor, level + 1, gid, generated - before - 1)
                 continue
             key, fingerprint = fingerprinted(canonical(successor) if canonical else successor)
             keys.append(key)
             prints.append(fingerprint)
             parents.append(gid)
-        if check_deadlock and generated == before and DEADLOCK not in p.first_bad:
-            p.first_bad[DEADLOCK] = (level, gid, -1)
-            p._stop_if_first()
+        if check_deadlock and generated == before and DEADLOCK not in first_bad:
+            deadlocked(level, gid)
         if len(keys) >= chunk:
             _route(p, keys, iter(prints), parents, outbound, sent)
             keys, prints, parents = [], [], []
@@ -437,20 +462,20 @@ def _route(p: Partition, keys: list, prints: Iterator[int], parents: list, outbo
     owners = fingerprints % PRIME % p.count  # (numpy's % of a negative int is Python's)
     unsigned = fingerprints.view(np.uint64)
     mine = owners == p.index
-    keep_edges = p.edge_sources is not None
+    keep_edges = p.admission.edge_sources is not None
     if mine.any():
         own_keys = list(compress(keys, mine.tolist()))
-        p._store_own(own_keys, parent_ids[mine], keep_edges, (unsigned[mine], False))
+        p.admission.store_own(own_keys, parent_ids[mine], keep_edges, (unsigned[mine], False))
     others = np.flatnonzero(~mine)
     if not others.size:
         return
     _ids, first = sent.add(unsigned[others], parent_ids[others], hashed=True)
     going = others[first]
     later = others[~first] if keep_edges else others[:0]  # (sightings after the first: edges)
-    threshold = int(p.ship_ratio * (1 << SHIP_BITS))
+    threshold = int(p.peers.ship_ratio * (1 << SHIP_BITS))
     shipped = (unsigned[going] >> np.uint64(64 - SHIP_BITS)) < np.uint64(threshold)
     going_owners, later_owners = owners[going], owners[later]
-    queries = p.queries
+    queries = p.peers.queries
     for owner in range(p.count):
         if owner == p.index:
             continue
@@ -473,32 +498,30 @@ def answer(p: Partition, inbound: list[tuple | None]) -> list[np.ndarray]:
     """Admit the states shipped to `p`, then store the fingerprints queried, then take the
     goal flags reported for `p`'s states: per sender, the global id given to each new one, -1
     for one stored before. Where edges are kept, each shipped state and each query is one."""
-    if not p.level_starts:  # (after the seed: the first level is being filled)
-        p.level_starts.append(len(p.store))
-    keep_edges = p.edge_sources is not None
+    admission = p.admission
+    admission.start_levels(1)  # (after the seed: the first level is being filled)
+    keep_edges = admission.edge_sources is not None
     for item in inbound:  # shipped first: their ids follow p's own states
         if item is None:
             continue
         candidates, _repeats, tables = item[0]
         if tables is not None:
-            source, delta = tables
-            p.codec.absorb(_translations(p)[source], delta)
-            candidates = p._translated(candidates, _translations(p)[source])
+            candidates = p.peers.received(candidates, tables)
         from_dense = _hash_keys(p).from_dense
         parents = [parent for _, parent in candidates]
-        stored = p._store_own([from_dense(key) for key, _ in candidates], parents, False)
+        stored = admission.store_own([from_dense(key) for key, _ in candidates], parents, False)
         if keep_edges:  # (an initial state has no parent, and no edge into it)
-            p._record_edges(np.array(parents, dtype=np.int64), stored, no_repeats())
+            admission.record_edges(np.array(parents, dtype=np.int64), stored, no_repeats())
     answers = []
     for item in inbound:
         if item is None or not len(item[1]):
             answers.append(np.empty(0, dtype=np.int64))
             continue
         _batch, prints, parents, _gids, _flags = item
-        ids, new = cast(FingerprintStore, p.store).add(prints, parents, hashed=True)
+        ids, new = cast(FingerprintStore, admission.store).add(prints, parents, hashed=True)
         if keep_edges:
-            cast(array, p.edge_sources).frombytes(parents.astype(np.int32).tobytes())
-            cast(array, p.edge_targets).frombytes(ids.astype(np.int32).tobytes())
+            cast(array, admission.edge_sources).frombytes(parents.astype(np.int32).tobytes())
+            cast(array, admission.edge_targets).frombytes(ids.astype(np.int32).tobytes())
         answers.append(np.where(new, ids * p.count + p.index, -1))
     for item in inbound:
         if item is not None and len(item[3]):
@@ -509,7 +532,7 @@ def answer(p: Partition, inbound: list[tuple | None]) -> list[np.ndarray]:
 def _set_goal_flags(p: Partition, local_ids: np.ndarray, flags: np.ndarray) -> None:
     """Set the goal flags another partition reported for `p`'s states (a row per state)."""
     end = int(local_ids.max()) + 1
-    for goal, kept in enumerate(p.goal_flags):
+    for goal, kept in enumerate(p.verdicts.goal_flags):
         if len(kept) < end:
             kept.extend(bytes(end - len(kept)))
         column = np.frombuffer(kept, dtype=np.uint8)  # (a view: writes go to `kept`)
@@ -519,29 +542,31 @@ def _set_goal_flags(p: Partition, local_ids: np.ndarray, flags: np.ndarray) -> N
 
 def receive_answers(p: Partition, answers: list[np.ndarray | None]) -> None:
     """Keep, as the foreign frontier, the queried states their owners answered new."""
+    peers = p.peers
     for owner, gids in enumerate(answers):
-        keys = p.queries.keys[owner]
+        keys = peers.queries.keys[owner]
         if gids is None or not len(gids):
             continue
-        keyed = p.queries.keyed[owner]
+        keyed = peers.queries.keyed[owner]
         has_key = np.concatenate(keyed) if keyed else np.empty(0, dtype=bool)
         if len(gids) != len(has_key) or int(has_key.sum()) != len(keys):
             raise ValueError(f"partition {owner} answered {len(gids)} queries of {len(has_key)}")
         new = gids >= 0
         if (new & ~has_key).any():
             raise ValueError(f"partition {owner} answered a keyless query (an edge) new")
-        p.foreign.extend(compress(keys, new[has_key].tolist()))
-        p.foreign_gids.frombytes(gids[new].tobytes())
-    p.queries = Queries(p.count, len(p.goals))
+        peers.foreign.extend(compress(keys, new[has_key].tolist()))
+        peers.foreign_gids.frombytes(gids[new].tobytes())
+    peers.queries = Queries(p.count, len(p.verdicts.goals))
 
 
 def handover(p: Partition) -> list[list]:
     """The foreign frontier as (key, gid) pairs per owner, given up: before a checkpoint."""
+    peers = p.peers
     outbound: list[list] = [[] for _ in range(p.count)]
-    for gid, key in zip(p.foreign_gids, p.foreign):
+    for gid, key in zip(peers.foreign_gids, peers.foreign):
         outbound[gid % p.count].append((key, gid))  # (`batches_of` makes the keys dense)
-    p.foreign.close()
-    p.foreign, p.foreign_gids = Frontier(), array("q")
+    peers.foreign.close()
+    peers.foreign, peers.foreign_gids = Frontier(), array("q")
     return outbound
 
 
@@ -551,16 +576,15 @@ def take_handover(p: Partition, inbound: list[tuple]) -> None:
     pairs: list = []
     for candidates, _repeats, tables in inbound:
         if tables is not None:
-            source, delta = tables
-            p.codec.absorb(_translations(p)[source], delta)
-            candidates = p._translated(candidates, _translations(p)[source])
+            candidates = p.peers.received(candidates, tables)
         pairs.extend(candidates)
     pairs.sort(key=lambda pair: pair[1])
-    start = p.level_starts[-1] + len(p.ahead) if p.level_starts else 0
+    admission = p.admission
+    start = admission.level_starts[-1] + len(admission.ahead) if admission.level_starts else 0
     expected = [(start + offset) * p.count + p.index for offset in range(len(pairs))]
-    if [gid for _key, gid in pairs] != expected or start + len(pairs) != len(p.store):
+    if [gid for _key, gid in pairs] != expected or start + len(pairs) != len(admission.store):
         raise ValueError(f"partition {p.index}: the handed-over states do not fill its next level")
-    p.ahead.extend(_hash_keys(p).from_dense(key) for key, _gid in pairs)
+    admission.ahead.extend(_hash_keys(p).from_dense(key) for key, _gid in pairs)
 
 
 def batches_of(p: Partition, outbound: list[list]) -> list[tuple]:
@@ -568,4 +592,4 @@ def batches_of(p: Partition, outbound: list[list]) -> list[tuple]:
     entries each owner has not seen."""
     dense = _hash_keys(p).dense
     batches = [([(dense(key), parent) for key, parent in pairs], no_repeats(), None) for pairs in outbound]
-    return p._with_tables(cast(list, batches))
+    return p.peers.with_tables(cast(list, batches))

@@ -779,7 +779,7 @@ def _check_violations_hold(check: _Check, partition, first_bad: dict, keys: list
             continue  # a successor named by its parent, or a deadlock: checked when rebuilt
         key = keys[gid // partition.count]
         try:
-            # as `Partition._store_key` keyed it: the state itself, or its key in our codec
+            # as `Keys.store_key` keyed it: the state itself, or its key in our codec
             state = key if partition.whole or not partition.decode else partition.decode(key)
         except Exception:  # a key the model's codec cannot read: the file is not this run's
             check.fail(f"first_bad[{shown(name)}] names a state the model's codec cannot decode")

@@ -9,7 +9,7 @@ process ends, even one killed with SIGKILL: nothing is left behind) in the `pers
 back, a piece at a time, when the level is expanded.
 
 Keys that are ints below 2**64 (packed states) never come here: while every fingerprint is its
-key, the fingerprint store itself holds the frontier (`partition.StoredKeys`).
+key, the fingerprint store itself holds the frontier (`admission.StoredKeys`).
 """
 
 from __future__ import annotations
