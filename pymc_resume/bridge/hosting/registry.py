@@ -47,6 +47,7 @@ BUILT_IN = {
     "google-adk-postgres": "pymc_resume.bridge.adapters.google_adk:GoogleAdkPostgres",
     "dbos": "pymc_resume.bridge.adapters.dbos_workflows:DBOSAdapter",
     "openai-agents": "pymc_resume.bridge.adapters.openai_agents:OpenAIAgentsAdapter",
+    "restate": "pymc_resume.bridge.adapters.restate_workflows:RestateAdapter",
 }
 
 # Module paths the built-in adapters had before they moved to `bridge/adapters/`: repro files
@@ -187,6 +188,14 @@ FAMILIES: dict[str, Family] = {
         ),
         requires="agents",
         install="pip install 'pymc-resume[openai-agents]'",
+    ),
+    "restate": Family(
+        "restate",
+        # Restate as it comes: a restate-server per example (its data in the example's workdir),
+        # the workflow's service process registered through the admin API, awakeables for input.
+        (Configuration("awakeable", "restate"),),
+        requires="restate",
+        install="pip install 'pymc-resume[restate]'",
     ),
 }
 

@@ -1,0 +1,458 @@
+"""The bridge adapter for Restate (`restate`, restate-sdk): a Restate Workflow whose `run`
+handler journals each stage as a `ctx.run_typed` step, served by the Python SDK's endpoint in a
+real service process, on a real restate-server (`restate_server.py`: started per example on
+loopback ports, its data directory in the example's workdir, stopped when the example ends),
+registered through the admin API and invoked through the ingress.
+
+Restate's model, in its docs' words: "Restate uses an execution log to replay operations after
+failures and suspensions" and, for `ctx.run`, "have Restate store its result in the execution
+log ... Restate replays the result instead of re-executing the block on retries"
+(docs.restate.dev/develop/python/durable-steps). Human input is an awakeable: "Awakeables pause
+an invocation while waiting for another process to complete a task ... resolve it via the HTTP
+API: `POST /restate/awakeables/<id>/resolve`" (docs.restate.dev/develop/python/external-events).
+
+The fuzzing workflow is the Restate Workflow `PymcFuzz`, one workflow key per bridge thread
+(`t0`, ...). Its `run` handler walks the model's stages in order: stage `s` is
+`ctx.run_typed("s<s>", ...)`, whose journaled result (`{"stage": s, "state": [...]}`) is the
+model's state after the stage; a consuming stage first creates an awakeable
+(`ctx.awakeable(type_hint=int)`), publishes its id in the workflow's state (`ctx.set("a<s>",
+id)`) and awaits it. A shared handler, `awakeable(stage)`, reads that id back for a client
+(what the docs' example does: the id is handed to "another process" that resolves it).
+
+How the contract's operations map (docs/restate.md says more):
+
+- start: `POST /PymcFuzz/t<n>/run/send` through the ingress (Restate's documented way to submit
+  a workflow: the workflow key is its id, run once), with a service process serving the
+  endpoint until the invocation settles;
+- resume(v): `POST /PymcFuzz/t<n>/awakeable` for the id of the interrupt the head waits at (or
+  the last one when none is left), then `POST /restate/awakeables/<id>/resolve` with v through
+  the ingress; a service process serves the invocation the server then runs;
+- recover: a fresh service process at the registered deployment's address: the server retries
+  the invocation against it and the SDK replays the journal (variant `retry`), or the same and
+  the admin API's `PATCH /invocations/<id>/resume`, which retries a backing-off invocation now
+  (variant `resume-invocation`);
+- fork and update: not expressible here (see `unsupported`).
+
+Crash points are real SIGKILLs of the service process: before or after a stage's node code
+(inside the `ctx.run` action) and right after `await ctx.run_typed(...)` returned in the
+handler (the run's result is in the journal then: the SDK completes the run only with the
+server's acknowledgement). The effect key is `str(ctx.uuid())`, drawn in the handler right
+before the stage's run: Restate documents it "to generate stable UUIDs for things like
+idempotency keys ... seeded by the invocation ID — so they return the same result on retries".
+
+The deployment is registered over HTTP/1.1 (`"use_http_11": true`, a documented registration
+option), so the SDK serves it request-response: a handler that waits on an awakeable suspends
+at once (Restate's own behaviour on such deployments), and a service process can end between
+operations without failing an attempt. Between operations no service process runs: a parked
+thread is a suspended invocation, a crashed one is an invocation the server is retrying.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import time
+from pathlib import Path
+
+import httpx
+
+from pymc_resume.bridge.adapter import Observation, Outcome, ThreadView, Variant, REFUSED
+from pymc_resume.bridge.adapters.restate_server import RestateServer
+from pymc_resume.bridge.kit import ChildProcessAdapter, Refusal
+from pymc_resume.bridge.kit.process import die_with_parent
+from pymc_resume.model.state import INITIAL, Checkpoint
+
+try:
+    import restate
+except ImportError as error:  # the registry reports it in one line, with the extra to install
+    raise ImportError(f"restate-sdk is not installed ({error}); pip install 'pymc-resume[restate]'") from None
+
+SERVICE = "PymcFuzz"
+SETTLE_TIMEOUT = 120.0
+SETTLE_POLLING = 0.02
+HTTP_TIMEOUT = 30.0
+# The invocation statuses of sys_invocation (docs.restate.dev/references/sql-introspection).
+COMPLETED, SUSPENDED = "completed", "suspended"
+
+UNSUPPORTED = {
+    "update": "Restate has no client call that writes an invocation's journal: a workflow's "
+    "progress is its journal of step results, written only by its own execution (the admin API's "
+    "state calls write a workflow's key-value state, which the handler does not read back as its "
+    "progress)",
+    "fork": "not driven by this adapter yet: Restate's admin API offers `PATCH /invocations/<id>/"
+    "restart-as-new?from=<index>` on a completed invocation (journal prefix copied), which is not "
+    "wired into this adapter; the fork cells are not evidence either way",
+}
+
+DOCS = "https://docs.restate.dev"
+INVOKE_DOCS = f"{DOCS}/invoke/http (workflows: POST /<Workflow>/<key>/run/send)"
+AWAKEABLE_DOCS = f"{DOCS}/develop/python/external-events (awakeables; HTTP resolve)"
+RECOVERY_DOCS = f"{DOCS}/develop/python/durable-steps; {DOCS}/guides/error-handling (retries)"
+RESUME_DOCS = f"{DOCS}/admin-api/invocation/resume-invocation"
+VARIANTS = (
+    Variant("start", "run-send", "POST /PymcFuzz/<key>/run/send (ingress)", INVOKE_DOCS),
+    Variant("resume", "resolve-awakeable", "POST /restate/awakeables/<id>/resolve (ingress)", AWAKEABLE_DOCS),
+    Variant(
+        "resume-together",
+        "resolve-awakeable",
+        "k clients, each POST /restate/awakeables/<id>/resolve",
+        AWAKEABLE_DOCS,
+    ),
+    Variant("recover", "retry", "a service process at the deployment's address: the server retries", RECOVERY_DOCS),
+    Variant(
+        "recover",
+        "resume-invocation",
+        "a service process, then PATCH /invocations/<id>/resume (admin API)",
+        RESUME_DOCS,
+    ),
+)
+FRAMEWORK_CALLS = {
+    "crash": "SIGKILL of the service process serving the handler (around a stage's ctx.run action, "
+    "or right after `await ctx.run_typed` returned: its result is journaled)",
+}
+
+
+class RestateRefusal(Exception):
+    """An error Restate's ingress or admin API answered a client call with (status and body)."""
+
+
+def _sdk_version() -> str:
+    from importlib.metadata import version
+
+    return version("restate-sdk")
+
+
+class RestateAdapter(ChildProcessAdapter):
+    name = "restate"
+    framework = "Restate"
+    # Recorded inputs: the awakeables' completions in the journal (a completion not yet consumed
+    # by a step is the claim). No leases: Restate shows no holder between operations; a thread
+    # with work outstanding (an invocation not suspended at an open awakeable) is `dead`.
+    capabilities = frozenset({"recorded-inputs", "stuck-runs", "executions"})
+    refusals = (RestateRefusal,)
+    unsupported = UNSUPPORTED
+    variants = VARIANTS
+    framework_calls = FRAMEWORK_CALLS
+    effect_key = {
+        "key": "str(ctx.uuid()) drawn in the handler right before the stage's ctx.run",
+        "why": "Restate documents ctx.uuid() as a stable UUID 'for things like idempotency keys', "
+        "seeded by the invocation id, the same on retries and replays",
+    }
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.version = f"restate-sdk {_sdk_version()}"
+        self.server: RestateServer | None = None
+
+    # -- the example's server and deployment -----------------------------------------------
+
+    def open(self, setup) -> None:
+        super().open(setup)
+        self.service_port = _free_port()
+        self.server = RestateServer(Path(setup.workdir) / "restate-data")
+        self.server.start()
+        self._register()
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+        super().close()
+
+    def _register(self) -> None:
+        """Register the service process's endpoint with the admin API (`POST /deployments`),
+        with a service process serving it while Restate discovers it."""
+        listener = _listener(self.service_port)
+        pid = self._serve(listener)
+        try:
+            with httpx.Client(timeout=HTTP_TIMEOUT) as client:
+                body = {"uri": f"http://127.0.0.1:{self.service_port}", "use_http_11": True}
+                answer = client.post(f"{self.server.admin_url}/deployments", json=body)
+                if answer.status_code >= 300:
+                    raise RuntimeError(f"registering the deployment failed: {answer.status_code} {answer.text}")
+        finally:
+            _end(pid)
+
+    # -- the service process -----------------------------------------------------------------
+
+    def _app(self):
+        """The SDK's ASGI endpoint serving the fuzzing workflow (built in the service process)."""
+        adapter, workflow = self, self.workflow
+        fuzz = restate.Workflow(SERVICE)
+
+        @fuzz.main()
+        async def run(ctx: restate.WorkflowContext) -> list:
+            state = list(workflow.initial_state())
+            for stage in range(len(workflow.stages)):
+                value = None
+                if workflow.consumes[stage]:
+                    awakeable_id, answer = ctx.awakeable(type_hint=int)
+                    ctx.set(f"a{stage}", awakeable_id)
+                    value = await answer
+                key = str(ctx.uuid())
+                result = await ctx.run_typed(f"s{stage}", adapter._step, stage=stage, state=state, value=value, key=key)
+                adapter.committed(stage)  # the run's result is journaled
+                state = result["state"]
+            return state
+
+        @fuzz.handler()
+        async def awakeable(ctx: restate.WorkflowSharedContext, stage: int) -> str | None:
+            return await ctx.get(f"a{stage}", type_hint=str)
+
+        return restate.app([fuzz])
+
+    def _step(self, stage: int, state: list, value: int | None, key: str) -> dict:
+        """A stage's ctx.run action: the bridge's node code between the crash points."""
+        return {"stage": stage, "state": list(self.execute(stage, tuple(state), value, key))}
+
+    def _serve(self, listener: socket.socket | None) -> int | None:
+        """Fork a service process serving the SDK's endpoint on `listener` (None: another
+        process of this operation serves it); its pid."""
+        if listener is None:
+            return None
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            die_with_parent(parent)
+            try:
+                _run_hypercorn(self._app(), listener)
+            finally:
+                os._exit(0)
+        listener.close()
+        return pid
+
+    def _operation(self, thread: int, call) -> str:
+        """One client operation with a service process of its own: serve, make `call` (a
+        client call through the ingress or admin API), wait until the thread settles, end the
+        service process. A crash point kills the service process; this process then dies by
+        SIGKILL too, so the kit sees the operation's process killed."""
+        pid = self._serve(_listener(self.service_port))
+        try:
+            if call is not None:
+                call()
+            return self._settle(thread, pid)
+        finally:
+            _end(pid)
+
+    def _settle(self, thread: int, pid: int | None) -> str:
+        deadline = time.monotonic() + SETTLE_TIMEOUT
+        while time.monotonic() < deadline:
+            if pid is not None and os.waitpid(pid, os.WNOHANG)[0] == pid:
+                os.kill(os.getpid(), signal.SIGKILL)  # the service process was killed at a crash point
+            record = self._read(thread)
+            settled = self._settled(record)
+            if settled is not None:
+                return settled
+            time.sleep(SETTLE_POLLING)
+        raise TimeoutError(f"the invocation of t{thread} did not settle within {SETTLE_TIMEOUT}s")
+
+    def _settled(self, record: dict | None) -> str | None:
+        """'completed' or 'parked at stage s' once the server shows nothing left to run without
+        new input; None while the invocation has work outstanding."""
+        if record is None:
+            return None
+        if record["status"] == COMPLETED:
+            return "completed" if record["failure"] is None else f"failed: {record['failure']}"
+        position = len(record["chain"]) - 1
+        waiting = position < self.workflow.end and self.workflow.consumes[position]
+        if record["status"] == SUSPENDED and waiting and position not in record["inputs"]:
+            return f"parked at stage {position}"
+        return None
+
+    # -- the client hooks, in the child process --------------------------------------------
+
+    def client_start(self, thread: int) -> str:
+        def send() -> None:
+            _post(f"{self.server.ingress_url}/{SERVICE}/{self._key(thread)}/run/send", None)
+
+        return self._operation(thread, send)
+
+    def client_resume(self, thread: int, value: int) -> str:
+        record = self._read(thread)
+        if record is None:
+            raise Refusal("the thread has no invocation to resume (not started)")
+        stage = self._answering(record)
+
+        def resolve() -> None:
+            url = f"{self.server.ingress_url}/{SERVICE}/{self._key(thread)}/awakeable"
+            awakeable_id = _post(url, stage)
+            if awakeable_id is None:
+                raise RestateRefusal(f"the workflow published no awakeable for stage {stage}")
+            self.loaded()
+            _post(f"{self.server.ingress_url}/restate/awakeables/{awakeable_id}/resolve", value)
+            self._control().at("after-execute", -1)  # the delivery's own window: its call returned
+
+        return self._operation(thread, resolve)
+
+    def client_recover(self, thread: int, variant: str = "retry") -> str:
+        record = self._read(thread)
+        if record is None:
+            return self.client_start(thread)
+        if variant == "resume-invocation":
+
+            def resume() -> None:
+                _patch(f"{self.server.admin_url}/invocations/{record['id']}/resume")
+
+            return self._operation(thread, resume)
+        return self._operation(thread, None)
+
+    def _answering(self, record: dict) -> int:
+        """The interrupt a delivery answers: the one the head waits at or will wait at next,
+        or, when none is left, the last one (Restate decides what a late resolve does)."""
+        consuming = self.workflow.consuming
+        if not consuming:
+            raise Refusal("the workflow has no interrupt to resolve")
+        position = len(record["chain"]) - 1
+        later = [s for s in consuming if s >= position]
+        return later[0] if later else consuming[-1]
+
+    def _key(self, thread: int) -> str:
+        return f"t{thread}"
+
+    # -- fork and update -------------------------------------------------------------------
+
+    def fork(self, thread: int, checkpoint: int, intent: str, value: int | None) -> Outcome:
+        """Not driven (`unsupported`); refused in case a bridge still asks."""
+        return Outcome(REFUSED, UNSUPPORTED["fork"])
+
+    def update(self, thread: int, note: int) -> Outcome:
+        """Not expressible (`unsupported`); refused in case a bridge still asks."""
+        return Outcome(REFUSED, UNSUPPORTED["update"])
+
+    # -- reading the server's store (SQL introspection, read-only) ----------------------------
+
+    def _read(self, thread: int) -> dict | None:
+        """The thread's invocation: its id, status, failure, journaled stage results (the
+        chain) and awakeable completions (the inputs); None before it was submitted."""
+        target = f"{SERVICE}/{self._key(thread)}/run"
+        rows = self._query(
+            "SELECT id, status, last_failure, completion_failure FROM sys_invocation "
+            f"WHERE target = '{target}'"
+        )
+        if not rows:
+            return None
+        invocation = rows[0]
+        journal = self._query(
+            "SELECT index, entry_type, entry_json FROM sys_journal "
+            f"WHERE id = '{invocation['id']}' ORDER BY index"
+        )
+        chain, signals = self._journal(journal)
+        inputs = dict(zip(self.workflow.consuming, (value for _, value in sorted(signals)), strict=False))
+        return {
+            "id": invocation["id"],
+            "status": invocation["status"],
+            "failure": invocation.get("completion_failure"),
+            "chain": chain,
+            "inputs": inputs,
+        }
+
+    def _journal(self, rows: list[dict]) -> tuple[list[Checkpoint], list[tuple[int, int]]]:
+        """The model's chain from the journaled run results, and the awakeable completions
+        (signal index, value) in the journal."""
+        chain = [Checkpoint(0, self.workflow.initial_state(), INITIAL)]
+        signals = []
+        for row in rows:
+            entry = json.loads(row["entry_json"] or "null") or {}
+            notification = entry.get("Notification") or {}
+            run = (notification.get("Completion") or {}).get("Run")
+            if run is not None and "Success" in (run.get("result") or {}):
+                result = json.loads(bytes(run["result"]["Success"]))
+                chain.append(Checkpoint(result["stage"] + 1, tuple(result["state"]), result["stage"]))
+            signal_entry = notification.get("Signal")
+            if signal_entry is not None and "Success" in (signal_entry.get("result") or {}):
+                index = signal_entry["id"].get("Index", 0)
+                signals.append((index, json.loads(bytes(signal_entry["result"]["Success"]))))
+        return chain, signals
+
+    def _query(self, sql: str) -> list[dict]:
+        with httpx.Client(timeout=HTTP_TIMEOUT) as client:
+            answer = client.post(
+                f"{self.server.admin_url}/query", json={"query": sql}, headers={"accept": "application/json"}
+            )
+        answer.raise_for_status()
+        return answer.json()["rows"]
+
+    def _run_state(self, thread: int, record: dict | None) -> str:
+        """`new` before the bridge ran the thread; `failed` when the invocation ended with a
+        failure; `free` when complete or suspended at an open awakeable; `dead` otherwise: the
+        invocation has work outstanding and no service process runs between operations, so
+        what the server retries next is the recovery's to take over."""
+        if record is None or self.threads[thread]["run"] == "new":
+            return "new"
+        if record["status"] == COMPLETED and record["failure"] is not None:
+            return "failed"
+        return "free" if self._settled(record) is not None else "dead"
+
+    def observe(self) -> Observation:
+        views = []
+        for t in range(len(self.threads)):
+            record = self._read(t)
+            if record is None:
+                chain, inputs = [Checkpoint(0, self.workflow.initial_state(), INITIAL)], {}
+            else:
+                chain, inputs = record["chain"], record["inputs"]
+            views.append(ThreadView(tuple(chain), self._run_state(t, record), inputs))
+        return Observation(tuple(views))
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _listener(port: int) -> socket.socket | None:
+    """A listening socket on the deployment's port, or None when another process of the same
+    operation (one of k concurrent deliveries) listens there already."""
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind(("127.0.0.1", port))
+    except OSError:
+        listener.close()
+        return None
+    listener.listen(128)
+    return listener
+
+
+def _run_hypercorn(app, listener: socket.socket) -> None:
+    """Serve `app` with Hypercorn on the inherited listening socket, until killed."""
+    from hypercorn.asyncio import serve
+    from hypercorn.config import Config
+
+    config = Config()
+    config.bind = [f"fd://{listener.fileno()}"]
+    config.loglevel = "ERROR"
+    config.accesslog = None
+    asyncio.run(serve(app, config))
+
+
+def _end(pid: int | None) -> None:
+    """End a service process (SIGKILL: a service process keeps nothing the server needs) and
+    reap it."""
+    if pid is None:
+        return
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
+
+
+def _post(url: str, body) -> object:
+    """POST a JSON body through Restate's ingress; an error status is Restate's refusal."""
+    with httpx.Client(timeout=HTTP_TIMEOUT) as client:
+        answer = client.post(url, json=body)
+    if answer.status_code >= 400:
+        raise RestateRefusal(f"{answer.status_code} {answer.text.strip()[:200]}")
+    return answer.json() if answer.content else None
+
+
+def _patch(url: str) -> None:
+    with httpx.Client(timeout=HTTP_TIMEOUT) as client:
+        answer = client.patch(url)
+    if answer.status_code >= 400:
+        raise RestateRefusal(f"{answer.status_code} {answer.text.strip()[:200]}")
