@@ -129,9 +129,9 @@ class RestateAdapter(ChildProcessAdapter):
     name = "restate"
     framework = "Restate"
     # Recorded inputs: the awakeables' completions in the journal (a completion not yet consumed
-    # by a step is the claim). No leases: Restate shows no holder between operations; a thread
+    # by a step is the claim); late inputs: a completion journaled again for a completed one. No leases: Restate shows no holder between operations; a thread
     # with work outstanding (an invocation not suspended at an open awakeable) is `dead`.
-    capabilities = frozenset({"recorded-inputs", "stuck-runs", "executions"})
+    capabilities = frozenset({"recorded-inputs", "late-inputs", "stuck-runs", "executions"})
     refusals = (RestateRefusal,)
     unsupported = UNSUPPORTED
     variants = VARIANTS
@@ -340,14 +340,34 @@ class RestateAdapter(ChildProcessAdapter):
             f"WHERE id = '{invocation['id']}' ORDER BY index"
         )
         chain, signals = self._journal(journal)
-        inputs = dict(zip(self.workflow.consuming, (value for _, value in sorted(signals)), strict=False))
+        inputs, late = self._inputs(signals)
         return {
             "id": invocation["id"],
             "status": invocation["status"],
             "failure": invocation.get("completion_failure"),
             "chain": chain,
             "inputs": inputs,
+            "late": late,
         }
+
+    def _inputs(self, signals: list[tuple[int, object]]) -> tuple[dict[int, object], list[tuple[int, object]]]:
+        """The recorded input of each consuming stage, and the late ones. Each consuming stage
+        creates one awakeable, in stage order, so the n-th distinct signal index in the journal
+        is the n-th consuming stage's. A resolve of an awakeable that was completed already is
+        journaled again under the same signal index (seen at restate-server 1.7.12): a late
+        input, never read by the handler."""
+        order: dict[int, int] = {}
+        inputs: dict[int, object] = {}
+        late: list[tuple[int, object]] = []
+        for index, value in signals:
+            if index not in order:
+                if len(order) >= len(self.workflow.consuming):
+                    continue
+                order[index] = self.workflow.consuming[len(order)]
+                inputs[order[index]] = value
+            else:
+                late.append((order[index], value))
+        return inputs, late
 
     def _journal(self, rows: list[dict]) -> tuple[list[Checkpoint], list[tuple[int, int]]]:
         """The model's chain from the journaled run results, and the awakeable completions
@@ -363,7 +383,7 @@ class RestateAdapter(ChildProcessAdapter):
                 chain.append(Checkpoint(result["stage"] + 1, tuple(result["state"]), result["stage"]))
             signal_entry = notification.get("Signal")
             if signal_entry is not None and "Success" in (signal_entry.get("result") or {}):
-                index = signal_entry["id"].get("Index", 0)
+                index = signal_entry["id"].get("Index", signal_entry["id"].get("SignalIndex", 0))
                 signals.append((index, json.loads(bytes(signal_entry["result"]["Success"]))))
         return chain, signals
 
@@ -391,10 +411,10 @@ class RestateAdapter(ChildProcessAdapter):
         for t in range(len(self.threads)):
             record = self._read(t)
             if record is None:
-                chain, inputs = [Checkpoint(0, self.workflow.initial_state(), INITIAL)], {}
+                chain, inputs, late = [Checkpoint(0, self.workflow.initial_state(), INITIAL)], {}, ()
             else:
-                chain, inputs = record["chain"], record["inputs"]
-            views.append(ThreadView(tuple(chain), self._run_state(t, record), inputs))
+                chain, inputs, late = record["chain"], record["inputs"], tuple(record["late"])
+            views.append(ThreadView(tuple(chain), self._run_state(t, record), inputs, late))
         return Observation(tuple(views))
 
 
