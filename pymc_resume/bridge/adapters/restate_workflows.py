@@ -52,6 +52,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import signal
 import socket
 import time
@@ -62,6 +63,7 @@ import httpx
 from pymc_resume.bridge.adapter import Observation, Outcome, ThreadView, Variant, REFUSED
 from pymc_resume.bridge.adapters.restate_server import RestateServer
 from pymc_resume.bridge.kit import ChildProcessAdapter, Refusal
+from pymc_resume.bridge.kit.child_process_adapter import RECOVERY
 from pymc_resume.bridge.kit.process import die_with_parent
 from pymc_resume.model.state import INITIAL, Checkpoint
 
@@ -73,6 +75,7 @@ except ImportError as error:  # the registry reports it in one line, with the ex
 SERVICE = "PymcFuzz"
 SETTLE_TIMEOUT = 120.0
 SETTLE_POLLING = 0.02
+ACCEPT_GRACE = 1.0  # how long a delivered value may take to show in the journal
 HTTP_TIMEOUT = 30.0
 # The invocation statuses of sys_invocation (docs.restate.dev/references/sql-introspection).
 COMPLETED, SUSPENDED = "completed", "suspended"
@@ -146,12 +149,13 @@ class RestateAdapter(ChildProcessAdapter):
         super().__init__()
         self.version = f"restate-sdk {_sdk_version()}"
         self.server: RestateServer | None = None
+        self.continuing: set[int] = set()  # consuming stages whose value an earlier operation delivered
 
     # -- the example's server and deployment -----------------------------------------------
 
     def open(self, setup) -> None:
         super().open(setup)
-        self.service_port = _free_port()
+        self.service_port = _service_port()
         self.server = RestateServer(Path(setup.workdir) / "restate-data")
         self.server.start()
         self._register()
@@ -205,8 +209,16 @@ class RestateAdapter(ChildProcessAdapter):
         return restate.app([fuzz])
 
     def _step(self, stage: int, state: list, value: int | None, key: str) -> dict:
-        """A stage's ctx.run action: the bridge's node code between the crash points."""
-        return {"stage": stage, "state": list(self.execute(stage, tuple(state), value, key))}
+        """A stage's ctx.run action: the bridge's node code between the crash points. A value
+        the journal held before this operation began was delivered by an earlier one: this
+        execution continues that consumption, as a recovery does (Restate replays it)."""
+        if stage not in self.continuing:
+            return {"stage": stage, "state": list(self.execute(stage, tuple(state), value, key))}
+        role, self.control.role = self.control.role, RECOVERY
+        try:
+            return {"stage": stage, "state": list(self.execute(stage, tuple(state), value, key))}
+        finally:
+            self.control.role = role
 
     def _serve(self, listener: socket.socket | None) -> int | None:
         """Fork a service process serving the SDK's endpoint on `listener` (None: another
@@ -217,6 +229,8 @@ class RestateAdapter(ChildProcessAdapter):
         pid = os.fork()
         if pid == 0:
             die_with_parent(parent)
+            if self.control is not None:  # the operation's process holds the race windows, not this one
+                self.control.window = None
             try:
                 _run_hypercorn(self._app(), listener)
             finally:
@@ -224,18 +238,38 @@ class RestateAdapter(ChildProcessAdapter):
         listener.close()
         return pid
 
-    def _operation(self, thread: int, call) -> str:
+    def _operation(self, thread: int, call, journaled=None) -> str:
         """One client operation with a service process of its own: serve, make `call` (a
         client call through the ingress or admin API), wait until the thread settles, end the
         service process. A crash point kills the service process; this process then dies by
         SIGKILL too, so the kit sees the operation's process killed."""
-        pid = self._serve(_listener(self.service_port))
+        before = self._read(thread)
+        self.continuing = set(before["inputs"]) if before is not None else set()
+        listener = _listener(self.service_port)
+        if listener is None and (self.control is None or self.control.window is None):
+            raise RuntimeError(f"the deployment's port {self.service_port} is taken")
+        pid = self._serve(listener)
         try:
             if call is not None:
                 call()
+            if journaled is not None:
+                self._await_journal(thread, journaled)
             return self._settle(thread, pid)
         finally:
             _end(pid)
+
+    def _await_journal(self, thread: int, journaled) -> None:
+        """Wait until the journal shows what the call just delivered (`journaled(record)`):
+        the ingress answers a resolve with 202 Accepted before the invocation's partition has
+        journaled it, and the state read before then is the one the delivery changes. A resolve
+        Restate drops (to a completed invocation) never shows: after `ACCEPT_GRACE` the state
+        read is taken as it is."""
+        deadline = time.monotonic() + ACCEPT_GRACE
+        while time.monotonic() < deadline:
+            record = self._read(thread)
+            if record is not None and journaled(record):
+                return
+            time.sleep(SETTLE_POLLING)
 
     def _settle(self, thread: int, pid: int | None) -> str:
         deadline = time.monotonic() + SETTLE_TIMEOUT
@@ -275,6 +309,7 @@ class RestateAdapter(ChildProcessAdapter):
         if record is None:
             raise Refusal("the thread has no invocation to resume (not started)")
         stage = self._answering(record)
+        late = len(record["late"])
 
         def resolve() -> None:
             url = f"{self.server.ingress_url}/{SERVICE}/{self._key(thread)}/awakeable"
@@ -285,7 +320,10 @@ class RestateAdapter(ChildProcessAdapter):
             _post(f"{self.server.ingress_url}/restate/awakeables/{awakeable_id}/resolve", value)
             self._control().at("after-execute", -1)  # the delivery's own window: its call returned
 
-        return self._operation(thread, resolve)
+        def journaled(now: dict) -> bool:
+            return stage in now["inputs"] and (stage not in record["inputs"] or len(now["late"]) > late)
+
+        return self._operation(thread, resolve, journaled)
 
     def client_recover(self, thread: int, variant: str = "retry") -> str:
         record = self._read(thread)
@@ -418,10 +456,19 @@ class RestateAdapter(ChildProcessAdapter):
         return Observation(tuple(views))
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+def _service_port() -> int:
+    """A free loopback port for the deployment, below the kernel's ephemeral range: no service
+    process listens there between operations, and a port the kernel hands out for outgoing
+    connections (the server's own, to this very deployment) could take it meanwhile."""
+    low, _ = (int(n) for n in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    for port in random.sample(range(max(1024, low - 12000), low), 200):
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free loopback port below the ephemeral range")
 
 
 def _listener(port: int) -> socket.socket | None:
