@@ -146,8 +146,14 @@ class RestateServer:
         query = {"query": "SELECT count(*) AS n FROM sys_invocation"}
         return client.post(f"{self.admin_url}/query", json=query).status_code == 200
 
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
+    def answers(self) -> bool:
+        """The server runs and its admin API answers."""
+        if self.process is None or self.process.poll() is not None:
+            return False
+        try:
+            return httpx.get(f"{self.admin_url}/health", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
 
     def stop(self) -> None:
         """Stop the server (SIGTERM, then SIGKILL) and reap it."""
@@ -171,3 +177,14 @@ def _die_with(parent: int) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
     if os.getppid() != parent:
         os._exit(0)
+
+
+if __name__ == "__main__":  # `python -m pymc_resume.bridge.adapters.restate_server install`
+    import sys
+
+    if sys.argv[1:] != ["install"]:
+        sys.exit("usage: python -m pymc_resume.bridge.adapters.restate_server install")
+    try:
+        print(server_binary())
+    except EnvironmentProblem as problem:
+        sys.exit(f"error: {problem}")

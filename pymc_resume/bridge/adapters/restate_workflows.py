@@ -75,6 +75,7 @@ except ImportError as error:  # the registry reports it in one line, with the ex
 SERVICE = "PymcFuzz"
 SETTLE_TIMEOUT = 120.0
 SETTLE_POLLING = 0.02
+CRASHES = ("service", "server")
 ACCEPT_GRACE = 1.0  # how long a delivered value may take to show in the journal
 HTTP_TIMEOUT = 30.0
 # The invocation statuses of sys_invocation (docs.restate.dev/references/sql-introspection).
@@ -145,11 +146,19 @@ class RestateAdapter(ChildProcessAdapter):
         "seeded by the invocation id, the same on retries and replays",
     }
 
-    def __init__(self) -> None:
+    def __init__(self, crash: str = "service") -> None:
         super().__init__()
+        if crash not in CRASHES:
+            raise ValueError(f"crash must be one of {', '.join(CRASHES)}, not {crash!r}")
+        # What a crash point kills: the service process serving the handler, or that and then
+        # the restate-server itself (restarted on the same data directory before the next call).
+        self.crash = crash
         self.version = f"restate-sdk {_sdk_version()}"
         self.server: RestateServer | None = None
         self.continuing: set[int] = set()  # consuming stages whose value an earlier operation delivered
+
+    def options(self) -> dict:
+        return {"crash": self.crash}
 
     # -- the example's server and deployment -----------------------------------------------
 
@@ -165,6 +174,29 @@ class RestateAdapter(ChildProcessAdapter):
             self.server.stop()
             self.server = None
         super().close()
+
+    def _server_up(self) -> None:
+        """Restart the server on its data directory if a crash point killed it (the `server`
+        configuration): what an operator's supervisor does; the next call then finds it up."""
+        if self.crash == "server" and self.server is not None and not self.server.answers():
+            self.server.stop()  # reap the killed process (its SIGKILL may still be on its way)
+            self.server.start()
+
+    def start(self, *args, **kwargs) -> Outcome:
+        self._server_up()
+        return super().start(*args, **kwargs)
+
+    def resume(self, *args, **kwargs) -> Outcome:
+        self._server_up()
+        return super().resume(*args, **kwargs)
+
+    def recover(self, *args, **kwargs) -> Outcome:
+        self._server_up()
+        return super().recover(*args, **kwargs)
+
+    def resume_together(self, *args, **kwargs) -> list[Outcome]:
+        self._server_up()
+        return super().resume_together(*args, **kwargs)
 
     def _register(self) -> None:
         """Register the service process's endpoint with the admin API (`POST /deployments`),
@@ -275,13 +307,20 @@ class RestateAdapter(ChildProcessAdapter):
         deadline = time.monotonic() + SETTLE_TIMEOUT
         while time.monotonic() < deadline:
             if pid is not None and os.waitpid(pid, os.WNOHANG)[0] == pid:
-                os.kill(os.getpid(), signal.SIGKILL)  # the service process was killed at a crash point
+                self._crashed()
             record = self._read(thread)
             settled = self._settled(record)
             if settled is not None:
                 return settled
             time.sleep(SETTLE_POLLING)
         raise TimeoutError(f"the invocation of t{thread} did not settle within {SETTLE_TIMEOUT}s")
+
+    def _crashed(self) -> None:
+        """The service process was killed at a crash point: in the `server` configuration kill
+        the restate-server too, at once; then this operation's process dies by SIGKILL."""
+        if self.crash == "server" and self.server is not None and self.server.process is not None:
+            os.kill(self.server.process.pid, signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGKILL)
 
     def _settled(self, record: dict | None) -> str | None:
         """'completed' or 'parked at stage s' once the server shows nothing left to run without
@@ -445,6 +484,7 @@ class RestateAdapter(ChildProcessAdapter):
         return "free" if self._settled(record) is not None else "dead"
 
     def observe(self) -> Observation:
+        self._server_up()
         views = []
         for t in range(len(self.threads)):
             record = self._read(t)

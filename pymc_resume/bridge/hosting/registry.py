@@ -193,7 +193,12 @@ FAMILIES: dict[str, Family] = {
         "restate",
         # Restate as it comes: a restate-server per example (its data in the example's workdir),
         # the workflow's service process registered through the admin API, awakeables for input.
-        (Configuration("awakeable", "restate"),),
+        (
+            Configuration("awakeable", "restate"),  # a crash point kills the service process
+            # The same, and the crash point then kills the restate-server too (restarted on its
+            # data directory before the next call).
+            Configuration("awakeable/server-kill", "restate", {"crash": "server"}),
+        ),
         requires="restate",
         install="pip install 'pymc-resume[restate]'",
     ),
