@@ -30,7 +30,10 @@ import httpx
 from pymc_resume.errors import EnvironmentProblem
 
 SERVER_VERSION = "1.7.12"
-PACKAGES = {"x86_64": "@restatedev/restate-server-linux-x64", "aarch64": "@restatedev/restate-server-linux-arm64"}
+PACKAGES = {
+    "x86_64": "@restatedev/restate-server-linux-x64",
+    "aarch64": "@restatedev/restate-server-linux-arm64",
+}
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pymc_resume"
 READY_TIMEOUT = 30.0
 STOP_TIMEOUT = 10.0
@@ -118,7 +121,7 @@ class RestateServer:
         self.data.mkdir(parents=True, exist_ok=True)
         log = (self.data.parent / "restate-server.log").open("ab")
         parent = os.getpid()
-        self.process = subprocess.Popen(  # noqa: S603 - our own cached binary
+        self.process = subprocess.Popen(
             command, env=env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=lambda: _die_with(parent)
         )
         log.close()

@@ -60,7 +60,7 @@ from pathlib import Path
 
 import httpx
 
-from pymc_resume.bridge.adapter import Observation, Outcome, ThreadView, Variant, REFUSED
+from pymc_resume.bridge.adapter import REFUSED, Observation, Outcome, ThreadView, Variant
 from pymc_resume.bridge.adapters.restate_server import RestateServer
 from pymc_resume.bridge.kit import ChildProcessAdapter, Refusal
 from pymc_resume.bridge.kit.child_process_adapter import RECOVERY
@@ -105,7 +105,9 @@ VARIANTS = (
         "k clients, each POST /restate/awakeables/<id>/resolve",
         AWAKEABLE_DOCS,
     ),
-    Variant("recover", "retry", "a service process at the deployment's address: the server retries", RECOVERY_DOCS),
+    Variant(
+        "recover", "retry", "a service process at the deployment's address: the server retries", RECOVERY_DOCS
+    ),
     Variant(
         "recover",
         "resume-invocation",
@@ -133,8 +135,9 @@ class RestateAdapter(ChildProcessAdapter):
     name = "restate"
     framework = "Restate"
     # Recorded inputs: the awakeables' completions in the journal (a completion not yet consumed
-    # by a step is the claim); late inputs: a completion journaled again for a completed one. No leases: Restate shows no holder between operations; a thread
-    # with work outstanding (an invocation not suspended at an open awakeable) is `dead`.
+    # by a step is the claim); late inputs: a completion journaled again for a completed one. No
+    # leases: Restate shows no holder between operations; a thread with work outstanding (an
+    # invocation not suspended at an open awakeable) is `dead`.
     capabilities = frozenset({"recorded-inputs", "late-inputs", "stuck-runs", "executions"})
     refusals = (RestateRefusal,)
     unsupported = UNSUPPORTED
@@ -208,7 +211,9 @@ class RestateAdapter(ChildProcessAdapter):
                 body = {"uri": f"http://127.0.0.1:{self.service_port}", "use_http_11": True}
                 answer = client.post(f"{self.server.admin_url}/deployments", json=body)
                 if answer.status_code >= 300:
-                    raise RuntimeError(f"registering the deployment failed: {answer.status_code} {answer.text}")
+                    raise RuntimeError(
+                        f"registering the deployment failed: {answer.status_code} {answer.text}"
+                    )
         finally:
             _end(pid)
 
@@ -229,7 +234,9 @@ class RestateAdapter(ChildProcessAdapter):
                     ctx.set(f"a{stage}", awakeable_id)
                     value = await answer
                 key = str(ctx.uuid())
-                result = await ctx.run_typed(f"s{stage}", adapter._step, stage=stage, state=state, value=value, key=key)
+                result = await ctx.run_typed(
+                    f"s{stage}", adapter._step, stage=stage, state=state, value=value, key=key
+                )
                 adapter.committed(stage)  # the run's result is journaled
                 state = result["state"]
             return state
@@ -427,7 +434,9 @@ class RestateAdapter(ChildProcessAdapter):
             "late": late,
         }
 
-    def _inputs(self, signals: list[tuple[int, object]]) -> tuple[dict[int, object], list[tuple[int, object]]]:
+    def _inputs(
+        self, signals: list[tuple[int, object]]
+    ) -> tuple[dict[int, object], list[tuple[int, object]]]:
         """The recorded input of each consuming stage, and the late ones. Each consuming stage
         creates one awakeable, in stage order, so the n-th distinct signal index in the journal
         is the n-th consuming stage's. A resolve of an awakeable that was completed already is
