@@ -38,6 +38,7 @@ pytestmark = [
     pytest.mark.google_adk,
     pytest.mark.dbos,
     pytest.mark.openai_agents,
+    pytest.mark.restate,
 ]
 
 CONFIGURATIONS = [(name, c.name) for name, family in FAMILIES.items() for c in family.configurations]
@@ -93,6 +94,11 @@ DECIDED = {
         "consume-once-value": ("violated", "stored it beside the value already recorded and ran stage"),
         "liveness": ("violated", "not quiescent: t0 at stage"),
     },
+    # Restate journals a second resolve of an awakeable the handler already read under the same
+    # signal index (never read), and accepts one after completion without recording it.
+    ("restate", "awakeable"): {
+        "consume-once-value": ("violated", "the framework recorded it as a late input, which is never read"),
+    },
 }
 
 # Rows profiled first here (docs/<framework>.md gives each as printed and says what every cell
@@ -104,6 +110,9 @@ DOCUMENTED = {
     ("openai-agents", "sqlite-session"): (
         "violated violated not-applicable violated violated violated holds not-applicable skipped"
     ),
+    # docs/restate.md: a value resolved to an awakeable is never validated; a second resolve of a
+    # completed awakeable is answered 202 (journaled again, or dropped after completion).
+    ("restate", "awakeable"): "holds holds not-applicable violated violated holds holds not-applicable holds",
 }
 
 # Which configurations get a battery here: each framework's defaults (its first configuration)

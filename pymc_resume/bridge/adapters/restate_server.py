@@ -99,6 +99,10 @@ class RestateServer:
         self.process: subprocess.Popen | None = None
 
     @property
+    def scratch(self) -> Path:
+        return self.data.parent / "restate-tmp"
+
+    @property
     def ingress_url(self) -> str:
         return f"http://127.0.0.1:{self.ingress}"
 
@@ -115,10 +119,14 @@ class RestateServer:
             RESTATE_ADMIN__BIND_ADDRESS=f"127.0.0.1:{self.admin}",
             RESTATE_ADMIN__QUERY_ENGINE__PGSQL_BIND_ADDRESS=f"127.0.0.1:{self.pgsql}",
             RESTATE_LOG_FILTER="error",
+            # The server's invoker makes a temp folder per partition at each start (`invoker-*`,
+            # under TMPDIR): in the example's workdir, so that it goes with the example.
+            TMPDIR=str(self.scratch),
         )
         command = [str(server_binary()), "--no-logo", "--listen-mode", "tcp", "--node-name", "pymc"]
         command += ["--base-dir", str(self.data), "--bind-address", f"127.0.0.1:{self.node}"]
         self.data.mkdir(parents=True, exist_ok=True)
+        self.scratch.mkdir(parents=True, exist_ok=True)
         log = (self.data.parent / "restate-server.log").open("ab")
         parent = os.getpid()
         self.process = subprocess.Popen(
