@@ -31,7 +31,10 @@ How the contract's operations map (docs/restate.md says more):
   the invocation against it and the SDK replays the journal (variant `retry`), or the same and
   the admin API's `PATCH /invocations/<id>/resume`, which retries a backing-off invocation now
   (variant `resume-invocation`);
-- fork and update: not expressible here (see `unsupported`).
+- fork: not expressible: Restate's restart-as-new (a new invocation from a completed one's
+  journal prefix, docs.restate.dev/admin-api/invocation/restart-invocation-as-new) refuses
+  workflows (see `unsupported`);
+- update: not expressible (see `unsupported`).
 
 Crash points are real SIGKILLs of the service process: before or after a stage's node code
 (inside the `ctx.run` action) and right after `await ctx.run_typed(...)` returned in the
@@ -86,9 +89,10 @@ UNSUPPORTED = {
     "progress is its journal of step results, written only by its own execution (the admin API's "
     "state calls write a workflow's key-value state, which the handler does not read back as its "
     "progress)",
-    "fork": "not driven by this adapter yet: Restate's admin API offers `PATCH /invocations/<id>/"
-    "restart-as-new?from=<index>` on a completed invocation (journal prefix copied), which is not "
-    "wired into this adapter; the fork cells are not evidence either way",
+    "fork": "Restate's one documented call that starts an invocation from another's journal, "
+    "the admin API's PATCH /invocations/<id>/restart-as-new?from=<index>, refuses a workflow: "
+    "restate-server 1.7.12 answers 422 'Restarting workflows is not supported' (checked against "
+    "this adapter's completed run invocation)",
 }
 
 DOCS = "https://docs.restate.dev"
