@@ -102,7 +102,12 @@ RECOVERY_DOCS = f"{DOCS}/develop/python/durable-steps; {DOCS}/guides/error-handl
 RESUME_DOCS = f"{DOCS}/admin-api/invocation/resume-invocation"
 VARIANTS = (
     Variant("start", "run-send", "POST /PymcFuzz/<key>/run/send (ingress)", INVOKE_DOCS),
-    Variant("resume", "resolve-awakeable", "POST /restate/awakeables/<id>/resolve (ingress)", AWAKEABLE_DOCS),
+    Variant(
+        "resume",
+        "resolve-awakeable",
+        "POST /PymcFuzz/<key>/awakeable (the id), then POST /restate/awakeables/<id>/resolve (ingress)",
+        AWAKEABLE_DOCS,
+    ),
     Variant(
         "resume-together",
         "resolve-awakeable",
@@ -160,6 +165,8 @@ class RestateAdapter(ChildProcessAdapter):
         # What a crash point kills: the service process serving the handler, or that and then
         # the restate-server itself (restarted on the same data directory before the next call).
         self.crash = crash
+        if crash == "server":  # the operation table's crash row says what this configuration kills
+            self.framework_calls = {"crash": FRAMEWORK_CALLS["crash"] + ", then of the restate-server"}
         self.version = f"restate-sdk {_sdk_version()}"
         self.server: RestateServer | None = None
         self.continuing: set[int] = set()  # consuming stages whose value an earlier operation delivered
