@@ -16,17 +16,19 @@ The fuzzing workflow is the Restate Workflow `PymcFuzz`, one workflow key per br
 `ctx.run_typed("s<s>", ...)`, whose journaled result (`{"stage": s, "state": [...]}`) is the
 model's state after the stage; a consuming stage first creates an awakeable
 (`ctx.awakeable(type_hint=int)`), publishes its id in the workflow's state (`ctx.set("a<s>",
-id)`) and awaits it. A shared handler, `awakeable(stage)`, reads that id back for a client
-(what the docs' example does: the id is handed to "another process" that resolves it).
+id)`) and awaits it. A client reads the id from the workflow's state through the admin API's
+SQL introspection (the `state` table): the docs hand the id to "another process" that resolves
+it, by any means.
 
 How the contract's operations map (docs/restate.md says more):
 
 - start: `POST /PymcFuzz/t<n>/run/send` through the ingress (Restate's documented way to submit
   a workflow: the workflow key is its id, run once), with a service process serving the
   endpoint until the invocation settles;
-- resume(v): `POST /PymcFuzz/t<n>/awakeable` for the id of the interrupt the head waits at (or
-  the last one when none is left), then `POST /restate/awakeables/<id>/resolve` with v through
-  the ingress; a service process serves the invocation the server then runs;
+- resume(v): the id of the interrupt the head waits at (or the last one when none is left),
+  read from the workflow's state (`SELECT value_utf8 FROM state ...` on the admin API), then
+  `POST /restate/awakeables/<id>/resolve` with v through the ingress; a service process serves
+  the invocation the server then runs;
 - recover: a fresh service process at the registered deployment's address: the server retries
   the invocation against it and the SDK replays the journal (variant `retry`), or the same and
   the admin API's `PATCH /invocations/<id>/resume`, which retries a backing-off invocation now
@@ -105,7 +107,7 @@ VARIANTS = (
     Variant(
         "resume",
         "resolve-awakeable",
-        "POST /PymcFuzz/<key>/awakeable (the id), then POST /restate/awakeables/<id>/resolve (ingress)",
+        "the id from the workflow's state (admin SQL), then POST /restate/awakeables/<id>/resolve",
         AWAKEABLE_DOCS,
     ),
     Variant(
@@ -252,10 +254,6 @@ class RestateAdapter(ChildProcessAdapter):
                 state = result["state"]
             return state
 
-        @fuzz.handler()
-        async def awakeable(ctx: restate.WorkflowSharedContext, stage: int) -> str | None:
-            return await ctx.get(f"a{stage}", type_hint=str)
-
         return restate.app([fuzz])
 
     def _step(self, stage: int, state: list, value: int | None, key: str) -> dict:
@@ -369,10 +367,9 @@ class RestateAdapter(ChildProcessAdapter):
         late = len(record["late"])
 
         def resolve() -> None:
-            url = f"{self.server.ingress_url}/{SERVICE}/{self._key(thread)}/awakeable"
-            awakeable_id = _post(url, stage)
+            awakeable_id = self._published(thread, stage)
             if awakeable_id is None:
-                raise RestateRefusal(f"the workflow published no awakeable for stage {stage}")
+                raise Refusal(f"the workflow has published no awakeable for stage {stage} yet")
             self.loaded()
             _post(f"{self.server.ingress_url}/restate/awakeables/{awakeable_id}/resolve", value)
             self._control().at("after-execute", -1)  # the delivery's own window: its call returned
@@ -393,6 +390,16 @@ class RestateAdapter(ChildProcessAdapter):
 
             return self._operation(thread, resume)
         return self._operation(thread, None)
+
+    def _published(self, thread: int, stage: int) -> str | None:
+        """The awakeable id the workflow published for `stage` in its state (`ctx.set`), read
+        through the admin API's SQL introspection (its `state` table): a client that needs no
+        service process, so k deliveries at once never wait on one another's."""
+        rows = self._query(
+            f"SELECT value_utf8 FROM state WHERE service_name = '{SERVICE}' "
+            f"AND service_key = '{self._key(thread)}' AND key = 'a{stage}'"
+        )
+        return json.loads(rows[0]["value_utf8"]) if rows else None
 
     def _answering(self, record: dict) -> int:
         """The interrupt a delivery answers: the one the head waits at or will wait at next,
@@ -536,12 +543,12 @@ def _listener(port: int) -> socket.socket | None:
     operation (one of k concurrent deliveries) listens there already."""
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
+    try:  # two sockets with SO_REUSEADDR may both bind a port nobody listens on: listen decides
         listener.bind(("127.0.0.1", port))
+        listener.listen(128)
     except OSError:
         listener.close()
         return None
-    listener.listen(128)
     return listener
 
 
