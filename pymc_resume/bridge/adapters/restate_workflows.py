@@ -172,6 +172,7 @@ class RestateAdapter(ChildProcessAdapter):
         self.version = f"restate-sdk {_sdk_version()}"
         self.server: RestateServer | None = None
         self.continuing: set[int] = set()  # consuming stages whose value an earlier operation delivered
+        self.service: int | None = None  # the operation's service process, in its child process
 
     def options(self) -> dict:
         return {"crash": self.crash}
@@ -296,15 +297,15 @@ class RestateAdapter(ChildProcessAdapter):
         listener = _listener(self.service_port)
         if listener is None and (self.control is None or self.control.window is None):
             raise RuntimeError(f"the deployment's port {self.service_port} is taken")
-        pid = self._serve(listener)
+        self.service = self._serve(listener)
         try:
             if call is not None:
                 call()
             if journaled is not None:
                 self._await_journal(thread, journaled)
-            return self._settle(thread, pid)
+            return self._settle(thread)
         finally:
-            _end(pid)
+            _end(self.service)
 
     def _await_journal(self, thread: int, journaled) -> None:
         """Wait until the journal shows what the call just delivered (`journaled(record)`):
@@ -319,10 +320,16 @@ class RestateAdapter(ChildProcessAdapter):
                 return
             time.sleep(SETTLE_POLLING)
 
-    def _settle(self, thread: int, pid: int | None) -> str:
+    def _settle(self, thread: int) -> str:
+        """Wait until the journal shows the thread settled. One of k deliveries at once that
+        runs no service process of its own (another delivery's listens on the port) brings one
+        up once that one has ended: its own resolve may reach the invocation after the other
+        delivery saw it settled, and the server then runs it again to deliver the completion."""
         deadline = time.monotonic() + SETTLE_TIMEOUT
         while time.monotonic() < deadline:
-            if pid is not None and os.waitpid(pid, os.WNOHANG)[0] == pid:
+            if self.service is None:
+                self.service = self._serve(_listener(self.service_port))
+            elif os.waitpid(self.service, os.WNOHANG)[0] == self.service:
                 self._crashed()
             record = self._read(thread)
             settled = self._settled(record)
