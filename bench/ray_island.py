@@ -12,7 +12,7 @@ The head is node 0; commands run on node 0's host (`run`, `start`), where the he
 `address`. Every node has one CPU, so each partition's actor (which takes one) runs on its own
 node. Root only (namespaces). Everything is removed when the `with` block ends: the island kills
 every process left in its namespaces and deletes them, and the nodes' folder is removed; an
-island whose creator was SIGKILLed is swept by the next one (`hosts.sweep`).
+island whose creator was SIGKILLed is swept by the next one (`hosts.sweep`, `_sweep_folders`).
 """
 
 from __future__ import annotations
@@ -33,6 +33,14 @@ OBJECT_STORE_BYTES = 100 * 2**20
 JOIN_SECONDS = 60.0  # every node must be alive in the cluster within this
 
 
+def _sweep_folders() -> None:
+    """Remove the nodes' folders of islands whose creating process is gone (SIGKILLed)."""
+    for folder in Path(tempfile.gettempdir()).glob("pmr-rayi-*-*"):
+        pid = folder.name.split("-")[2]
+        if pid.isdigit() and not hosts._alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 class RayIsland:
     """`nodes` Ray nodes, node i on its own network host at `addresses[i]`."""
 
@@ -47,7 +55,8 @@ class RayIsland:
         self.island.__enter__()
         try:
             # Short: Ray's socket paths live under it and must fit in 107 bytes.
-            self._folder = Path(tempfile.mkdtemp(prefix="pmr-rayi-"))
+            _sweep_folders()
+            self._folder = Path(tempfile.mkdtemp(prefix=f"pmr-rayi-{os.getpid()}-"))
             for node in range(len(self.addresses)):
                 self.start_node(node)
         except BaseException:
