@@ -47,6 +47,7 @@ BUILT_IN = {
     "google-adk-postgres": "pymc_resume.bridge.adapters.google_adk:GoogleAdkPostgres",
     "dbos": "pymc_resume.bridge.adapters.dbos_workflows:DBOSAdapter",
     "openai-agents": "pymc_resume.bridge.adapters.openai_agents:OpenAIAgentsAdapter",
+    "strands": "pymc_resume.bridge.adapters.strands_agents:StrandsAdapter",
 }
 
 # Module paths the built-in adapters had before they moved to `bridge/adapters/`: repro files
@@ -187,6 +188,17 @@ FAMILIES: dict[str, Family] = {
         ),
         requires="agents",
         install="pip install 'pymc-resume[openai-agents]'",
+    ),
+    "strands": Family(
+        "strands",
+        (
+            # The FileSessionManager as the store; the interrupt raised by a BeforeToolCallEvent
+            # callback (the docs' ApprovalHook) or by the tool itself (tool_context.interrupt).
+            Configuration("file-session/hook", "strands", {"interrupt": "hook"}),
+            Configuration("file-session/tool", "strands", {"interrupt": "tool"}),
+        ),
+        requires="strands",
+        install="pip install 'pymc-resume[strands]'",
     ),
 }
 
