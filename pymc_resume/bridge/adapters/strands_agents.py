@@ -56,6 +56,7 @@ Effects are unkeyed: Strands documents no idempotency key; a tool use's `toolUse
 model gave the call (a call the model makes again after a restart gets a new one).
 """
 
+import asyncio
 import json
 import logging
 import os
@@ -77,6 +78,11 @@ except ImportError as error:  # the registry reports it in one line, with the ex
     raise ImportError(
         f"strands-agents is not installed ({error}); pip install 'pymc-resume[strands]'"
     ) from None
+
+# The variants' names: the agent called (`agent(prompt)`), or its events streamed
+# (`agent.stream_async(prompt)`, consumed to the end).
+CALL = "call"
+STREAM = "stream-async"
 
 HOOK = "hook"
 TOOL = "tool"
@@ -217,33 +223,41 @@ class StrandsAdapter(ChildProcessAdapter):
             else "tool_context.interrupt(name, reason=...) in the tool"
         )
         respond = 'agent([{"interruptResponse": {"interruptId": interrupt.id, "response": value}}])'
+        stream = "agent.stream_async(...) consumed to its result event"
+        streaming_docs = f"{DOCS}streaming/async-iterators/"
+        recover = (
+            f'{agent}("{CONTINUE}") when the session is not finished; a trailing toolUse gets an '
+            "error toolResult"
+        )
         return (
             Variant(
                 "start",
-                "call",
+                CALL,
                 f"{agent}(prompt); {raised}; result.interrupts kept by the client",
                 f"{INTERRUPT_DOCS} (Hooks; Tools); {SESSION_DOCS} (Basic Usage)",
             ),
+            Variant("start", STREAM, f"as {CALL}, with {stream}", streaming_docs),
             Variant(
                 "resume",
-                "interrupt-response",
+                CALL,
                 f"{agent} in a new process; {respond} for each interrupt kept",
                 f"{INTERRUPT_DOCS} (Hooks: the responses loop); strands.types.interrupt "
                 "('Interrupts are session managed in-between return and user response')",
             ),
+            Variant("resume", STREAM, f"as {CALL}, with {stream}", streaming_docs),
             Variant(
                 "resume-together",
-                "interrupt-response",
+                CALL,
                 f"k processes, each {agent}; {respond}",
                 INTERRUPT_DOCS,
             ),
             Variant(
                 "recover",
-                "prompt",
-                f'{agent}("{CONTINUE}") when the session is not finished; a trailing toolUse gets an error '
-                "toolResult from the agent",
+                CALL,
+                recover,
                 f"{SESSION_DOCS} (continue conversations where they left off); strands issue 1111",
             ),
+            Variant("recover", STREAM, f"as {CALL}, with {stream}", streaming_docs),
             Variant(
                 "update",
                 "state-set",
@@ -318,40 +332,43 @@ class StrandsAdapter(ChildProcessAdapter):
 
     # -- the client hooks, in the child process --------------------------------------------
 
-    def client_start(self, thread: int) -> str:
+    def client_start(self, thread: int, variant: str | None = None) -> str:
         if self._agent_record(thread) is not None:
-            return self.client_recover(thread)
+            return self.client_recover(thread, variant)
         agent, _ = self._agent(thread)
-        return self._call(thread, agent, INPUT)
+        return self._call(thread, agent, INPUT, variant)
 
-    def client_resume(self, thread: int, value: int) -> str:
+    def client_resume(self, thread: int, value: int, variant: str | None = None) -> str:
         kept = self._kept_interrupts(thread)
         if not kept:
             raise Refusal("the client kept no interrupts for the thread (no call of it stopped for one)")
         agent, _ = self._agent(thread)
         self.loaded()
         responses = [{"interruptResponse": {"interruptId": i["id"], "response": value}} for i in kept]
-        return self._call(thread, agent, responses)
+        return self._call(thread, agent, responses, variant)
 
-    def client_recover(self, thread: int) -> str:
+    def client_recover(self, thread: int, variant: str | None = None) -> str:
         if self._finished(self._messages(thread)):
             raise NoOp("the session ends with the agent's final message: nothing to continue")
         agent, _ = self._agent(thread)
         try:
-            return self._call(thread, agent, CONTINUE)
+            return self._call(thread, agent, CONTINUE, variant)
         except StrandsRefusal as refusal:
             if "interruptResponse" in str(refusal):
                 raise NoOp(f"the session is parked at an interrupt ({refusal})") from None
             raise
 
-    def _call(self, thread: int, agent, prompt) -> str:
-        """One call of the agent; the client keeps the interrupts it stops with."""
+    def _call(self, thread: int, agent, prompt, variant: str | None) -> str:
+        """One call of the agent; the client keeps the interrupts it stops with, until the next
+        call that stops with others (a response sent late is sent to the last ones it was shown,
+        so that Strands, not the client, decides what a late response does)."""
         try:
-            result = agent(prompt)
+            result = asyncio.run(_streamed(agent, prompt)) if variant == STREAM else agent(prompt)
         except REFUSAL_ERRORS as error:
             raise StrandsRefusal(f"{type(error).__name__}: {error}") from None
         interrupts = [{"id": i.id, "name": i.name} for i in (result.interrupts or [])]
-        _write_atomically(self._kept_path(thread), json.dumps(interrupts))
+        if interrupts:
+            _write_atomically(self._kept_path(thread), json.dumps(interrupts))
         if result.stop_reason == "interrupt":
             return f"stopped for {', '.join(i['name'] for i in interrupts)}"
         return f"finished: {result.stop_reason}"
@@ -458,6 +475,14 @@ class StrandsAdapter(ChildProcessAdapter):
             inputs = {**self._claims(record, committed), **inputs}
             views.append(ThreadView(tuple(chain), memory["run"], inputs))
         return Observation(tuple(views))
+
+
+async def _streamed(agent, prompt):
+    """`agent.stream_async(prompt)` consumed to the end: its last event carries the result."""
+    result = None
+    async for event in agent.stream_async(prompt):
+        result = event.get("result", result)
+    return result
 
 
 def _write_atomically(path: Path, text: str) -> None:
