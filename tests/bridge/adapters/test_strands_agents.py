@@ -186,17 +186,21 @@ def left_by(pid: int) -> list[Path]:
 
 
 @pytest.mark.slow
-def test_the_profile_row_and_a_replayed_repro(tmp_path):
+def test_the_tool_configurations_profile_row_and_a_replayed_repro(tmp_path):
+    # tests/bridge/test_profile_all.py profiles file-session/hook (the first configuration) and
+    # replays its repros; the same row here for the other, with one of its repros replayed.
     out = tmp_path / "profile.json"
-    run = cli("profile", "strands", "--bounds", "small", "--examples", "0", "--json", str(out), cwd=tmp_path)
+    run = cli(
+        "profile", "strands", "--config", "file-session/tool", "--bounds", "small", "--examples", "0",
+        "--no-shrink", "--json", str(out), cwd=tmp_path,
+    )  # fmt: skip
     stdout, stderr = run.communicate()
     assert run.returncode == 1, stdout + stderr
-    profiles = json.loads(out.read_text())["profiles"]
-    assert [p["config"] for p in profiles] == ["file-session/hook", "file-session/tool"]
-    for profile in profiles:
-        assert {id: profile["clauses"][id]["verdict"] for id in CLAUSE_IDS} == ROW
-        assert "Strands has no fork" in profile["clauses"]["fork-determinism"]["reason"]
-    repro = profiles[0]["clauses"]["prefix-continuation"]["repro"]
+    [profile] = json.loads(out.read_text())["profiles"]
+    assert profile["adapter_options"] == {"interrupt": "tool"}
+    assert {id: profile["clauses"][id]["verdict"] for id in CLAUSE_IDS} == ROW
+    assert "Strands has no fork" in profile["clauses"]["fork-determinism"]["reason"]
+    repro = profile["clauses"]["prefix-continuation"]["repro"]
     assert reproduces_again(json.loads((tmp_path / repro).read_text()))
     assert left_by(run.pid) == []  # the profile removed its example directories
 
@@ -206,11 +210,12 @@ def test_a_killed_profile_leaves_nothing_once_the_next_run_sweeps(tmp_path):
     profile = cli("profile", "strands", "--bounds", "small", "--examples", "0", cwd=tmp_path)
     try:
         assert "targeted scenarios" in profile.stderr.readline()  # it is running its battery
-        time.sleep(1.0)
-        hosts = subprocess.run(
-            ["pgrep", "-P", str(profile.pid)], capture_output=True, text=True
-        ).stdout.split()
+        deadline = time.monotonic() + 30
+        while not left_by(profile.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert left_by(profile.pid)  # an example's directory, mid-battery
+        hosts = children_of(profile.pid)
+        assert hosts
     finally:
         profile.send_signal(signal.SIGKILL)
         profile.communicate()
@@ -220,10 +225,25 @@ def test_a_killed_profile_leaves_nothing_once_the_next_run_sweeps(tmp_path):
     assert not any(map(running, hosts))
     one_step = tmp_path / "one.toml"
     one_step.write_text(ONE_STEP)
-    swept = cli("profile", "strands", "--bounds", str(one_step), "--examples", "0", cwd=tmp_path)
+    swept = cli(
+        "profile", "strands", "--config", "file-session/hook", "--bounds", str(one_step), "--examples", "0",
+        cwd=tmp_path,
+    )  # fmt: skip
     stdout, stderr = swept.communicate()
     assert swept.returncode in (0, 1), stdout + stderr
     assert left_by(profile.pid) == [] and left_by(swept.pid) == []  # swept, and none of its own
+
+
+def children_of(pid: int) -> list[str]:
+    """The pids of a process's children (from /proc: no procps needed)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "stat").read_text().rsplit(")", 1)[1].split()[1] == str(pid):
+                found.append(entry.name)
+        except OSError:
+            continue
+    return found
 
 
 def running(pid: str) -> bool:
