@@ -214,7 +214,7 @@ def test_a_killed_profile_leaves_nothing_once_the_next_run_sweeps(tmp_path):
         while not left_by(profile.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert left_by(profile.pid)  # an example's directory, mid-battery
-        hosts = children_of(profile.pid)
+        hosts = descendants_of(profile.pid)
         assert hosts
     finally:
         profile.send_signal(signal.SIGKILL)
@@ -234,15 +234,21 @@ def test_a_killed_profile_leaves_nothing_once_the_next_run_sweeps(tmp_path):
     assert left_by(profile.pid) == [] and left_by(swept.pid) == []  # swept, and none of its own
 
 
-def children_of(pid: int) -> list[str]:
-    """The pids of a process's children (from /proc: no procps needed)."""
-    found = []
+def descendants_of(pid: int) -> list[str]:
+    """The pids of a process's children, theirs, and so on (from /proc: no procps needed); the
+    hosts are children of a host template, itself the bridge's child."""
+    parents = {}
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and (entry / "stat").read_text().rsplit(")", 1)[1].split()[1] == str(pid):
-                found.append(entry.name)
+            if entry.name.isdigit():
+                parents[entry.name] = (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
         except OSError:
             continue
+    found, frontier = [], [str(pid)]
+    while frontier:
+        children = [child for child, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
     return found
 
 
