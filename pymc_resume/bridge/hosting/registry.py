@@ -47,6 +47,7 @@ BUILT_IN = {
     "google-adk-postgres": "pymc_resume.bridge.adapters.google_adk:GoogleAdkPostgres",
     "dbos": "pymc_resume.bridge.adapters.dbos_workflows:DBOSAdapter",
     "openai-agents": "pymc_resume.bridge.adapters.openai_agents:OpenAIAgentsAdapter",
+    "prefect": "pymc_resume.bridge.adapters.prefect_flows:PrefectAdapter",
 }
 
 # Module paths the built-in adapters had before they moved to `bridge/adapters/`: repro files
@@ -187,6 +188,17 @@ FAMILIES: dict[str, Family] = {
         ),
         requires="agents",
         install="pip install 'pymc-resume[openai-agents]'",
+    ),
+    "prefect": Family(
+        "prefect",
+        (
+            # suspend_flow_run(wait_for_input=...): the process exits, a resume reschedules the run.
+            Configuration("sqlite/suspend", "prefect", {"mode": "suspend"}),
+            # pause_flow_run(wait_for_input=...): the flow's process blocks until the run is resumed.
+            Configuration("sqlite/pause", "prefect", {"mode": "pause"}),
+        ),
+        requires="prefect",
+        install="pip install 'pymc-resume[prefect]'",
     ),
 }
 
