@@ -73,6 +73,7 @@ SETTLE_POLLING = 0.05
 SETTLE_TIMEOUT = 180.0
 PAUSE_POLL_SECONDS = 1  # pause_flow_run's poll_interval (an int): the paused process is ended anyway
 PR_SET_PDEATHSIG = 1
+EXECUTING = b"#executing\n"  # a flow process's word to its child: the run's execution began
 TERMINAL = ("COMPLETED", "FAILED", "CRASHED", "CANCELLED")
 FAILED_STATES = ("FAILED", "CRASHED", "CANCELLED")
 
@@ -268,6 +269,7 @@ class PrefectAdapter(ChildProcessAdapter):
         self.mode = mode
         self.version = f"prefect {_prefect_version()}"
         self.keeper: subprocess.Popen | None = None  # a server of our own (no template's)
+        self.report_fd: int | None = None  # in a flow process: where it reports to its child
 
     def options(self) -> dict:
         return {"mode": self.mode}
@@ -367,6 +369,8 @@ class PrefectAdapter(ChildProcessAdapter):
         fuzz_workflow = self._flow()
         with get_client(sync_client=True) as client:
             flow_run = client.read_flow_run(UUID(flow_run_id))
+        if self.report_fd is not None:  # the waiting child may now take a pause for this execution's
+            os.write(self.report_fd, EXECUTING)
         try:
             state = run_flow(fuzz_workflow, flow_run=flow_run, return_type="state")
         except Pause:
@@ -387,6 +391,7 @@ class PrefectAdapter(ChildProcessAdapter):
         if pid == 0:
             os.close(read)
             die_with_parent(child)
+            self.report_fd = write
             try:
                 with self._settings():
                     message = {"value": action()}
@@ -422,10 +427,10 @@ class PrefectAdapter(ChildProcessAdapter):
                 chunk = os.read(read, 65536)
                 if not chunk:
                     os.waitpid(pid, 0)
-                    return data
+                    return data.replace(EXECUTING, b"")
                 data += chunk
                 continue
-            if self.mode == "pause" and self._paused_and_waiting(thread):
+            if self.mode == "pause" and EXECUTING in data and self._paused_and_waiting(thread):
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
                 return None
