@@ -38,6 +38,7 @@ pytestmark = [
     pytest.mark.google_adk,
     pytest.mark.dbos,
     pytest.mark.openai_agents,
+    pytest.mark.prefect,
 ]
 
 CONFIGURATIONS = [(name, c.name) for name, family in FAMILIES.items() for c in family.configurations]

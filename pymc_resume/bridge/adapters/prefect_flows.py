@@ -183,6 +183,8 @@ def keep_server() -> None:
         + ["--host", "127.0.0.1", "--port", port, "--log-level", "error", "--lifespan", "on"],
         preexec_fn=lambda: ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0),  # noqa: PLW1509
         stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,  # the server logs what it refuses; its clients are told
     )
     try:
         while not ending and os.getppid() == parent and server.poll() is None:
@@ -250,8 +252,9 @@ class PrefectAdapter(ChildProcessAdapter):
     preload = staticmethod(preload_prefect)
     framework = "Prefect"
     # Recorded inputs: the flow run's stored run inputs (a resume's value, recorded with the
-    # state change that resumes the run).
-    capabilities = frozenset({"recorded-inputs", "executions"})
+    # state change that resumes the run). Leases: the flow run's state on the server (RUNNING,
+    # PENDING or SCHEDULED with no process executing it between operations: see `_run_state`).
+    capabilities = frozenset({"recorded-inputs", "leases", "executions"})
     refusals = (PrefectRefusal,)
     unsupported = {"fork": FORK_UNSUPPORTED, "update": UPDATE_UNSUPPORTED}
     variants = VARIANTS

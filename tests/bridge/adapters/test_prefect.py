@@ -1,0 +1,128 @@
+"""The Prefect adapter against real Prefect flow runs on a real local Prefect API server (SQLite),
+with real SIGKILLs of the process that executes the flow run.
+
+Skipped when prefect is not installed (`pip install -e '.[prefect]' -c constraints/prefect-3.9.1.txt`).
+A session here starts its own API server (a keeper process, 5-20 s under load); the profile and
+`race` run one server per host template. The profile of every configuration runs once, in
+tests/bridge/test_profile_all.py.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytestmark = [pytest.mark.prefect, pytest.mark.slow]
+
+pytest.importorskip(
+    "prefect", reason="prefect is not installed (pip install 'pymc-resume[prefect]' -c constraints/prefect-3.9.1.txt)"
+)
+
+from live_steps import START, crash, resume
+
+from pymc_resume.bridge.adapter import declared_variants
+from pymc_resume.bridge.adapters.prefect_flows import PrefectAdapter
+from pymc_resume.bridge.judging.session import Session
+from pymc_resume.model.bounds import load_bounds
+
+SMALL = load_bounds("small")  # step, effect-then-interrupt, gated: stages 0..3
+RECOVER = {"action": "recover", "thread": 0, "crash": None}
+
+
+def details(session, thread=0):
+    return [o["detail"] for step in session.steps if step["thread"] == thread for o in step["outcome"]]
+
+
+def executions(session, stage):
+    return [e for e in session.sink.events() if e.kind == "execution" and e.stage == stage]
+
+
+def test_declares_its_calls_and_fork_and_update_as_unsupported():
+    adapter = PrefectAdapter()
+    assert adapter.version.startswith("prefect 3.")
+    assert set(adapter.unsupported) == {"fork", "update"}
+    variants = {op: [v.name for v in vs] for op, vs in declared_variants(adapter).items()}
+    assert variants == {
+        "start": ["run-deployment"],
+        "resume": ["resume-flow-run"],
+        "resume-together": ["resume-flow-run"],
+        "recover": ["execute"],
+    }
+    with pytest.raises(ValueError, match="mode must be one of"):
+        PrefectAdapter(mode="sleep")
+
+
+@pytest.mark.parametrize("mode", ["suspend", "pause"])
+def test_a_run_parks_refuses_a_schema_invalid_value_and_completes(mode):
+    session = Session(PrefectAdapter(mode=mode), SMALL.workflow, SMALL.values, step_timeout=120)
+    try:
+        for step in [START, resume(-1), resume(1), resume(2), resume(1)]:
+            session.apply(step)
+        outcomes = details(session)
+        assert outcomes[0] == "parked at stage 2"
+        assert "-1 is less than the minimum of 0" in outcomes[1]  # the server validated the RunInput
+        assert outcomes[2:4] == ["parked at stage 3", "completed"]
+        assert "NotPausedError" in outcomes[4]  # a late resume is refused, nothing recorded
+        [view] = session.observation.threads
+        assert [c.stage for c in view.chain[1:]] == [0, 1, 2, 3] and view.inputs == {2: 1, 3: 2}
+        assert view.run == "free"
+    finally:
+        session.close()
+
+
+def test_a_kill_inside_a_task_runs_it_again_and_one_after_its_result_does_not():
+    session = Session(PrefectAdapter(), SMALL.workflow, SMALL.values, step_timeout=120)
+    try:
+        session.apply({"action": "start", "thread": 0, "crash": crash(0, "after-commit")})
+        assert session.observation.threads[0].run == "dead"  # RUNNING, its process gone
+        session.apply(RECOVER)
+        assert len(executions(session, 0)) == 1  # the persisted result was reused
+        session.apply(resume(1))
+        session.apply(resume(2, crash=crash(3, "after-execute")))
+        session.apply(RECOVER)
+        assert len(executions(session, 3)) == 2  # killed before its result was persisted
+        view = session.observation.threads[0]
+        assert view.chain[-1].pc == 4 and view.run == "free"
+    finally:
+        session.close()
+
+
+def test_a_session_leaves_no_server_and_a_killed_host_none_either(tmp_path):
+    # The keeper ends its server and removes its folder when its parent dies, SIGKILL included.
+    script = (
+        "import sys, time; from pathlib import Path;"
+        "from pymc_resume.bridge.adapters.prefect_flows import start_server;"
+        f"api, keeper = start_server(Path({str(tmp_path / 'server')!r})); print(keeper.pid, flush=True); time.sleep(600)"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    keeper = int(parent.stdout.readline())
+    time.sleep(2)
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (tmp_path / "server").exists():
+        time.sleep(0.2)
+    assert not (tmp_path / "server").exists()
+    with pytest.raises(ProcessLookupError):
+        for _ in range(50):
+            os.kill(keeper, 0)
+            time.sleep(0.2)
+
+
+def test_race_k_2_runs(tmp_path):
+    out = tmp_path / "race.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "pymc_resume", "race", "prefect", "--k", "2", "--trials", "1", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode in (0, 1), result.stderr
+    cells = json.loads(out.read_text())["cells"]
+    assert cells and all(cell["k"] == 2 and cell["trials"] == 1 for cell in cells)
+    assert all(consumed <= 1 for cell in cells for consumed in cell["consumptions"])
