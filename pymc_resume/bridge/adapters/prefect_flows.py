@@ -160,7 +160,7 @@ def start_server(folder: Path) -> tuple[str, subprocess.Popen]:
     it removes when it ends) and dies with this process; returns the API's URL and the keeper."""
     port = _free_port()
     folder.mkdir(parents=True, exist_ok=True)
-    keeper = subprocess.Popen(  # noqa: S603 - our own interpreter, our own module
+    keeper = subprocess.Popen(
         [sys.executable, "-c", f"from {__name__} import keep_server; keep_server()", str(folder), str(port)],
         env={**os.environ, **_server_environment(folder)},
         start_new_session=True,
@@ -178,10 +178,10 @@ def keep_server() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     ending = []
     signal.signal(signal.SIGTERM, lambda *_: ending.append(True))
-    server = subprocess.Popen(  # noqa: S603
+    server = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "--factory", "prefect.server.api.server:create_app"]
         + ["--host", "127.0.0.1", "--port", port, "--log-level", "error", "--lifespan", "on"],
-        preexec_fn=lambda: ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0),  # noqa: PLW1509
+        preexec_fn=lambda: ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,  # the server logs what it refuses; its clients are told
@@ -534,7 +534,7 @@ class PrefectAdapter(ChildProcessAdapter):
         for path in self.results.iterdir() if self.results.exists() else ():
             try:
                 record = json.loads(path.read_text())
-                result = pickle.loads(base64.b64decode(record["result"]))  # noqa: S301 - our own results
+                result = pickle.loads(base64.b64decode(record["result"]))
             except (ValueError, KeyError, TypeError, pickle.UnpicklingError):
                 continue
             if isinstance(result, dict) and result.get("run") == flow_run_id:

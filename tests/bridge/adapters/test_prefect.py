@@ -19,26 +19,35 @@ import pytest
 pytestmark = [pytest.mark.prefect, pytest.mark.slow]
 
 pytest.importorskip(
-    "prefect", reason="prefect is not installed (pip install 'pymc-resume[prefect]' -c constraints/prefect-3.9.1.txt)"
+    "prefect",
+    reason="prefect is not installed (pip install 'pymc-resume[prefect]' -c constraints/prefect-3.9.1.txt)",
 )
 
-from live_steps import START, crash, resume
+from live_steps import START, resume
 
 from pymc_resume.bridge.adapter import declared_variants
-from pymc_resume.bridge.adapters.prefect_flows import PrefectAdapter
+from pymc_resume.bridge.adapters.prefect_flows import API_URL_VARIABLE, PrefectAdapter, start_server
+from pymc_resume.bridge.hosting.workdirs import _start_time
 from pymc_resume.bridge.judging.session import Session
+from pymc_resume.bridge.repro.replay import replay_repro
 from pymc_resume.model.bounds import load_bounds
 
 SMALL = load_bounds("small")  # step, effect-then-interrupt, gated: stages 0..3
-RECOVER = {"action": "recover", "thread": 0, "crash": None}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """One API server for this module's sessions (as a host template shares one)."""
+    api, keeper = start_server(tmp_path_factory.mktemp("prefect") / "server")
+    os.environ[API_URL_VARIABLE] = api
+    yield api
+    del os.environ[API_URL_VARIABLE]
+    keeper.terminate()
+    keeper.wait()
 
 
 def details(session, thread=0):
     return [o["detail"] for step in session.steps if step["thread"] == thread for o in step["outcome"]]
-
-
-def executions(session, stage):
-    return [e for e in session.sink.events() if e.kind == "execution" and e.stage == stage]
 
 
 def test_declares_its_calls_and_fork_and_update_as_unsupported():
@@ -57,7 +66,7 @@ def test_declares_its_calls_and_fork_and_update_as_unsupported():
 
 
 @pytest.mark.parametrize("mode", ["suspend", "pause"])
-def test_a_run_parks_refuses_a_schema_invalid_value_and_completes(mode):
+def test_a_run_parks_refuses_a_schema_invalid_value_and_completes(mode, server):
     session = Session(PrefectAdapter(mode=mode), SMALL.workflow, SMALL.values, step_timeout=120)
     try:
         for step in [START, resume(-1), resume(1), resume(2), resume(1)]:
@@ -74,21 +83,35 @@ def test_a_run_parks_refuses_a_schema_invalid_value_and_completes(mode):
         session.close()
 
 
-def test_a_kill_inside_a_task_runs_it_again_and_one_after_its_result_does_not():
-    session = Session(PrefectAdapter(), SMALL.workflow, SMALL.values, step_timeout=120)
-    try:
-        session.apply({"action": "start", "thread": 0, "crash": crash(0, "after-commit")})
-        assert session.observation.threads[0].run == "dead"  # RUNNING, its process gone
-        session.apply(RECOVER)
-        assert len(executions(session, 0)) == 1  # the persisted result was reused
-        session.apply(resume(1))
-        session.apply(resume(2, crash=crash(3, "after-execute")))
-        session.apply(RECOVER)
-        assert len(executions(session, 3)) == 2  # killed before its result was persisted
-        view = session.observation.threads[0]
-        assert view.chain[-1].pc == 4 and view.run == "free"
-    finally:
-        session.close()
+# What `profile prefect` wrote for the effect-exactly-once cell (shortened): a kill after the
+# effect of stage 1 ran, before its task's result was persisted; the recovery runs the task again.
+EFFECT_TWICE = {
+    "format": "pymc-resume-repro/1",
+    "adapter": "prefect",
+    "adapter_options": {"mode": "suspend"},
+    "seed": 0,
+    "bounds": {
+        "name": "small",
+        "nodes": ["step", "effect-then-interrupt", "gated"],
+        "values": 2,
+        "processes": 2,
+        "resumes": 2,
+        "crashes": 1,
+        "forks": 1,
+        "invalid_updates": 1,
+    },
+    "clause": "effect-exactly-once",
+    "steps": [
+        {"action": "start", "thread": 0, "crash": {"stage": 1, "when": "after-execute"}},
+        {"action": "recover", "thread": 0, "crash": None},
+    ],
+}
+
+
+def test_the_effect_exactly_once_repro_replays():
+    result = replay_repro(EFFECT_TWICE, step_timeout=120, attempts=1, allowed=("prefect",))
+    assert result.error is None, result.error
+    assert result.reproduces, result.describe()
 
 
 def test_a_session_leaves_no_server_and_a_killed_host_none_either(tmp_path):
@@ -96,7 +119,8 @@ def test_a_session_leaves_no_server_and_a_killed_host_none_either(tmp_path):
     script = (
         "import sys, time; from pathlib import Path;"
         "from pymc_resume.bridge.adapters.prefect_flows import start_server;"
-        f"api, keeper = start_server(Path({str(tmp_path / 'server')!r})); print(keeper.pid, flush=True); time.sleep(600)"
+        f"api, keeper = start_server(Path({str(tmp_path / 'server')!r}));"
+        "print(keeper.pid, flush=True); time.sleep(600)"
     )
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     keeper = int(parent.stdout.readline())
@@ -107,16 +131,27 @@ def test_a_session_leaves_no_server_and_a_killed_host_none_either(tmp_path):
     while time.monotonic() < deadline and (tmp_path / "server").exists():
         time.sleep(0.2)
     assert not (tmp_path / "server").exists()
-    with pytest.raises(ProcessLookupError):
-        for _ in range(50):
-            os.kill(keeper, 0)
-            time.sleep(0.2)
+    while time.monotonic() < deadline and _start_time(keeper) is not None:
+        time.sleep(0.2)
+    assert _start_time(keeper) is None  # gone (or a zombie, which the run's subreaper reaps)
 
 
 def test_race_k_2_runs(tmp_path):
     out = tmp_path / "race.json"
     result = subprocess.run(
-        [sys.executable, "-m", "pymc_resume", "race", "prefect", "--k", "2", "--trials", "1", "--json", str(out)],
+        [
+            sys.executable,
+            "-m",
+            "pymc_resume",
+            "race",
+            "prefect",
+            "--k",
+            "2",
+            "--trials",
+            "1",
+            "--json",
+            str(out),
+        ],
         capture_output=True,
         text=True,
         timeout=600,
