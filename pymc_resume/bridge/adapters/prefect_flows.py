@@ -204,10 +204,11 @@ def preload_prefect() -> None:
 
     from pymc_resume.bridge.hosting.workdirs import make_workdir
 
-    folder = make_workdir()
-    api, _ = start_server(folder)
-    os.environ.update(_client_environment(folder, api))
-    os.environ[API_URL_VARIABLE] = api
+    if API_URL_VARIABLE not in os.environ:  # else a server its caller runs (a test's)
+        folder = make_workdir()
+        api, _ = start_server(folder)
+        os.environ.update(_client_environment(folder, api))
+        os.environ[API_URL_VARIABLE] = api
     for module in PREFECT_MODULES:
         importlib.import_module(module)
 

@@ -37,7 +37,8 @@ SMALL = load_bounds("small")  # step, effect-then-interrupt, gated: stages 0..3
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    """One API server for this module's sessions (as a host template shares one)."""
+    """One API server for this module's sessions, replays and races (as a host template's
+    hosts share one): the preload of a template, and a `race` command, use the one named here."""
     api, keeper = start_server(tmp_path_factory.mktemp("prefect") / "server")
     os.environ[API_URL_VARIABLE] = api
     yield api
@@ -108,7 +109,7 @@ EFFECT_TWICE = {
 }
 
 
-def test_the_effect_exactly_once_repro_replays():
+def test_the_effect_exactly_once_repro_replays(server):
     result = replay_repro(EFFECT_TWICE, step_timeout=120, attempts=1, allowed=("prefect",))
     assert result.error is None, result.error
     assert result.reproduces, result.describe()
@@ -136,7 +137,7 @@ def test_a_session_leaves_no_server_and_a_killed_host_none_either(tmp_path):
     assert _start_time(keeper) is None  # gone (or a zombie, which the run's subreaper reaps)
 
 
-def test_race_k_2_runs(tmp_path):
+def test_race_k_2_runs(server, tmp_path):
     out = tmp_path / "race.json"
     result = subprocess.run(
         [
