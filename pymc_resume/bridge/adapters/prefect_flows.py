@@ -9,20 +9,26 @@ deployment"). The flow runs the model's stages in order, each one call of the ta
 `fuzz-stage(run, stage, state, value)`, whose persisted result (`{"run", "stage", "state"}`) is
 the model's state after the stage; a consuming stage first waits for its value with
 `suspend_flow_run(wait_for_input=Answer, key="s<stage>")` or `pause_flow_run(...)`, where
-`Answer` is a `RunInput` whose one field is `value: int = Field(ge=0)`: Prefect's server
-validates a resume's `run_input` against that schema ("the input will be validated against the
-schema of the RunInput"). The model's checkpoint chain is the task results Prefect persisted in
+`Answer` is a `RunInput` whose one field is `value: int = Field(ge=0)`: the pausing call saves
+its schema "so the UI can display the form and we can validate the input when the flow is
+resumed" (flow_runs.py), and the server's resume endpoint validates `run_input` against it
+before it changes the run's state. The model's checkpoint chain is the task results Prefect persisted in
 the example's result storage (a local folder), the recorded inputs are the flow run's stored
 inputs (`<state>-s<stage>-response`, what `resume_flow_run` records).
 
-Prefect's docs (https://docs.prefect.io/v3/advanced/interactive): "suspend_flow_run ... the flow
-run will be rescheduled to finish execution ... In order to suspend a flow run in this way, the
+Prefect's docs (https://docs.prefect.io/v3/develop/pause-resume): "When a flow run is paused,
+code execution is stopped and the process continues to run. When a flow run is suspended, code
+execution is stopped and so is the process." The suspend_flow_run docstring: "When resumed, the
+flow run will be rescheduled to finish execution. In order suspend a flow run in this way, the
 flow needs to have an associated deployment and results need to be configured with the
-persist_result option"; "When resumed, the flow run ... rerun[s] from the beginning" with the
-persisted results of completed tasks reused: the task cache (docs/v3/concepts/caching: the
-default policy `INPUTS + TASK_SOURCE + RUN_ID`, "tasks ... will not be re-executed" when a
-cached result exists for the key) is what keeps a resumed flow run from re-running its completed
-tasks. A pause (`pause_flow_run`) blocks the flow's own process until the run is resumed.
+`persist_result` option." A rescheduled run runs the flow function again from its first line;
+what keeps it from re-running completed tasks is the task cache (docs/v3/concepts/caching, the
+default policy: the task's inputs, its code and the flow run id): "When a task run begins,
+Prefect first computes its cache key and uses this key to look up a record in the task's result
+store. If an unexpired record is found, this result is returned and the task does not run".
+The interactive-workflows guide (https://docs.prefect.io/v3/advanced/interactive): "To receive
+input while paused or suspended use the wait_for_input parameter in the pause_flow_run or
+suspend_flow_run functions", with a `RunInput` subclass among the accepted types.
 
 How the contract's operations map (docs/prefect.md says more):
 
