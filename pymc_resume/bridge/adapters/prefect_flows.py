@@ -85,6 +85,7 @@ FAILED_STATES = ("FAILED", "CRASHED", "CANCELLED")
 
 DOCS = "https://docs.prefect.io/v3"
 INTERACTIVE_DOCS = f"{DOCS}/advanced/interactive"
+PAUSE_DOCS = f"{DOCS}/develop/pause-resume"
 FORK_UNSUPPORTED = (
     "Prefect has no call that starts a flow run from another flow run's position or persisted "
     "results: a flow run is created from a flow or a deployment with parameters, and its task "
@@ -111,13 +112,13 @@ VARIANTS = (
         "resume",
         "resume-flow-run",
         "resume_flow_run(flow_run_id, run_input={'value': v}); the resumed run executed",
-        f"{INTERACTIVE_DOCS}; {DOCS}/api-ref/python/prefect-flow_runs#resume_flow_run",
+        f"{PAUSE_DOCS}; {INTERACTIVE_DOCS}; {DOCS}/api-ref/python/prefect-flow_runs#resume_flow_run",
     ),
     Variant(
         "resume-together",
         "resume-flow-run",
         "k processes, each resume_flow_run(flow_run_id, run_input={'value': v})",
-        INTERACTIVE_DOCS,
+        f"{PAUSE_DOCS}; {INTERACTIVE_DOCS}",
     ),
     Variant(
         "recover",
@@ -208,15 +209,24 @@ def preload_prefect() -> None:
     starts no thread)."""
     import importlib
 
-    from pymc_resume.bridge.hosting.workdirs import make_workdir
-
     if API_URL_VARIABLE not in os.environ:  # else a server its caller runs (a test's)
-        folder = make_workdir()
+        folder = _owned_folder()
         api, _ = start_server(folder)
         os.environ.update(_client_environment(folder, api))
         os.environ[API_URL_VARIABLE] = api
     for module in PREFECT_MODULES:
         importlib.import_module(module)
+
+
+def _owned_folder() -> Path:
+    """A fresh folder named as `bridge.hosting.workdirs.make_workdir` names an example's (this
+    process's pid and start time: a killed run's is removed by the next run's sweep), where
+    examples keep their stores. Built here because adapters may not import the hosting layer."""
+    import tempfile
+
+    start_time = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19]
+    root = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+    return Path(tempfile.mkdtemp(prefix=f"pymc-resume-{os.getpid()}-{start_time}-", dir=root))
 
 
 PREFECT_MODULES = (
