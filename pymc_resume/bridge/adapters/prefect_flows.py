@@ -162,28 +162,50 @@ def _server_environment(folder: Path) -> dict[str, str]:
     return environment
 
 
-def start_server(folder: Path) -> tuple[str, subprocess.Popen]:
-    """Start a keeper process that serves the Prefect API on a SQLite file in `folder` (which
-    it removes when it ends) and dies with this process; returns the API's URL and the keeper."""
+def start_server(folder: Path) -> tuple[str, int]:
+    """Start a keeper process that serves the Prefect API on a SQLite file in `folder` and, when
+    this process ends or it is told to stop (`stop_server`), ends the server and removes the
+    folder; returns the API's URL and the keeper's pid."""
     port = _free_port()
     folder.mkdir(parents=True, exist_ok=True)
-    keeper = subprocess.Popen(
-        [sys.executable, "-c", f"from {__name__} import keep_server; keep_server()", str(folder), str(port)],
+    owner = os.getpid()
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", f"from {__name__} import keep_server; keep_server()"]
+        + [str(folder), str(port), str(owner), str(_start_time(owner))],
         env={**os.environ, **_server_environment(folder)},
         start_new_session=True,
         stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
     )
+    assert launcher.stdout is not None
+    keeper = int(launcher.stdout.readline())
+    launcher.stdout.close()
+    launcher.wait()
     return f"http://127.0.0.1:{port}/api", keeper
 
 
+def stop_server(keeper: int, timeout: float = 30.0) -> None:
+    """Tell the keeper `keeper` to end its server and remove its folder; wait until it is gone."""
+    try:
+        os.kill(keeper, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and _start_time(keeper) is not None:
+        time.sleep(0.05)
+
+
 def keep_server() -> None:
-    """The keeper (its own process): run uvicorn with Prefect's API app until this process's
-    parent ends, then kill the server and remove its folder."""
-    folder, port = Path(sys.argv[1]), sys.argv[2]
-    parent = os.getppid()
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-    ending = []
+    """The keeper: leave the launcher (so that it is no descendant of its owner, whose process
+    tree the bridge may SIGKILL at once), run uvicorn with Prefect's API app until the owner
+    process is gone or SIGTERM comes, then kill the server and remove its folder."""
+    folder, port, owner, owner_start = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    if os.fork():
+        os._exit(0)
+    print(os.getpid(), flush=True)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)  # the launcher's reader has its line: nothing more goes to its pipe
+    ending: list[bool] = []
     signal.signal(signal.SIGTERM, lambda *_: ending.append(True))
     server = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "--factory", "prefect.server.api.server:create_app"]
@@ -194,12 +216,23 @@ def keep_server() -> None:
         stderr=subprocess.DEVNULL,  # the server logs what it refuses; its clients are told
     )
     try:
-        while not ending and os.getppid() == parent and server.poll() is None:
+        while not ending and str(_start_time(owner)) == owner_start and server.poll() is None:
             time.sleep(0.2)
     finally:
         server.kill()
         server.wait()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot, or None when it is gone (a zombie is
+    gone); as `bridge.hosting.workdirs` reads it (adapters may not import the hosting layer)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    return None if fields[0] in ("Z", "X") else int(fields[19])
 
 
 def preload_prefect() -> None:
@@ -224,7 +257,7 @@ def _owned_folder() -> Path:
     examples keep their stores. Built here because adapters may not import the hosting layer."""
     import tempfile
 
-    start_time = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19]
+    start_time = _start_time(os.getpid())
     root = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
     return Path(tempfile.mkdtemp(prefix=f"pymc-resume-{os.getpid()}-{start_time}-", dir=root))
 
@@ -288,7 +321,7 @@ class PrefectAdapter(ChildProcessAdapter):
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         self.mode = mode
         self.version = f"prefect {_prefect_version()}"
-        self.keeper: subprocess.Popen | None = None  # a server of our own (no template's)
+        self.keeper: int | None = None  # the keeper of a server of our own (no template's)
         self.report_fd: int | None = None  # in a flow process: where it reports to its child
 
     def options(self) -> dict:
@@ -308,8 +341,7 @@ class PrefectAdapter(ChildProcessAdapter):
 
     def close(self) -> None:
         if self.keeper is not None:  # it kills the server and removes its folder
-            self.keeper.terminate()
-            self.keeper.wait()
+            stop_server(self.keeper)
             self.keeper = None
         super().close()
 
