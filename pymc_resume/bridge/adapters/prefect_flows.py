@@ -46,8 +46,10 @@ How the contract's operations map (docs/prefect.md says more):
 The API server runs once per host template (started by the adapter's `preload`, shared by the
 hosts the template forks) or, where no template preloaded it (a session in a test), once per
 adapter. It is owned by a keeper process that starts uvicorn with a SQLite file in a directory
-of its own, and removes both when its parent ends (a `PR_SET_PDEATHSIG` SIGTERM), also when the
-bridge is SIGKILLed. Every example uses deployments and result storage of its own.
+of its own, and removes both when the process that started it ends (SIGKILL included: the keeper
+is no descendant of its owner, so the bridge's kill of a host template's process tree does not
+take it along before it cleaned up) or tells it to stop. Every example uses deployments and
+result storage of its own.
 
 Effects carry no key: Prefect hands task code no identity it documents as an idempotency key
 (the task's cache key is computed from its inputs, but is not handed to the task).
