@@ -39,6 +39,7 @@ pytestmark = [
     pytest.mark.dbos,
     pytest.mark.openai_agents,
     pytest.mark.strands,
+    pytest.mark.prefect,
 ]
 
 CONFIGURATIONS = [(name, c.name) for name, family in FAMILIES.items() for c in family.configurations]

@@ -48,6 +48,7 @@ BUILT_IN = {
     "dbos": "pymc_resume.bridge.adapters.dbos_workflows:DBOSAdapter",
     "openai-agents": "pymc_resume.bridge.adapters.openai_agents:OpenAIAgentsAdapter",
     "strands": "pymc_resume.bridge.adapters.strands_agents:StrandsAdapter",
+    "prefect": "pymc_resume.bridge.adapters.prefect_flows:PrefectAdapter",
 }
 
 # Module paths the built-in adapters had before they moved to `bridge/adapters/`: repro files
@@ -199,6 +200,17 @@ FAMILIES: dict[str, Family] = {
         ),
         requires="strands",
         install="pip install 'pymc-resume[strands]'",
+    ),
+    "prefect": Family(
+        "prefect",
+        (
+            # suspend_flow_run(wait_for_input=...): the process exits, a resume reschedules the run.
+            Configuration("sqlite/suspend", "prefect", {"mode": "suspend"}),
+            # pause_flow_run(wait_for_input=...): the flow's process blocks until the run is resumed.
+            Configuration("sqlite/pause", "prefect", {"mode": "pause"}),
+        ),
+        requires="prefect",
+        install="pip install 'pymc-resume[prefect]'",
     ),
 }
 
