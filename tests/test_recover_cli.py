@@ -135,10 +135,18 @@ def assert_refused_in_one_line(args, cwd):
 
 
 def rewrite(path, change):
-    """Load a partition file, let `change` alter its record, write it back well-formed."""
+    """Load a partition's piece (the last of its chain, in the published folder), let `change`
+    alter its record, and write it back well-formed, its new length and SHA-256 in the
+    manifest: a consistent rewrite, which only the checks of the values can refuse."""
     record = persisted.loads(path.read_bytes(), str(path))
     change(record)
-    path.write_bytes(persisted.dumps(record))
+    data = persisted.dumps(record)
+    path.write_bytes(data)
+    index = int(path.stem.removeprefix("partition-"))
+    length, digest = persisted.identity(data)
+    edit_manifest(
+        path.parent, lambda m: m["partitions"][index]["pieces"][-1].update(bytes=length, sha256=digest)
+    )
 
 
 def edit_manifest(level, change):
