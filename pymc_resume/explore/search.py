@@ -354,8 +354,9 @@ def _run_levels(
 
 
 FIRST_WAIT = 1.0  # seconds between the first two snapshots of a run
-# A snapshot rewrites the whole store, so its cost grows with the run: the wait after one is at
-# least this many times what it took, which keeps snapshots within a tenth of the run's time.
+# A base snapshot rewrites the whole store, so its cost grows with the run (an increment's does
+# not, `snapshots.increments`): the wait after one is at least this many times what it took,
+# which keeps snapshots within a tenth of the run's time.
 SPACING = 9.0
 
 
