@@ -53,7 +53,10 @@ def _code() -> str:
     where = Path(pymc_resume.__file__).resolve().parent.parent
     try:
         commit = subprocess.run(
-            ["git", "-C", str(where), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+            ["git", "-C", str(where), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         commit = "?"
@@ -144,7 +147,11 @@ def main() -> None:
         "snapshots": records,
         "snapshot_seconds": round(sum(r["seconds"] for r in records), 3),
         "snapshot_bytes": sum(r["bytes"] for r in records),
-        "recovery": {"bytes_read": read, "load_seconds": round(load_seconds, 3), "restore_seconds": round(RESTORES[-1], 3)},
+        "recovery": {
+            "bytes_read": read,
+            "load_seconds": round(load_seconds, 3),
+            "restore_seconds": round(RESTORES[-1], 3),
+        },
         "load_average": {"before": load_before, "after": os.getloadavg()},
     }
     _print(figures)

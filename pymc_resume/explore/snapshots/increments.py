@@ -82,6 +82,8 @@ def join(whole: dict | None, record: object, where: str) -> dict:
         if since != BASE:
             _fail(where, f"continues a piece of depth {since.depth}, but the chain starts here")
         return record
+    if record.get("partition") != whole.get("partition"):
+        _fail(where, "is a piece of another partition than the pieces before it")
     expected = _marks_of(whole)
     if since.depth != expected.depth:
         _fail(
@@ -89,8 +91,6 @@ def join(whole: dict | None, record: object, where: str) -> dict:
         )
     if since.states != expected.states or since.edges > expected.edges:
         _fail(where, "continues the pieces before it at another length")
-    if record.get("partition") != whole.get("partition"):
-        _fail(where, "is a piece of another partition than the pieces before it")
     try:
         _append_columns(whole, record, since)
     except (TypeError, ValueError, AttributeError, KeyError):
