@@ -5,8 +5,12 @@ waiting for the next level (the coordinator first hands each partition the batch
 so a snapshot is nothing but its partitions). It is written into a fresh folder `level-NNNNNN`
 (one file per partition and a `manifest.json`), flushed, and only then published by atomically
 replacing the `current` pointer file, so a SIGKILL at any moment leaves either the previous
-snapshot or the new one, never a torn one. Superseded folders and temporary pointer files are
-removed when a snapshot is published and when a recovery starts.
+snapshot or the new one, never a torn one. A partition's file there is a piece of a chain: the
+run's first snapshot (and one after every compaction, `chain`) is a base, holding everything;
+the others hold only what is new since the previous piece (`increments`), and the manifest
+names the chain's folders and each piece's length and SHA-256. Folders outside the published
+chain, and temporary pointer files, are removed when a snapshot is published and when a
+recovery starts.
 
 A checkpoint folder is read back as untrusted input: partition files are in the `persisted`
 format (never pickle), and `load` and `restore_partition` check everything against the manifest
@@ -564,15 +568,7 @@ def partition_record(partition, since: Marks = BASE) -> tuple[dict, Marks]:
         "first_bad": partition.first_bad,
         "level_starts": level_starts,
         "generated": partition.generated,
-        "carry": [
-            (
-                [key for key, _ in candidates],
-                [parent for _, parent in candidates],
-                [position for position, _ in repeats],
-                [parent for _, parent in repeats],
-            )
-            for candidates, repeats in carry
-        ],
+        "carry": _carry_columns(carry),
         "sent": partition.sent,
         "translations": partition.translations,
         "forwarded": (list(partition.forwarded), list(partition.forwarded.values())),
@@ -581,6 +577,19 @@ def partition_record(partition, since: Marks = BASE) -> tuple[dict, Marks]:
     table_marks = () if tables is None else tuple(len(table.values) for table in tables)
     edges = 0 if kept_edges is None else settled + kept_edges
     return record, Marks(len(level_starts), size, edges, table_marks)
+
+
+def _carry_columns(carry: list) -> list[tuple[list, list, list, list]]:
+    """Waiting candidates column by column: (keys, parents, repeated positions, their parents)."""
+    return [
+        (
+            [key for key, _ in candidates],
+            [parent for _, parent in candidates],
+            [position for position, _ in repeats],
+            [parent for _, parent in repeats],
+        )
+        for candidates, repeats in carry
+    ]
 
 
 def _edges_past(settled, sources, targets, start: int):
