@@ -473,7 +473,19 @@ DAMAGED_CHAINS = {
         lambda level: edit_manifest(level, lambda m: m["chain"].reverse()),
         "'chain' must be",
     ),
+    "a-folder-of-format-7": (
+        lambda level: edit_manifest(level, _as_format_7),
+        "checkpoint format 7, this version reads 8",
+    ),
 }
+
+
+def _as_format_7(manifest):
+    """A manifest as the whole snapshots before increments wrote it."""
+    manifest["format"] = 7
+    del manifest["chain"]
+    for entry in manifest["partitions"]:
+        del entry["pieces"]
 
 
 @pytest.mark.parametrize("name", list(DAMAGED_CHAINS))
