@@ -76,6 +76,7 @@ def _recorded_saves(folder: Path, records: list[dict]):
         records.append(
             {
                 "depth": depth,
+                "elapsed": round(elapsed, 3),  # (the run's seconds when the snapshot began)
                 "states": sum(entry["states"] for entry in manifest["partitions"]),
                 "seconds": round(seconds, 4),
                 "bytes": _folder_bytes(written),
