@@ -91,6 +91,17 @@ DECIDED = {
     # with it (the cell's note says so), and a second confirmation to a committed tool ends the
     # invocation before the next tool is called, which run_async(invocation_id=...) never
     # finishes (issue 41; docs/google-adk.md).
+    # Prefect (docs/prefect.md): a resumed run reuses its persisted task results; a task killed
+    # after its effect, before its result was persisted, runs again, with no key; the server
+    # validates run_input against the flow's RunInput; a killed run is executed again by a
+    # fresh process. (The consume-once cells are decided by a race, and may go either way.)
+    ("prefect", "sqlite/suspend"): {
+        "prefix-continuation": ("holds", ""),
+        "effect-exactly-once": ("violated", ""),
+        "checkpoint-validity": ("holds", ""),
+        "recovery-determinism": ("holds", ""),
+        "liveness": ("holds", ""),
+    },
     ("google-adk", "database/sqlite"): {
         "consume-once-value": ("violated", "stored it beside the value already recorded and ran stage"),
         "liveness": ("violated", "not quiescent: t0 at stage"),

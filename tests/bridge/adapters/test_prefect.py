@@ -165,42 +165,6 @@ def test_race_k_2_runs(server, tmp_path):
     assert result.returncode in (0, 1), result.stderr
     cells = json.loads(out.read_text())["cells"]
     assert cells and all(cell["k"] == 2 and cell["trials"] == 1 for cell in cells)
-    assert all(consumed <= 1 for cell in cells for consumed in cell["consumptions"])
-
-
-# The row `profile prefect --config sqlite/suspend --bounds small --examples 0` must print, and
-# why each cell could come out otherwise. 266 s at load 9: above this file's budget, so it runs
-# with PYMC_RESUME_EVERY_CONFIGURATION=1 (as test_profile_all.py's every-configuration runs do).
-EXPECTED_ROW = {
-    "prefix-continuation": "holds",  # a resumed run reuses its persisted task results
-    "effect-exactly-once": "violated",  # killed inside a task: it runs again, with no key
-    "fork-determinism": "not-applicable",
-    "checkpoint-validity": "holds",  # the server validates run_input against the RunInput
-    "recovery-determinism": "holds",
-    "fork-intent": "not-applicable",
-    "liveness": "holds",  # a killed run is executed again by a fresh process
-}
-
-
-@pytest.mark.skipif(
-    os.environ.get("PYMC_RESUME_EVERY_CONFIGURATION") != "1",
-    reason="the small-bounds profile takes minutes (PYMC_RESUME_EVERY_CONFIGURATION=1 runs it)",
-)
-def test_the_small_profile_row(tmp_path):
-    out = tmp_path / "p.json"
-    args = ["profile", "prefect", "--config", "sqlite/suspend", "--bounds", "small", "--examples", "0"]
-    result = subprocess.run(
-        [sys.executable, "-m", "pymc_resume", *args, "--no-shrink", "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=1200,
-        check=False,
-        cwd=tmp_path,
-    )
-    assert result.returncode == 1, result.stdout + result.stderr
-    [profile] = json.loads(out.read_text())["profiles"]
-    verdicts = {cid: cell["verdict"] for cid, cell in profile["clauses"].items()}
-    # Decided by a race (two concurrent resumes of one paused run both accepted, and both
-    # executing it): violated in most runs, but a run whose races all went one way holds.
-    races = {cid: verdicts.pop(cid) for cid in ("consume-once-value", "consume-once-consumption")}
-    assert verdicts == EXPECTED_ROW, races
+    # Two resumes of one paused run can both be accepted and both run it (docs/prefect.md): a
+    # race, so one or two consumptions per trial, never none.
+    assert all(1 <= consumed <= 2 for cell in cells for consumed in cell["consumptions"])
