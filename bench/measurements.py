@@ -220,6 +220,45 @@ def liveness_section(document: dict) -> str:
     )
 
 
+def ray_hosts_section(document: dict) -> str:
+    rows = []
+    for name, pair in document["runs"].items():
+        found = pair["one_host"]["found"]
+        rows.append(
+            [
+                name,
+                found["distinct_states"],
+                found["states_generated"],
+                found["depth"],
+                pair["one_host"]["seconds"],
+                pair["two_hosts"]["seconds"],
+                "yes" if pair["same"] else "NO",
+            ]
+        )
+    return _paragraphs(
+        [
+            "## The Ray engine across network hosts",
+            "Each run on 2 partitions: on one host (`--workers 2`), and on two Ray nodes in "
+            "separate network namespaces of this machine joined by `--engine ray --address` "
+            "(`bench/ray_island.py`); both nodes share the machine's two cores, so the seconds show "
+            "what the network and Ray cost, not what a cluster gains.",
+            table(
+                [
+                    "run",
+                    "distinct states",
+                    "generated",
+                    "depth",
+                    "one host s",
+                    "two hosts s",
+                    "same counts and verdicts",
+                ],
+                rows,
+            ),
+            provenance_line(document),
+        ]
+    )
+
+
 def fuzz_section(document: dict) -> str:
     rows = [
         [
@@ -261,6 +300,7 @@ SECTIONS: dict[str, Callable[[dict], str]] = {
     "bridge": bridge_section,
     "explore": explore_section,
     "liveness": liveness_section,
+    "ray_hosts": ray_hosts_section,
     "fuzz": fuzz_section,
 }
 

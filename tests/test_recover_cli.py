@@ -135,10 +135,18 @@ def assert_refused_in_one_line(args, cwd):
 
 
 def rewrite(path, change):
-    """Load a partition file, let `change` alter its record, write it back well-formed."""
+    """Load a partition's piece (the last of its chain, in the published folder), let `change`
+    alter its record, and write it back well-formed, its new length and SHA-256 in the
+    manifest: a consistent rewrite, which only the checks of the values can refuse."""
     record = persisted.loads(path.read_bytes(), str(path))
     change(record)
-    path.write_bytes(persisted.dumps(record))
+    data = persisted.dumps(record)
+    path.write_bytes(data)
+    index = int(path.stem.removeprefix("partition-"))
+    length, digest = persisted.identity(data)
+    edit_manifest(
+        path.parent, lambda m: m["partitions"][index]["pieces"][-1].update(bytes=length, sha256=digest)
+    )
 
 
 def edit_manifest(level, change):
@@ -366,3 +374,157 @@ def test_a_partition_file_swapped_for_a_huge_sparse_one_is_refused_before_it_is_
     message = assert_refused_in_one_line(["check", "--bounds", "small", "--recover", "ck"], tmp_path)
     assert "partition-0.state" in message and "truncated or extended" in message
     assert time.monotonic() - started < 10
+
+
+# -- a chain of increments: each piece checked as strictly as a whole file ---------------------
+
+
+@pytest.fixture(scope="module")
+def chained_folder(tmp_path_factory):
+    """A real checkpoint of `small` with two workers whose published snapshot is a chain of
+    several increments after its base (compacted by count only, not by bytes)."""
+    from pymc_resume.explore.snapshots import chain
+
+    folder = tmp_path_factory.mktemp("chained") / "ck"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(chain, "OUTWEIGH", float("inf"))
+        run_check(
+            load_bounds("small"), workers=2, max_states=3000, checkpoint_dir=str(folder), checkpoint_every=0
+        )
+    return folder
+
+
+def _chain(level):
+    return json.loads((level / "manifest.json").read_text())["chain"]
+
+
+def _piece(level, at, partition):
+    return level.parent / f"level-{_chain(level)[at]:06d}" / f"partition-{partition}.state"
+
+
+def _swap_files(first, second):
+    data = first.read_bytes()
+    first.write_bytes(second.read_bytes())
+    second.write_bytes(data)
+
+
+def _reorder_increments(level):
+    """Two increments swapped, files and manifest alike: every checksum still matches."""
+    _swap_files(_piece(level, 1, 0), _piece(level, 2, 0))
+    edit_manifest(level, lambda m: _swap(m["partitions"][0]["pieces"]))
+
+
+def _swap(pieces):
+    pieces[1], pieces[2] = pieces[2], pieces[1]
+
+
+def _drop_an_increment(level):
+    """An increment left out of the manifest (its chain and every partition's pieces)."""
+
+    def drop(manifest):
+        del manifest["chain"][1]
+        for entry in manifest["partitions"]:
+            del entry["pieces"][1]
+
+    edit_manifest(level, drop)
+
+
+def _pieces_of_the_other_partition(level):
+    _swap_files(_piece(level, 1, 0), _piece(level, 1, 1))
+
+    def swap(manifest):
+        first, second = manifest["partitions"][0]["pieces"], manifest["partitions"][1]["pieces"]
+        first[1], second[1] = second[1], first[1]
+
+    edit_manifest(level, swap)
+
+
+def _truncate_piece(level):
+    path = _piece(level, 1, 1)
+    path.write_bytes(path.read_bytes()[:-100])
+
+
+def _flip_piece(level):
+    path = _piece(level, 1, 1)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x40
+    path.write_bytes(bytes(data))
+
+
+def _without_base(manifest):
+    del manifest["chain"][0]
+    for entry in manifest["partitions"]:
+        del entry["pieces"][0]
+
+
+DAMAGED_CHAINS = {
+    "missing-increment": (lambda level: _piece(level, 1, 1).unlink(), "unreadable"),
+    "truncated-increment": (_truncate_piece, "truncated"),
+    "altered-increment": (_flip_piece, "SHA-256"),
+    "increments-swapped-in-the-manifest": (
+        lambda level: edit_manifest(level, lambda m: _swap(m["partitions"][0]["pieces"])),
+        "not the piece the manifest names",
+    ),
+    "increments-reordered": (_reorder_increments, "continues a piece of depth"),
+    "increment-dropped": (_drop_an_increment, "continues a piece of depth"),
+    "pieces-of-the-other-partition": (_pieces_of_the_other_partition, "another partition"),
+    "chain-without-its-base": (lambda level: edit_manifest(level, _without_base), "the chain starts here"),
+    "chain-not-rising": (
+        lambda level: edit_manifest(level, lambda m: m["chain"].reverse()),
+        "'chain' must be",
+    ),
+    "a-folder-of-format-7": (
+        lambda level: edit_manifest(level, _as_format_7),
+        "checkpoint format 7, this version reads 8",
+    ),
+}
+
+
+def _as_format_7(manifest):
+    """A manifest as the whole snapshots before increments wrote it."""
+    manifest["format"] = 7
+    del manifest["chain"]
+    for entry in manifest["partitions"]:
+        del entry["pieces"]
+
+
+@pytest.mark.parametrize("name", list(DAMAGED_CHAINS))
+def test_a_damaged_missing_or_reordered_increment_is_refused_in_one_line(tmp_path, chained_folder, name):
+    folder, level = copy_of(chained_folder, tmp_path)
+    assert len(_chain(level)) >= 4
+    damage, message = DAMAGED_CHAINS[name]
+    damage(level)
+    line = assert_refused_in_one_line(["check", "--bounds", "small", "--recover", "ck"], tmp_path)
+    assert message in line, line
+
+
+def test_sigkill_then_recover_from_a_chain_under_another_hash_seed(tmp_path, explored):
+    """Killed (two workers, PYTHONHASHSEED 1) once a chain of increments is published, then
+    recovered under PYTHONHASHSEED 2: the uninterrupted run's counts and verdicts."""
+    folder, recovered_json = tmp_path / "ck", tmp_path / "rec.json"
+    args = check(
+        "--bounds", "small", "--workers", "2", "--checkpoint-dir", str(folder), "--checkpoint-every", "0"
+    )
+    run = subprocess.Popen(args, env={**os.environ, "PYTHONHASHSEED": "1"})
+    while run.poll() is None and len(_published_chain(folder)) < 2:
+        time.sleep(0.02)
+    assert run.poll() is None, "the run finished before a chain was published"
+    os.kill(run.pid, signal.SIGKILL)
+    run.wait()
+    assert_no_process_mentions(str(folder))
+    assert len(_published_chain(folder)) >= 2
+    recovering = check("--bounds", "small", "--recover", str(folder), "--json", str(recovered_json))
+    done = subprocess.run(recovering, env={**os.environ, "PYTHONHASHSEED": "2"})
+    assert done.returncode == 0
+    recovered, whole = json.loads(recovered_json.read_text()), explored("small", workers=2)
+    assert [recovered[k] for k in COUNTS] == [whole.distinct_states, whole.states_generated, whole.depth]
+    assert verdicts(recovered) == expected_verdicts("small", whole)
+
+
+def _published_chain(folder):
+    """The chain of the published snapshot ([] before one, or while it is being replaced)."""
+    try:
+        level = folder / (folder / "current").read_text().strip()
+        return _chain(level)
+    except (OSError, ValueError, KeyError):
+        return []

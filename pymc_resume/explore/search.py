@@ -323,6 +323,7 @@ def _run_levels(
     taken = 0 if from_snapshot is None else 1  # snapshots so far (the recovered one counts)
     last_saved = time.monotonic()
     last_cost = 0.0  # seconds the last snapshot took
+    chain = None  # this run's snapshots since the last base (a recovered run starts its own)
     while backend.pending():
         level_holder[0] = depth + 1
         added = backend.step(depth + 1)
@@ -343,7 +344,9 @@ def _run_levels(
             break
         if snapshots and time.monotonic() - last_saved >= snapshots.wait_after(taken, last_cost):
             saving = time.monotonic()
-            snapshot.save(snapshots.directory, snapshots.run, depth, saving - started, backend.save_state)
+            chain = snapshot.save(
+                snapshots.directory, snapshots.run, depth, saving - started, backend.save_state, chain
+            )
             taken += 1
             last_saved = time.monotonic()
             last_cost = last_saved - saving
@@ -351,8 +354,9 @@ def _run_levels(
 
 
 FIRST_WAIT = 1.0  # seconds between the first two snapshots of a run
-# A snapshot rewrites the whole store, so its cost grows with the run: the wait after one is at
-# least this many times what it took, which keeps snapshots within a tenth of the run's time.
+# A base snapshot rewrites the whole store, so its cost grows with the run (an increment's does
+# not, `snapshots.increments`): the wait after one is at least this many times what it took,
+# which keeps snapshots within a tenth of the run's time.
 SPACING = 9.0
 
 

@@ -38,6 +38,8 @@ pytestmark = [
     pytest.mark.google_adk,
     pytest.mark.dbos,
     pytest.mark.openai_agents,
+    pytest.mark.strands,
+    pytest.mark.prefect,
     pytest.mark.restate,
 ]
 
@@ -90,6 +92,17 @@ DECIDED = {
     # with it (the cell's note says so), and a second confirmation to a committed tool ends the
     # invocation before the next tool is called, which run_async(invocation_id=...) never
     # finishes (issue 41; docs/google-adk.md).
+    # Prefect (docs/prefect.md): a resumed run reuses its persisted task results; a task killed
+    # after its effect, before its result was persisted, runs again, with no key; the server
+    # validates run_input against the flow's RunInput; a killed run is executed again by a
+    # fresh process. (The consume-once cells are decided by a race, and may go either way.)
+    ("prefect", "sqlite/suspend"): {
+        "prefix-continuation": ("holds", ""),
+        "effect-exactly-once": ("violated", ""),
+        "checkpoint-validity": ("holds", ""),
+        "recovery-determinism": ("holds", ""),
+        "liveness": ("holds", ""),
+    },
     ("google-adk", "database/sqlite"): {
         "consume-once-value": ("violated", "stored it beside the value already recorded and ran stage"),
         "liveness": ("violated", "not quiescent: t0 at stage"),
@@ -109,6 +122,10 @@ DOCUMENTED = {
     ),
     ("openai-agents", "sqlite-session"): (
         "violated violated not-applicable violated violated violated holds not-applicable skipped"
+    ),
+    # file-session/tool gives the same row (docs/strands.md); only the first is profiled here.
+    ("strands", "file-session/hook"): (
+        "violated violated not-applicable violated violated violated violated not-applicable skipped"
     ),
     # docs/restate.md: a value resolved to an awakeable is never validated; a second resolve of a
     # completed awakeable is answered 202 (journaled again, or dropped after completion).

@@ -23,7 +23,7 @@ from two_phase import TwoPhase
 
 from pymc_resume.explore import explore
 from pymc_resume.explore.search import SnapshotSchedule
-from pymc_resume.explore.snapshots import snapshot
+from pymc_resume.explore.snapshots import chain, snapshot
 from pymc_resume.model.bounds import load_bounds
 from pymc_resume.model.semantics import ResumeModel
 
@@ -118,6 +118,20 @@ def test_a_ray_run_stopped_midway_recovers_on_ray_to_the_same_result(cluster, ex
         from_snapshot=snapshot.load(tmp_path),
         snapshots=snapshots,
     )
+    assert summary(resumed) == summary(explored("small", "stuck-claim", workers=2))
+
+
+def test_a_ray_run_recovers_from_a_chain_of_increments(cluster, explored, tmp_path, monkeypatch):
+    """Each actor sends the driver only its increment's bytes; the driver writes them and
+    records their lengths and digests, and a recovery joins the chain."""
+    monkeypatch.setattr(chain, "OUTWEIGH", float("inf"))  # (the driver's: a chain, not bases)
+    model = ResumeModel(load_bounds("small"), "stuck-claim")
+    snapshots = SnapshotSchedule(str(tmp_path), every=0.0)
+    ray_run = dict(canonical=model.canonical, workers=2, engine="ray", address=cluster.address)
+    assert not explore(model, **ray_run, max_states=5000, snapshots=snapshots).complete
+    saved = snapshot.load(tmp_path)
+    assert all(len(pieces) > 2 for pieces in saved.partitions)
+    resumed = explore(model, **ray_run, from_snapshot=saved, snapshots=snapshots)
     assert summary(resumed) == summary(explored("small", "stuck-claim", workers=2))
 
 

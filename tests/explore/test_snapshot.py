@@ -1,5 +1,7 @@
 """The explorer's own snapshots: a run continued from one reaches what an uninterrupted run reaches."""
 
+import json
+
 import pytest
 from run_summary import summary
 
@@ -29,8 +31,10 @@ def test_a_run_stopped_midway_resumes_to_the_same_result(tmp_path, workers, expl
 def test_only_the_latest_snapshot_is_kept_and_published_atomically(tmp_path):
     model = ResumeModel(load_bounds("small"))
     explore(model, canonical=model.canonical, snapshots=SnapshotSchedule(str(tmp_path), every=0.0))
-    folders = [p.name for p in tmp_path.iterdir() if p.is_dir()]
-    assert folders == [(tmp_path / "current").read_text().strip()]
+    folders = sorted(p.name for p in tmp_path.iterdir() if p.is_dir())
+    current = (tmp_path / "current").read_text().strip()
+    chain = json.loads((tmp_path / current / "manifest.json").read_text())["chain"]
+    assert folders == [snapshot.folder_name(depth) for depth in chain] and folders[-1] == current
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".current")]
 
 
@@ -41,7 +45,7 @@ def test_a_partition_file_that_cannot_be_written_is_one_line_about_the_checkpoin
     """Each worker writes its own partition's file: a full disk there is the checkpoint's
     problem, said in one line, as a failure to write the manifest is."""
 
-    def disk_full(path, partition):
+    def disk_full(path, partition, base):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(snapshot, "write_partition", disk_full)  # (workers fork with it)

@@ -47,6 +47,8 @@ BUILT_IN = {
     "google-adk-postgres": "pymc_resume.bridge.adapters.google_adk:GoogleAdkPostgres",
     "dbos": "pymc_resume.bridge.adapters.dbos_workflows:DBOSAdapter",
     "openai-agents": "pymc_resume.bridge.adapters.openai_agents:OpenAIAgentsAdapter",
+    "strands": "pymc_resume.bridge.adapters.strands_agents:StrandsAdapter",
+    "prefect": "pymc_resume.bridge.adapters.prefect_flows:PrefectAdapter",
     "restate": "pymc_resume.bridge.adapters.restate_workflows:RestateAdapter",
 }
 
@@ -188,6 +190,28 @@ FAMILIES: dict[str, Family] = {
         ),
         requires="agents",
         install="pip install 'pymc-resume[openai-agents]'",
+    ),
+    "strands": Family(
+        "strands",
+        (
+            # The FileSessionManager as the store; the interrupt raised by a BeforeToolCallEvent
+            # callback (the docs' ApprovalHook) or by the tool itself (tool_context.interrupt).
+            Configuration("file-session/hook", "strands", {"interrupt": "hook"}),
+            Configuration("file-session/tool", "strands", {"interrupt": "tool"}),
+        ),
+        requires="strands",
+        install="pip install 'pymc-resume[strands]'",
+    ),
+    "prefect": Family(
+        "prefect",
+        (
+            # suspend_flow_run(wait_for_input=...): the process exits, a resume reschedules the run.
+            Configuration("sqlite/suspend", "prefect", {"mode": "suspend"}),
+            # pause_flow_run(wait_for_input=...): the flow's process blocks until the run is resumed.
+            Configuration("sqlite/pause", "prefect", {"mode": "pause"}),
+        ),
+        requires="prefect",
+        install="pip install 'pymc-resume[prefect]'",
     ),
     "restate": Family(
         "restate",

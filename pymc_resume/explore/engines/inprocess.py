@@ -8,6 +8,7 @@ from pathlib import Path
 from pymc_resume.explore.level.partition import Partition
 from pymc_resume.explore.properties.reachability import BackwardSearch
 from pymc_resume.explore.snapshots import snapshot
+from pymc_resume.explore.snapshots.chain import Written
 from pymc_resume.explore.store.limits import Limits, MemoryForecast, results_reserve
 from pymc_resume.explore.store.memory import peak_bytes
 from pymc_resume.explore.validate import ValidModel
@@ -77,15 +78,16 @@ class InProcess:
     def first_bad(self) -> dict[str, tuple[int, int, int]]:
         return dict(self.partition.first_bad)
 
-    def save_state(self, folder: Path) -> snapshot.Layout:
-        """The partition's checkpoint file, written into `folder`; the layout of its levels."""
+    def save_state(self, folder: Path, base: bool = True) -> Written:
+        """The partition's snapshot piece (whole for a `base`, else what is new since its
+        last), written into `folder`; the layout of its levels and the piece."""
         p = self.partition
         size, level_starts = p.stored_levels()
-        p.write_snapshot(snapshot.partition_file(folder, 0))
-        return snapshot.Layout((tuple(level_starts),), (size,))
+        piece = p.write_snapshot(snapshot.partition_file(folder, 0), base)
+        return Written((size,), (tuple(level_starts),), (piece,))
 
     def load_state(self, saved: snapshot.Snapshot) -> None:
-        self.partition.restore(saved.partitions[0], saved.files[0], saved.layout)
+        self.partition.restore(saved.partitions[0], saved.pieces[0], saved.layout)
         if self.partition.generated < len(self.partition):
             raise snapshot.SnapshotError(f"{saved.files[0]}: fewer states generated than stored")
 

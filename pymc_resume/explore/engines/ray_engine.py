@@ -37,6 +37,7 @@ from pymc_resume.explore.level import exchange
 from pymc_resume.explore.level.keys import owner_of, state_hasher
 from pymc_resume.explore.level.partition import Partition
 from pymc_resume.explore.snapshots import snapshot
+from pymc_resume.explore.snapshots.chain import Written
 from pymc_resume.explore.snapshots.snapshot import Layout
 from pymc_resume.explore.store.fingerprints import summed_risk
 from pymc_resume.explore.store.limits import Limits, MemoryForecast, results_reserve
@@ -128,12 +129,12 @@ class RayPartition:
     def reach_end(self):
         return self.service.reach_end()
 
-    def snapshot(self, *inbound: bytes):
-        return self.service.snapshot(list(inbound))
+    def snapshot(self, base: bool, *inbound: bytes):
+        return self.service.snapshot(list(inbound), base)
 
-    def restore(self, data: bytes, where: str, layout: Layout):
+    def restore(self, pieces: tuple[bytes, ...], wheres: tuple[str, ...], layout: Layout):
         try:
-            return self.service.restore(data, where, layout)
+            return self.service.restore(list(pieces), list(wheres), layout)
         except snapshot.SnapshotError as error:
             return str(error)  # refused: the driver raises it (Ray would wrap the exception)
 
@@ -341,9 +342,10 @@ class RayEngine:
                     merged[name] = found
         return merged
 
-    def save_state(self, folder: Path) -> snapshot.Layout:
-        """Every partition's checkpoint file, written into `folder` here (an actor may be on
-        another host: it sends its file's bytes), and the layout of their levels. Each actor
+    def save_state(self, folder: Path, base: bool = True) -> Written:
+        """Every partition's snapshot piece (whole for a `base`, else what is new since its
+        last), written into `folder` here (an actor may be on another host: it sends its
+        piece's bytes); the layout of their levels and the pieces. Each actor
         first takes the batches routed to it (they are its candidates from now on); exchanging,
         the actors first hand each other the states they hold for other owners."""
         if self.exchange:
@@ -353,22 +355,21 @@ class RayEngine:
             ]
             self._route(calls)
         saved = self._get(
-            [actor.snapshot.remote(*self.routed[index]) for index, actor in enumerate(self.actors)]
+            [actor.snapshot.remote(base, *self.routed[index]) for index, actor in enumerate(self.actors)]
         )
         self.routed = [[] for _ in range(self.count)]
-        layout = snapshot.Layout(
-            tuple(tuple(starts) for _size, starts, _data in saved),
-            tuple(size for size, _starts, _data in saved),
-        )
-        for index, (_size, _starts, data) in enumerate(saved):
+        pieces = tuple(
             snapshot.write_partition_bytes(snapshot.partition_file(folder, index), data)
-        return layout
+            for index, (_size, _starts, data) in enumerate(saved)
+        )
+        sizes = tuple(size for size, _starts, _data in saved)
+        return Written(sizes, tuple(tuple(starts) for _size, starts, _data in saved), pieces)
 
     def load_state(self, saved: snapshot.Snapshot) -> None:
         """Restore every partition from `saved` (each actor checks its own file)."""
         replies = self._get(
             [
-                actor.restore.remote(saved.partitions[index], saved.files[index], saved.layout)
+                actor.restore.remote(saved.partitions[index], saved.pieces[index], saved.layout)
                 for index, actor in enumerate(self.actors)
             ]
         )

@@ -20,6 +20,7 @@ from pymc_resume.explore.level import exchange
 from pymc_resume.explore.level.batches import empty_batch, pack, unpack, unpack_all
 from pymc_resume.explore.level.partition import Partition
 from pymc_resume.explore.properties.reachability import BackwardSearch
+from pymc_resume.explore.snapshots.chain import Piece
 from pymc_resume.explore.snapshots.snapshot import Layout
 from pymc_resume.explore.store.memory import peak_bytes
 from pymc_resume.explore.validate import ValidModel
@@ -180,27 +181,27 @@ class PartitionService:
         found, self.backward = self._backward().shallowest_unreached(), None
         return found
 
-    def snapshot(self, inbound: list[bytes]) -> tuple[int, list[int], bytes]:
-        """Take the batches routed here for the next level, then this partition's checkpoint
-        file: its size, the start of each of its levels, and the file's bytes (for a
-        coordinator that may be on another host: Ray's)."""
+    def snapshot(self, inbound: list[bytes], base: bool) -> tuple[int, list[int], bytes]:
+        """Take the batches routed here for the next level, then this partition's snapshot
+        piece (whole for a `base`, else what is new since its last): its size, the start of
+        each of its levels, and the piece's bytes (for a coordinator that may be on another
+        host: Ray's)."""
         p = self.partition
         self._take(inbound)
         size, level_starts = p.stored_levels()
-        return size, level_starts, p.snapshot()
+        return size, level_starts, p.snapshot(base)
 
-    def snapshot_to(self, inbound: list[bytes], path: str) -> tuple[int, list[int]]:
-        """As `snapshot`, but this partition writes its file at `path` itself, a MiB at a
-        time: its size and the start of each of its levels."""
+    def snapshot_to(self, inbound: list[bytes], path: str, base: bool) -> tuple[int, list[int], Piece]:
+        """As `snapshot`, but this partition writes its piece at `path` itself, a MiB at a
+        time: its size, the start of each of its levels, and what the manifest records of it."""
         p = self.partition
         self._take(inbound)
         size, level_starts = p.stored_levels()
-        p.write_snapshot(path)
-        return size, level_starts
+        return size, level_starts, p.write_snapshot(path, base)
 
-    def restore(self, data: bytes, where: str, layout: Layout) -> tuple[int, int]:
-        """Take a checkpoint file's state (SnapshotError if it does not fit): states
-        generated so far, and candidates waiting."""
+    def restore(self, pieces: list[bytes], wheres: list[str], layout: Layout) -> tuple[int, int]:
+        """Take the state a chain of snapshot pieces holds (SnapshotError if it does not
+        fit): states generated so far, and candidates waiting."""
         p = self.partition
-        p.restore(data, where, layout)
+        p.restore(pieces, wheres, layout)
         return p.generated, p.carried()

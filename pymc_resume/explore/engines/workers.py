@@ -29,6 +29,7 @@ from pymc_resume.explore.level import exchange
 from pymc_resume.explore.level.keys import owner_of, state_hasher
 from pymc_resume.explore.level.partition import Partition
 from pymc_resume.explore.snapshots import snapshot
+from pymc_resume.explore.snapshots.chain import Piece, Written
 from pymc_resume.explore.store.fingerprints import summed_risk
 from pymc_resume.explore.store.limits import Limits, MemoryForecast, results_reserve
 from pymc_resume.explore.store.memory import die_with_parent, run_peak_bytes
@@ -175,14 +176,14 @@ def _handle(conn, service: PartitionService, kind: str, args, chunks) -> bool:
         _send(conn, (service.reach_end(),))
     elif kind == "snapshot":  # the coordinator's batches for this partition come along
         try:
-            size, level_starts = service.snapshot_to(chunks, args[0])
+            size, level_starts, piece = service.snapshot_to(chunks, *args)
         except OSError as error:  # (the disk's: the coordinator says it as a checkpoint's)
             _send(conn, ("oserror", error.errno or 0, error.strerror or str(error)))
         else:
-            _send(conn, ("saved", size, level_starts))
-    elif kind == "restore":
-        where, layout = args
-        _send(conn, ("restored", *service.restore(chunks[0], where, layout)))
+            _send(conn, ("saved", size, level_starts, piece.length, piece.sha256))
+    elif kind == "restore":  # the chain's pieces come as the chunks
+        wheres, layout = args
+        _send(conn, ("restored", *service.restore(chunks, wheres, layout)))
     elif kind == "stop":
         conn.close()
         return True
@@ -346,24 +347,29 @@ class WorkerPool:
                     merged[name] = found
         return merged
 
-    def save_state(self, folder: Path) -> snapshot.Layout:
-        """Every partition's checkpoint file, written into `folder` by its worker; the layout
-        of their levels. Each worker first takes the batches routed to it (they are its
-        candidates from now on); exchanging, the workers first hand each other the states they
-        hold for other owners, so that each file holds its partition's next level whole."""
+    def save_state(self, folder: Path, base: bool = True) -> Written:
+        """Every partition's snapshot piece (whole for a `base`, else what is new since its
+        last), written into `folder` by its worker; the layout of their levels and the pieces.
+        Each worker first takes the batches routed to it (they are its candidates from now on);
+        exchanging, the workers first hand each other the states they hold for other owners,
+        so that each piece holds its partition's next level whole."""
         if self.exchange:
             self._gather(self._ask_all(lambda i: (("handover",), self.routed[i])))
         replies = self._ask_all(
-            lambda i: (("snapshot", str(snapshot.partition_file(folder, i))), self.routed[i])
+            lambda i: (("snapshot", str(snapshot.partition_file(folder, i)), base), self.routed[i])
         )
         self.routed = [[] for _ in range(self.count)]
-        return snapshot.Layout(
-            tuple(tuple(message[2]) for message, _ in replies), tuple(message[1] for message, _ in replies)
+        return Written(
+            tuple(message[1] for message, _ in replies),
+            tuple(tuple(message[2]) for message, _ in replies),
+            tuple(Piece(message[3], message[4]) for message, _ in replies),
         )
 
     def load_state(self, saved: snapshot.Snapshot) -> None:
-        """Restore every partition from `saved` (each worker checks its own file)."""
-        replies = self._ask_all(lambda i: (("restore", saved.files[i], saved.layout), [saved.partitions[i]]))
+        """Restore every partition from `saved` (each worker checks its own pieces)."""
+        replies = self._ask_all(
+            lambda i: (("restore", saved.pieces[i], saved.layout), list(saved.partitions[i]))
+        )
         self.routed = [[] for _ in range(self.count)]
         self._size = sum(saved.layout.sizes)
         self._generated = sum(message[1] for message, _ in replies)

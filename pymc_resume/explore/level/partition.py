@@ -18,7 +18,7 @@ A state's global id is `local_id * count + index`: it names its partition withou
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from itertools import compress
 from pathlib import Path
 from typing import cast
@@ -41,6 +41,8 @@ from pymc_resume.explore.level.pacing import FINGERPRINT_CHUNK, PRIME, TICK_EVER
 from pymc_resume.explore.level.peers import Peers
 from pymc_resume.explore.level.verdicts import Verdicts
 from pymc_resume.explore.result import DEADLOCK
+from pymc_resume.explore.snapshots.chain import Piece
+from pymc_resume.explore.snapshots.increments import Marks
 from pymc_resume.explore.snapshots.snapshot import Layout
 from pymc_resume.explore.store.fingerprints import FingerprintStore, fingerprints_of
 from pymc_resume.explore.store.frontier import Frontier
@@ -81,6 +83,9 @@ class Partition:
         self.verdicts = Verdicts(model, index, count, stop_at_first, self.peers)
         found = self.coverage[1] if self.coverage is not None else None
         self.admission = Admission(self.keys, self.peers, exact, keep_edges=goals > 0, found=found)
+        # Where this partition's last snapshot piece ended: the next piece, unless a base,
+        # holds only what is new since (`snapshots.increments`); None before the run's first.
+        self.snapshot_marks: Marks | None = None
 
     # What the engines and the backward search read of the collaborators.
 
@@ -156,19 +161,21 @@ class Partition:
         waiting = sum(len(batch[0]) for batch in admission.carry)
         return waiting + len(admission.ahead_keys()) + len(self.peers.foreign)
 
-    def snapshot(self) -> bytes:
-        """Everything this partition knows, except the model, as a snapshot file's bytes."""
-        return saved.snapshot_bytes(self)
+    def snapshot(self, base: bool = True) -> bytes:
+        """Everything this partition knows, except the model (a `base`), or what is new since
+        its last snapshot piece, as a snapshot piece's bytes."""
+        return saved.snapshot_bytes(self, base)
 
-    def write_snapshot(self, path: str | Path) -> None:
-        """This partition's snapshot file, written at `path` a MiB at a time."""
-        saved.write_snapshot(self, path)
+    def write_snapshot(self, path: str | Path, base: bool = True) -> Piece:
+        """This partition's snapshot piece (see `snapshot`), written at `path` a MiB at a time."""
+        return saved.write_snapshot(self, path, base)
 
-    def restore(self, data: bytes, where: str, layout: Layout) -> None:
-        """Take the state a snapshot file (read from `where`) holds, after checking it fits
-        the model, this partition and the snapshot's `layout`; SnapshotError if it does not.
-        A codec's tables are refilled in place: the codec itself is the model's."""
-        saved.restore(self, data, where, layout)
+    def restore(self, pieces: Sequence[bytes], wheres: Sequence[str], layout: Layout) -> None:
+        """Take the state a chain of snapshot pieces (read from `wheres`) holds, after checking
+        it fits the model, this partition and the snapshot's `layout`; SnapshotError if it does
+        not. A codec's tables are refilled in place: the codec itself is the model's."""
+        saved.restore(self, pieces, wheres, layout)
+        self.snapshot_marks = None  # (a recovered run starts a chain of its own)
 
     def take(self, inbound: list[Batch]) -> None:
         """Take batches sent for the next level now, before a snapshot (`saved.take`)."""

@@ -8,12 +8,14 @@ says where each lives, so the collaborators can change without the file format n
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pymc_resume.explore.level.batches import Batch
-from pymc_resume.explore.snapshots import snapshot
+from pymc_resume.explore.snapshots import increments, snapshot
+from pymc_resume.explore.snapshots.chain import Piece
 from pymc_resume.explore.snapshots.snapshot import Layout
 from pymc_resume.explore.store import persisted
 
@@ -65,6 +67,8 @@ class SavedPartition:
     sent = _field("peers.sent", writable=True)
     translations = _field("peers.translations", writable=True)
     forwarded = _field("peers.forwarded", writable=True)
+    # Where this partition's last snapshot piece ended (`increments.Marks`; None before one).
+    snapshot_marks = _field("snapshot_marks", writable=True)
 
     def stored_levels(self) -> tuple[int, list[int]]:
         return self.partition.admission.stored_levels()
@@ -73,21 +77,26 @@ class SavedPartition:
         return self.partition.admission.ahead_keys()
 
 
-def snapshot_bytes(partition: Partition) -> bytes:
-    """Everything `partition` knows, except the model, as a snapshot file's bytes
-    (`snapshot.partition_record` in the `persisted` format: never pickle)."""
-    return persisted.dumps(snapshot.partition_record(SavedPartition(partition)))
+def snapshot_bytes(partition: Partition, base: bool = True) -> bytes:
+    """Everything `partition` knows, except the model (a `base`), or what is new since its
+    last piece, as a snapshot piece's bytes (`snapshot.partition_record` in the `persisted`
+    format: never pickle)."""
+    return snapshot.partition_bytes(SavedPartition(partition), base)
 
 
-def write_snapshot(partition: Partition, path: str | Path) -> None:
-    """`partition`'s snapshot file written at `path`, a MiB at a time (`snapshot.write_partition`)."""
-    snapshot.write_partition(path, SavedPartition(partition))
+def write_snapshot(partition: Partition, path: str | Path, base: bool = True) -> Piece:
+    """`partition`'s snapshot piece written at `path`, a MiB at a time (`snapshot.write_partition`)."""
+    return snapshot.write_partition(path, SavedPartition(partition), base)
 
 
-def restore(partition: Partition, data: bytes, where: str, layout: Layout) -> None:
-    """Take the state a snapshot file (read from `where`) holds, after checking it fits the
-    model, this partition and the snapshot's `layout`; SnapshotError if it does not."""
-    snapshot.restore_partition(SavedPartition(partition), persisted.loads(data, where), where, layout)
+def restore(partition: Partition, pieces: Sequence[bytes], wheres: Sequence[str], layout: Layout) -> None:
+    """Take the state a chain of snapshot pieces (read from `wheres`, its base first) holds,
+    joined (`increments.join`), after checking it fits the model, this partition and the
+    snapshot's `layout`; SnapshotError if it does not."""
+    whole = None
+    for data, where in zip(pieces, wheres, strict=True):
+        whole = increments.join(whole, persisted.loads(data, where), where)
+    snapshot.restore_partition(SavedPartition(partition), whole, wheres[-1], layout)
 
 
 def take(partition: Partition, inbound: list[Batch]) -> None:

@@ -5,8 +5,12 @@ waiting for the next level (the coordinator first hands each partition the batch
 so a snapshot is nothing but its partitions). It is written into a fresh folder `level-NNNNNN`
 (one file per partition and a `manifest.json`), flushed, and only then published by atomically
 replacing the `current` pointer file, so a SIGKILL at any moment leaves either the previous
-snapshot or the new one, never a torn one. Superseded folders and temporary pointer files are
-removed when a snapshot is published and when a recovery starts.
+snapshot or the new one, never a torn one. A partition's file there is a piece of a chain: the
+run's first snapshot (and one after every compaction, `chain`) is a base, holding everything;
+the others hold only what is new since the previous piece (`increments`), and the manifest
+names the chain's folders and each piece's length and SHA-256. Folders outside the published
+chain, and temporary pointer files, are removed when a snapshot is published and when a
+recovery starts.
 
 A checkpoint folder is read back as untrusted input: partition files are in the `persisted`
 format (never pickle), and `load` and `restore_partition` check everything against the manifest
@@ -27,7 +31,7 @@ import re
 import shutil
 from array import array
 from collections.abc import Callable
-from itertools import chain
+from itertools import chain, islice
 from pathlib import Path
 from typing import NoReturn, TypeVar, cast
 
@@ -36,6 +40,8 @@ import numpy as np
 
 from pymc_resume.errors import EnvironmentProblem
 from pymc_resume.explore.result import DEADLOCK
+from pymc_resume.explore.snapshots.chain import MAX_CHAIN, Chain, Piece, Written
+from pymc_resume.explore.snapshots.increments import BASE, Marks
 from pymc_resume.explore.store import persisted
 from pymc_resume.explore.store.frontier import Frontier
 from pymc_resume.explore.store.memory import available_bytes
@@ -45,12 +51,13 @@ from pymc_resume.files import UnreadableFile, read_bounded, write_atomically
 
 _T = TypeVar("_T")
 
-FORMAT = 7  # 3: partition files in the `persisted` format, the manifest holds every level's start;
+FORMAT = 8  # 3: partition files in the `persisted` format, the manifest holds every level's start;
 # 4: with the derived plain codec, partitions store (and carry) states, not keys; 5: a set's
 # stable hash spreads its parts' hashes, and exchanging partitions store stable fingerprints;
 # 6: the plain codec's shape tags start at -2 (`plain._tag`), and ints wider than 64 bits are
 # fingerprinted by their 60-bit limbs (`fingerprints._limbs`); 7: partitions of a model whose
-# codec fingerprints its keys, or with reachability properties, exchange fingerprints too
+# codec fingerprints its keys, or with reachability properties, exchange fingerprints too; 8:
+# snapshots as increments: a manifest names its chain, each piece with its length and SHA-256
 POINTER = "current"
 MANIFEST = "manifest.json"
 _FOLDER = re.compile(r"level-\d{6}")
@@ -101,9 +108,14 @@ class Snapshot:
     run: dict  # what was being checked (opaque here; the caller checks it matches)
     depth: int
     elapsed: float  # seconds spent before this snapshot
-    partitions: list[bytes]  # each partition's file (see `Partition.snapshot`)
+    partitions: list[tuple[bytes, ...]]  # each partition's pieces, its chain's base first
     layout: Layout
-    files: tuple[str, ...] = ()  # where each partition was read from (for error messages)
+    files: tuple[str, ...] = ()  # each partition's last piece, in the published folder (for messages)
+    pieces: tuple[tuple[str, ...], ...] = ()  # where each partition's pieces were read from
+
+
+def folder_name(depth: int) -> str:
+    return f"level-{depth:06d}"
 
 
 def partition_file(folder: Path, index: int) -> Path:
@@ -117,18 +129,41 @@ def _write_file(path: Path, data: bytes) -> None:
         os.fsync(stream.fileno())
 
 
-def write_partition(path: str | Path, partition) -> None:
-    """Write `partition`'s checkpoint file (`partition_record`, in the `persisted` format) at
-    `path`, a MiB at a time: where the partition lives, without its bytes held whole."""
+def _since(partition, base: bool) -> Marks:
+    """Where `partition`'s next piece starts: at nothing for a base, else where its last
+    piece ended (the coordinator asks for an increment only after a piece of this run)."""
+    if base:
+        return BASE
+    assert partition.snapshot_marks is not None, "an increment without a piece before it"
+    return partition.snapshot_marks
+
+
+def write_partition(path: str | Path, partition, base: bool = True) -> Piece:
+    """Write `partition`'s piece (`partition_record`, in the `persisted` format: whole for a
+    `base`, else what is new since its last piece) at `path`, a MiB at a time: where the
+    partition lives, without its bytes held whole. Returns what the manifest records of it."""
+    record, marks = partition_record(partition, _since(partition, base))
     with open(path, "wb") as stream:
-        persisted.dump(partition_record(partition), stream)
+        length, digest = persisted.dump(record, stream)
         stream.flush()
         os.fsync(stream.fileno())
+    partition.snapshot_marks = marks
+    return Piece(length, digest)
 
 
-def write_partition_bytes(path: str | Path, data: bytes) -> None:
-    """Write a partition's checkpoint file that was encoded elsewhere (a Ray actor's)."""
+def partition_bytes(partition, base: bool = True) -> bytes:
+    """`partition`'s piece (see `write_partition`) as bytes, for a partition on another host
+    (a Ray actor's), which the coordinator writes (`write_partition_bytes`)."""
+    record, marks = partition_record(partition, _since(partition, base))
+    data = persisted.dumps(record)
+    partition.snapshot_marks = marks
+    return data
+
+
+def write_partition_bytes(path: str | Path, data: bytes) -> Piece:
+    """Write a partition's piece that was encoded elsewhere (a Ray actor's)."""
     _write_file(Path(path), data)
+    return Piece(*persisted.identity(data))
 
 
 def _sync_folder(folder: Path) -> None:
@@ -141,32 +176,33 @@ def _sync_folder(folder: Path) -> None:
 
 
 def save(
-    directory: str | Path, run: dict, depth: int, elapsed: float, write_partitions: Callable[[Path], Layout]
-) -> None:
-    """Write a snapshot into a fresh folder, then publish it and remove what it supersedes.
+    directory: str | Path,
+    run: dict,
+    depth: int,
+    elapsed: float,
+    write_partitions: Callable[[Path, bool], Written],
+    chain: Chain | None = None,
+) -> Chain:
+    """Write a snapshot into a fresh folder, then publish it and remove what it supersedes;
+    returns the run's chain with it.
 
-    `write_partitions(folder)` writes every partition's file there (`partition_file`; each
-    where its partition lives, see `write_partition`) and returns the layout of their levels;
-    then the manifest is written and the pointer moved to the folder, atomically."""
+    `write_partitions(folder, base)` writes every partition's piece there (`partition_file`;
+    each where its partition lives, see `write_partition`): whole when `base`, else what is new
+    since the last snapshot of `chain`. Then the manifest, naming the chain, is written and the
+    pointer moved to the folder, atomically: a SIGKILL at any moment leaves the previous
+    snapshot published, or this one."""
     root = Path(directory)
-    name = f"level-{depth:06d}"
+    name = folder_name(depth)
     folder = root / name
+    chain = chain or Chain()
+    base = chain.next_is_base()
     try:
         root.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(folder, ignore_errors=True)  # a folder of this depth a killed run left
         folder.mkdir()
-        layout = write_partitions(folder)
-        manifest = {
-            "format": FORMAT,
-            "run": run,
-            "depth": depth,
-            "elapsed": elapsed,
-            "partitions": [
-                {"states": size, "level_starts": list(starts)}
-                for starts, size in zip(layout.level_starts, layout.sizes)
-            ],
-        }
-        _write_file(folder / MANIFEST, (json.dumps(manifest, indent=2) + "\n").encode())
+        written = write_partitions(folder, base)
+        chain = chain.extended(depth, written.pieces, base)
+        _write_file(folder / MANIFEST, _manifest_text(run, depth, elapsed, written, chain))
         _sync_folder(folder)
         write_atomically(root / POINTER, name + "\n")
     except OSError as error:
@@ -174,6 +210,22 @@ def save(
             f"cannot write a checkpoint into {root}: {error.strerror or error}"
         ) from None
     remove_stale(root)
+    return chain
+
+
+def _manifest_text(run: dict, depth: int, elapsed: float, written: Written, chain: Chain) -> bytes:
+    manifest = {
+        "format": FORMAT,
+        "run": run,
+        "depth": depth,
+        "elapsed": elapsed,
+        "chain": list(chain.depths),
+        "partitions": [
+            {"states": size, "level_starts": list(starts), "pieces": [piece.as_record() for piece in pieces]}
+            for starts, size, pieces in zip(written.level_starts, written.sizes, chain.pieces)
+        ],
+    }
+    return (json.dumps(manifest, indent=2) + "\n").encode()
 
 
 def _current_name(root: Path) -> str | None:
@@ -196,8 +248,9 @@ def _current_name(root: Path) -> str | None:
 
 
 def remove_stale(directory: str | Path) -> None:
-    """Remove what a killed run left beside the published snapshot: snapshot folders other
-    than the current one, and temporary pointer files. Nothing else in the folder is touched."""
+    """Remove what a killed run left beside the published snapshot: snapshot folders that are
+    not in its chain (the current one and those its manifest names), and temporary pointer
+    files. Nothing else in the folder is touched."""
     root = Path(directory)
     try:
         current = _current_name(root)
@@ -205,29 +258,74 @@ def remove_stale(directory: str | Path) -> None:
         return  # no trustworthy pointer: keep everything
     if current is None:
         return
+    kept = _chain_folders(root, current)
+    if kept is None:
+        return  # a manifest that names no chain: keep everything (a recovery refuses it)
     for entry in root.iterdir():
-        if entry.name != current and _FOLDER.fullmatch(entry.name) and entry.is_dir():
+        if entry.name not in kept and _FOLDER.fullmatch(entry.name) and entry.is_dir():
             shutil.rmtree(entry, ignore_errors=True)
         elif entry.name.startswith(_POINTER_TEMPORARY) and entry.is_file():
             entry.unlink(missing_ok=True)
 
 
+def _chain_folders(root: Path, current: str) -> set[str] | None:
+    """The folders the current snapshot's chain takes (its manifest's `chain`), or None when
+    the manifest cannot say (only which folders to keep is read here, nothing is trusted)."""
+    try:
+        text = read_bounded(root / current / MANIFEST, MAX_MANIFEST_BYTES, "a checkpoint manifest")
+        manifest = json.loads(text)
+    except (UnreadableFile, ValueError, RecursionError):
+        return None
+    depths = manifest.get("chain") if isinstance(manifest, dict) else None
+    if type(depths) is not list or not all(_is_int(depth) and 0 < depth < 10**6 for depth in depths):
+        return None
+    return {current, *map(folder_name, depths)}
+
+
 def load(directory: str | Path, max_memory: int | None = None) -> Snapshot:
-    """The published snapshot of a checkpoint folder, its manifest checked; the partition files
-    are read as bytes and checked as each partition restores itself (`restore_partition`).
-    `max_memory` is the recovering run's budget in bytes (None: the memory the machine has
-    free); the files together may take a `READ_SHARE` of it, checked before any is read."""
+    """The published snapshot of a checkpoint folder, its manifest checked, and the pieces of
+    its chain read as bytes, each checked against the manifest's length and SHA-256; their
+    values are checked as each partition joins them and restores itself (`increments.join`,
+    `restore_partition`). `max_memory` is the recovering run's budget in bytes (None: the
+    memory the machine has free); the files together may take a `READ_SHARE` of it, checked
+    before any is read."""
     root = Path(directory)
     if not root.is_dir():
         raise SnapshotError(f"{root}: no such folder")
     name = _current_name(root)
     if name is None:
         raise SnapshotError(f"{root}: no checkpoint to recover from (no '{POINTER}' file)")
-    folder = root / name
-    where = folder / MANIFEST
+    where = root / name / MANIFEST
+    manifest = _read_manifest(where)
+    depth, elapsed, layout, chain = _check_manifest(manifest, str(where))
+    files = tuple(
+        tuple(str(partition_file(root / folder_name(at), index)) for at in chain.depths)
+        for index in range(len(layout.sizes))
+    )
+    limits = _read_limits(files, chain, layout.sizes, max_memory)
+    partitions = []
+    for pieces_files, pieces, pieces_limits in zip(files, chain.pieces, limits):
+        read = []
+        for file, piece, limit in zip(pieces_files, pieces, pieces_limits):
+            try:
+                data = read_bounded(file, limit, "a checkpoint partition")
+            except UnreadableFile as error:
+                raise SnapshotError(f"{file}: unreadable: {error.reason}") from None
+            if persisted.identity(data) != (piece.length, piece.sha256):  # (changed since checked)
+                raise SnapshotError(f"{file}: {_NOT_THE_PIECE}")
+            read.append(data)
+        partitions.append(tuple(read))
+    last = tuple(pieces_files[-1] for pieces_files in files)
+    return Snapshot(cast(dict, manifest)["run"], depth, elapsed, partitions, layout, last, files)
+
+
+_NOT_THE_PIECE = "not the piece the manifest names (its length or SHA-256 differs)"
+
+
+def _read_manifest(where: Path) -> object:
     try:
         text = read_bounded(where, MAX_MANIFEST_BYTES, "a checkpoint manifest").decode("utf-8")
-        manifest = json.loads(text)
+        return json.loads(text)
     except UnicodeDecodeError as error:
         raise SnapshotError(f"{where}: not UTF-8 text (byte {error.start})") from None
     except UnreadableFile as error:
@@ -239,45 +337,42 @@ def load(directory: str | Path, max_memory: int | None = None) -> Snapshot:
         raise SnapshotError(f"{where}: unreadable: {error}") from None
     except (OSError, RecursionError) as error:
         raise SnapshotError(f"{where}: unreadable: {getattr(error, 'strerror', None) or error}") from None
-    depth, elapsed, layout = _check_manifest(manifest, str(where))
-    files = tuple(str(partition_file(folder, index)) for index in range(len(layout.sizes)))
-    limits = _read_limits(files, layout.sizes, max_memory)
-    partitions = []
-    for file, limit in zip(files, limits):
-        try:
-            partitions.append(read_bounded(file, limit, "a checkpoint partition"))
-        except UnreadableFile as error:
-            raise SnapshotError(f"{file}: unreadable: {error.reason}") from None
-    return Snapshot(manifest["run"], depth, elapsed, partitions, layout, files)
 
 
-def _read_limits(files: tuple[str, ...], sizes: tuple[int, ...], max_memory: int | None) -> list[int]:
-    """How many bytes each partition file may have, checked on the files before any is read.
+def _read_limits(
+    files: tuple[tuple[str, ...], ...], chain: Chain, sizes: tuple[int, ...], max_memory: int | None
+) -> list[list[int]]:
+    """How many bytes each piece may have, checked on the files before any is read.
 
-    A file is refused when it does not start as a snapshot file, when it is longer than its
-    header says, or when the files together exceed a `READ_SHARE` of the run's budget (or of
-    the memory free). A generous 4 KiB a state beyond 256 MiB caps each file further; the
-    manifest's counts can only lower a limit, never raise one above the budget."""
+    A piece is refused when it does not start as a snapshot file, when its length or its
+    header's SHA-256 is not the manifest's, or when the files together exceed a `READ_SHARE`
+    of the run's budget (or of the memory free). A generous 4 KiB a state beyond 256 MiB
+    caps each file further; the manifest's counts can only lower a limit, never raise one
+    above the budget."""
     known = [limit for limit in (max_memory, available_bytes()) if limit]
     budget = (min(known) if known else 2**62) // READ_SHARE
     total = 0
-    limits = []
-    for file, size in zip(files, sizes):
-        declared = _declared_length(file)
-        total += declared
-        if total > budget:
-            raise SnapshotError(
-                f"{file}: the partition files take more than the {budget:,} bytes this run may read "
-                f"(half its memory budget, or of the memory free; --max-memory sets it)"
-            )
-        limits.append(min(declared, PARTITION_BASE_BYTES + PARTITION_BYTES_A_STATE * size))
+    limits: list[list[int]] = []
+    for pieces_files, pieces, size in zip(files, chain.pieces, sizes):
+        limits.append([])
+        for file, piece in zip(pieces_files, pieces):
+            declared, digest = _declared_identity(file)
+            if (declared, digest) != (piece.length, piece.sha256):
+                raise SnapshotError(f"{file}: {_NOT_THE_PIECE}")
+            total += declared
+            if total > budget:
+                raise SnapshotError(
+                    f"{file}: the partition files take more than the {budget:,} bytes this run may read "
+                    f"(half its memory budget, or of the memory free; --max-memory sets it)"
+                )
+            limits[-1].append(min(declared, PARTITION_BASE_BYTES + PARTITION_BYTES_A_STATE * size))
     return limits
 
 
-def _declared_length(file: str) -> int:
-    """The length a partition file's header gives it (header included), the header and the
-    start of the record read alone and checked against the file's size: a file of zeros or a
-    sparse giant is refused here."""
+def _declared_identity(file: str) -> tuple[int, str]:
+    """The length a piece's header gives it (header included) and the SHA-256 of the body it
+    records, the header and the start of the record read alone and the length checked against
+    the file's size: a file of zeros or a sparse giant is refused here."""
     try:
         head = read_bounded(
             file, None, "a checkpoint partition", head=persisted.HEADER.size + len(_RECORD_START)
@@ -293,7 +388,7 @@ def _declared_length(file: str) -> int:
         raise SnapshotError(f"{file}: unreadable: {error.strerror or error}") from None
     if actual != length:
         raise SnapshotError(f"{file}: truncated or extended ({actual:,} bytes, its header says {length:,})")
-    return length
+    return length, persisted.identity(head)[1]
 
 
 def shown(value: object) -> str:
@@ -316,13 +411,15 @@ def _is_int(value: object) -> bool:
     return type(value) is int
 
 
-def _check_manifest(manifest: object, where: str) -> tuple[int, float, Layout]:
-    """Depth, elapsed seconds and layout of a manifest, every field checked."""
-    keys = {"format", "run", "depth", "elapsed", "partitions"}
-    if not isinstance(manifest, dict) or set(manifest) != keys:
+def _check_manifest(manifest: object, where: str) -> tuple[int, float, Layout, Chain]:
+    """Depth, elapsed seconds, layout and chain of a manifest, every field checked."""
+    keys = {"format", "run", "depth", "elapsed", "chain", "partitions"}
+    if not isinstance(manifest, dict) or "format" not in manifest:
         _fail(where, f"not a checkpoint manifest (expected exactly the keys {', '.join(sorted(keys))})")
-    if manifest["format"] != FORMAT:
+    if manifest["format"] != FORMAT:  # (before the keys: an older format has others)
         _fail(where, f"checkpoint format {shown(manifest['format'])}, this version reads {FORMAT}")
+    if set(manifest) != keys:
+        _fail(where, f"not a checkpoint manifest (expected exactly the keys {', '.join(sorted(keys))})")
     if not isinstance(manifest["run"], dict):
         _fail(where, "'run' must be a table")
     depth = manifest["depth"]
@@ -331,14 +428,15 @@ def _check_manifest(manifest: object, where: str) -> tuple[int, float, Layout]:
     elapsed = manifest["elapsed"]
     if type(elapsed) not in (int, float) or not math.isfinite(elapsed) or elapsed < 0:
         _fail(where, f"'elapsed' must be a number of seconds, not {shown(elapsed)}")
+    depths = _checked_depths(manifest["chain"], depth, where)
     partitions = manifest["partitions"]
     if not isinstance(partitions, list) or not partitions:
         _fail(where, "'partitions' must be a non-empty list")
-    starts_of, sizes = [], []
+    starts_of, sizes, pieces_of = [], [], []
     for index, entry in enumerate(partitions):
         what = f"partitions[{index}]"
-        if not isinstance(entry, dict) or set(entry) != {"states", "level_starts"}:
-            _fail(where, f"{what} must hold 'states' and 'level_starts'")
+        if not isinstance(entry, dict) or set(entry) != {"states", "level_starts", "pieces"}:
+            _fail(where, f"{what} must hold 'states', 'level_starts' and 'pieces'")
         size, starts = entry["states"], entry["level_starts"]
         if not _is_int(size) or size < 0:
             _fail(where, f"{what}: 'states' must be a count, not {shown(size)}")
@@ -348,9 +446,45 @@ def _check_manifest(manifest: object, where: str) -> tuple[int, float, Layout]:
             _fail(where, f"{what}: 'level_starts' must rise from 0 to at most 'states'")
         starts_of.append(tuple(starts))
         sizes.append(size)
+        pieces_of.append(_checked_pieces(entry["pieces"], len(depths), f"{what}: 'pieces'", where))
     if sum(sizes) == 0:
         _fail(where, "no states at all")
-    return depth, float(elapsed), Layout(tuple(starts_of), tuple(sizes))
+    return depth, float(elapsed), Layout(tuple(starts_of), tuple(sizes)), Chain(depths, tuple(pieces_of))
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _checked_depths(depths: object, depth: int, where: str) -> tuple[int, ...]:
+    """The depths of the chain's snapshots: rising, at most `MAX_CHAIN`, the last `depth`."""
+    if (
+        type(depths) is not list
+        or not 1 <= len(depths) <= MAX_CHAIN
+        or not all(map(_is_int, depths))
+        or depths[-1] != depth
+        or any(a >= b for a, b in zip([0, *depths], depths))
+    ):
+        _fail(where, f"'chain' must be 1 to {MAX_CHAIN} rising depths, the last {depth}")
+    return tuple(depths)
+
+
+def _checked_pieces(pieces: object, count: int, what: str, where: str) -> tuple[Piece, ...]:
+    """A partition's pieces: one a snapshot of the chain, each a length and a SHA-256."""
+    if type(pieces) is not list or len(pieces) != count:
+        _fail(where, f"{what} must list {count} pieces, one a snapshot of the chain")
+    checked = []
+    for piece in pieces:
+        if (
+            not isinstance(piece, dict)
+            or set(piece) != {"bytes", "sha256"}
+            or not _is_int(piece["bytes"])
+            or not persisted.HEADER.size <= piece["bytes"] <= MAX_COUNT
+            or type(piece["sha256"]) is not str
+            or not _SHA256.fullmatch(piece["sha256"])
+        ):
+            _fail(where, f"{what}: each must hold 'bytes' (a length) and 'sha256' (64 hex digits)")
+        checked.append(Piece(piece["bytes"], piece["sha256"]))
+    return tuple(checked)
 
 
 # --- one partition's record -----------------------------------------------------------------
@@ -373,6 +507,7 @@ RECORD_KEYS = frozenset(
         "sent",
         "translations",
         "forwarded",
+        "since",
     }
 )
 
@@ -384,8 +519,10 @@ _RECORD_START = persisted.DICT + len(RECORD_KEYS).to_bytes(8, "little")
 SAVED_PIECE = 1 << 20
 
 
-def partition_record(partition) -> dict:
-    """Everything `partition` knows, except the model, as plain values for `persisted`.
+def partition_record(partition, since: Marks = BASE) -> tuple[dict, Marks]:
+    """Everything `partition` knows, except the model, as plain values for `persisted`, past
+    `since` (`increments`: BASE, the default, for all of it); and the marks the next piece
+    continues from.
 
     The store's ids are the keys' positions (ids are dense, in admission order), so only the
     keys are saved, or with a fingerprint store the fingerprints; an interning codec saves its
@@ -394,62 +531,83 @@ def partition_record(partition) -> dict:
     """
     tables = getattr(partition.codec, "tables", None)
     size, level_starts = partition.stored_levels()
+    start = since.states
     carry = [(candidates, repeats) for candidates, repeats, _tables in partition.carry]
     edge_sources, edge_targets = partition.edge_sources, partition.edge_targets
+    kept_edges = None if edge_sources is None else len(edge_sources)  # (recent ones) kept for good
     if partition.exact:
-        keys, fingerprints = list(partition.store.ids), None
+        keys, fingerprints = list(islice(partition.store.ids, start, size)), None
     else:
         store = partition.store
         keys = []
         fingerprints = {
-            "values": store.stored()[:size],  # (a view: written as it is, read as an array("Q"))
+            "values": store.stored()[start:size],  # (a view: written as it is, read as an array("Q"))
             "hashed": store.hashed,
             "lookups": store.lookups - (len(store) - size),  # (counted again when re-stored)
         }
         if len(store) > size:  # stored already, saved as the first waiting candidates
-            ahead, edge_sources, edge_targets = _ahead_as_candidates(partition, size)
+            ahead, edge_sources, edge_targets, kept_edges = _ahead_as_candidates(partition, size)
             carry.insert(0, ahead)
-    if edge_sources is not None and len(partition.settled_edges):
-        edge_sources, edge_targets = _with_settled(partition.settled_edges, edge_sources, edge_targets)
-    return {
+    settled = len(partition.settled_edges)
+    if edge_sources is not None:
+        edge_sources, edge_targets = _edges_past(
+            partition.settled_edges, edge_sources, edge_targets, since.edges
+        )
+    record = {
         "partition": partition.index,
         "partitions": partition.count,
-        "tables": None if tables is None else [table.values for table in tables],
+        "tables": None
+        if tables is None
+        else [table.values[since.table_mark(number) :] for number, table in enumerate(tables)],
         "keys": keys,
         "fingerprints": fingerprints,
-        "parents": partition.store.parents[:size],
-        "goal_flags": [flags[:size] for flags in partition.goal_flags],  # (the expanded states')
+        "parents": partition.store.parents[start:size],
+        "goal_flags": [flags[start:size] for flags in partition.goal_flags],  # (the expanded states')
         "edge_sources": edge_sources,
         "edge_targets": edge_targets,
         "first_bad": partition.first_bad,
         "level_starts": level_starts,
         "generated": partition.generated,
-        "carry": [
-            (
-                [key for key, _ in candidates],
-                [parent for _, parent in candidates],
-                [position for position, _ in repeats],
-                [parent for _, parent in repeats],
-            )
-            for candidates, repeats in carry
-        ],
+        "carry": _carry_columns(carry),
         "sent": partition.sent,
         "translations": partition.translations,
         "forwarded": (list(partition.forwarded), list(partition.forwarded.values())),
+        "since": since.as_record(),
     }
+    table_marks = () if tables is None else tuple(len(table.values) for table in tables)
+    edges = 0 if kept_edges is None else settled + kept_edges
+    return record, Marks(len(level_starts), size, edges, table_marks)
 
 
-def _with_settled(settled, sources, targets) -> tuple[persisted.ArrayPieces, persisted.ArrayPieces]:
-    """The edges to save: the settled ones, read back from disk while the file is written (never
-    gathered in memory), then the recent ones (`sources`, `targets`: arrays or numpy columns).
-    Settled edges are all into states stored before the level being filled, so none of them
-    is into a state saved as a waiting candidate (`settled_edges`)."""
+def _carry_columns(carry: list) -> list[tuple[list, list, list, list]]:
+    """Waiting candidates column by column: (keys, parents, repeated positions, their parents)."""
+    return [
+        (
+            [key for key, _ in candidates],
+            [parent for _, parent in candidates],
+            [position for position, _ in repeats],
+            [parent for _, parent in repeats],
+        )
+        for candidates, repeats in carry
+    ]
+
+
+def _edges_past(settled, sources, targets, start: int):
+    """The edges to save, from the `start`th on: the settled ones, read back from disk while
+    the file is written (never gathered in memory), then the recent ones (`sources`,
+    `targets`: arrays or numpy columns). Settled edges are all into states stored before the
+    level being filled, so none of them is into a state saved as a waiting candidate
+    (`settled_edges`)."""
+    count = len(settled)
+    if start >= count:  # none of the settled ones: the recent ones, as they are or sliced
+        if start == count:
+            return sources, targets
+        return int32_view(sources)[start - count :], int32_view(targets)[start - count :]
 
     def column(which: int, recent) -> persisted.ArrayPieces:
         recent = recent if isinstance(recent, np.ndarray) else int32_view(recent)
-        return persisted.ArrayPieces(
-            "i", len(settled) + len(recent), lambda: chain(settled.column(which, SAVED_PIECE), [recent])
-        )
+        pieces = lambda: chain(settled.column(which, SAVED_PIECE, start), [recent])
+        return persisted.ArrayPieces("i", count - start + len(recent), pieces)
 
     return column(0, sources), column(1, targets)
 
@@ -457,13 +615,14 @@ def _with_settled(settled, sources, targets) -> tuple[persisted.ArrayPieces, per
 def _ahead_as_candidates(partition, size: int):
     """The next level's states a fingerprint store holds already (ids from `size` on), as the
     batch of candidates an exact store would hold instead: each with its parent, and every
-    other edge into it (kept with reachability properties) as a repeat. Returns that batch and
-    the edges into states below `size`."""
+    other edge into it (kept with reachability properties) as a repeat. Returns that batch,
+    the edges into states below `size`, and how many of the latter come before the first edge
+    left out (those stay where they are in every later snapshot: `increments`)."""
     parents = partition.store.parents
     candidates = [(key, parents[size + offset]) for offset, key in enumerate(partition.ahead_keys())]
     sources, targets = partition.edge_sources, partition.edge_targets
     if sources is None:
-        return (candidates, []), None, None
+        return (candidates, []), None, None, None
     source_ids, target_ids = int32_view(sources), int32_view(targets)
     into_ahead = target_ids >= size
     repeats = [
@@ -472,8 +631,9 @@ def _ahead_as_candidates(partition, size: int):
         if source != parents[target]
     ]
     kept = ~into_ahead
+    first_left_out = int(np.argmax(into_ahead)) if into_ahead.any() else len(into_ahead)
     # numpy columns: `persisted` writes them as it writes an array("i"), and they read back as one
-    return (candidates, repeats), source_ids[kept], target_ids[kept]
+    return (candidates, repeats), source_ids[kept], target_ids[kept], first_left_out
 
 
 class _Check:

@@ -342,10 +342,11 @@ _NUMPY_CODES = {
 }  # fmt: skip
 
 
-def dump(value: object, stream: BinaryIO) -> None:
+def dump(value: object, stream: BinaryIO) -> tuple[int, str]:
     """Write `value` to the seekable binary `stream` as `dumps` gives it, a MiB at a time (a
     checkpoint's partition file is never held whole in memory): the header's place first,
-    filled in at the end, when the body's length and digest are known."""
+    filled in at the end, when the body's length and digest are known. Returns the file's
+    length (header included) and its body's SHA-256 in hex (`identity`)."""
     start = stream.tell()
     stream.write(bytes(HEADER.size))
     writer = _Writer()
@@ -354,8 +355,19 @@ def dump(value: object, stream: BinaryIO) -> None:
     writer.flush()
     end = stream.tell()
     stream.seek(start)
-    stream.write(HEADER.pack(MAGIC, VERSION, writer.size, writer.digest.digest()))
+    digest = writer.digest.digest()
+    stream.write(HEADER.pack(MAGIC, VERSION, writer.size, digest))
     stream.seek(end)
+    return HEADER.size + writer.size, digest.hex()
+
+
+def identity(data: bytes) -> tuple[int, str]:
+    """A file's length and its body's SHA-256 in hex, as its header gives the latter: what a
+    manifest records of each file it names (the body is checked against the header when the
+    file is read, `loads`, so the header's digest stands for the whole file)."""
+    if len(data) < HEADER.size:
+        return len(data), ""
+    return len(data), HEADER.unpack_from(data)[3].hex()
 
 
 def dumps(value: object) -> bytes:

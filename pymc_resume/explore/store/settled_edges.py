@@ -54,16 +54,18 @@ class SettledEdges:
         """Every edge in the order written, as (sources, targets) int32 arrays of at most `size`."""
         return zip(self.column(0, size), self.column(1, size))
 
-    def column(self, which: int, size: int) -> Iterator[np.ndarray]:
-        """The sources (`which` 0) or the targets (1) of every edge, in the same chunks."""
+    def column(self, which: int, size: int, skip: int = 0) -> Iterator[np.ndarray]:
+        """The sources (`which` 0) or the targets (1) of every edge but the first `skip`, in
+        the same chunks (a snapshot's increment reads only the edges settled since the last)."""
         if self.file is None:
             return
         fd = self.file.fileno()
         for offset, edges in self.runs:
             first = offset + which * edges * _ITEM
-            for start in range(0, edges, size):
+            for start in range(min(skip, edges), edges, size):
                 taken = min(size, edges - start)
                 yield np.frombuffer(os.pread(fd, taken * _ITEM, first + start * _ITEM), dtype=np.int32)
+            skip = max(0, skip - edges)
 
     def close(self) -> None:
         """Free the file now (the kernel frees it anyway when the process ends)."""

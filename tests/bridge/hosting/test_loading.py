@@ -21,11 +21,13 @@ def test_naming_profiling_and_racing_adapters_imports_none_of_their_code_in_the_
         from pymc_resume.bridge.race.race import plan_cells
         assert all(family.installed() for family in FAMILIES.values())
         with HostTemplates() as templates:
-            for spec in ("reference", "langgraph", "dbos", "google-adk", "llama-index", "openai-agents"):
+            specs = ("reference", "langgraph", "dbos", "google-adk", "llama-index", "openai-agents")
+            for spec in specs + ("strands",):
                 family_of(spec)
                 factory(spec, {}, templates=templates)
         plan_cells("langgraph", [2], timeout=60)
         frameworks = ("langgraph", "dbos", "google", "agents", "workflows", "crewai", "agent_framework")
+        frameworks += ("strands",)
         ours = "pymc_resume.bridge.adapters"
         print([m for m in sys.modules if m.split(".")[0] in frameworks or m.startswith(ours)])
         """
