@@ -57,6 +57,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import random
 import signal
@@ -154,6 +155,17 @@ FRAMEWORK_CALLS = {
 
 class RestateRefusal(Exception):
     """An error Restate's ingress or admin API answered a client call with (status and body)."""
+
+
+class NotThisOperation(Exception):
+    """An attempt of an invocation the service process does not serve (see `_admit`): Restate
+    retries it later."""
+
+
+def _quiet_admissions(record: logging.LogRecord) -> bool:
+    """A logging filter for the SDK's `restate.server` logger: drop the traceback it logs for
+    each attempt `_admit` failed (expected, one per attempt), keep every other."""
+    return not (record.exc_info and isinstance(record.exc_info[1], NotThisOperation))
 
 
 def _sdk_version() -> str:
@@ -296,6 +308,7 @@ class RestateAdapter(ChildProcessAdapter):
         id as the result of a `ctx.run` named `a<s>`, which a client reads from the journal."""
         adapter, workflow = self, self.workflow
         fuzz = restate.VirtualObject(OBJECT)
+        logging.getLogger("restate.server").addFilter(_quiet_admissions)
 
         @fuzz.handler("run", kind="shared")
         async def run(ctx: restate.ObjectSharedContext) -> list:
@@ -326,7 +339,7 @@ class RestateAdapter(ChildProcessAdapter):
             return
         forks = {memory.get("invocation") for memory in self.threads}
         if self.serving.startswith("inv_") or key != self.serving or invocation_id in forks:
-            raise RuntimeError(f"invocation {invocation_id} is not this operation's ({self.serving})")
+            raise NotThisOperation(f"invocation {invocation_id} is not this operation's ({self.serving})")
 
     def _serving_for(self, thread: int) -> str:
         """What `_admit` lets run in an operation on `thread`: a fork's invocation id, or a
