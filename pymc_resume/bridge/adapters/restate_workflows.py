@@ -33,9 +33,18 @@ How the contract's operations map (docs/restate.md says more):
   the invocation against it and the SDK replays the journal (variant `retry`), or the same and
   the admin API's `PATCH /invocations/<id>/resume`, which retries a backing-off invocation now
   (variant `resume-invocation`);
-- fork: not expressible: Restate's restart-as-new (a new invocation from a completed one's
-  journal prefix, docs.restate.dev/admin-api/invocation/restart-invocation-as-new) refuses
-  workflows (see `unsupported`);
+- fork: Restate's restart-as-new, "Creates a new invocation from a completed invocation,
+  optionally copying partial progress from the original invocation's journal ... Use the `from`
+  parameter to specify how much of the original journal to preserve"
+  (docs.restate.dev/admin-api/invocation/restart-invocation-as-new). restate-server 1.7.12
+  refuses it for a workflow (422, see `unsupported`), so in the Workflow configurations fork is
+  not expressible. The `object` configuration serves the same stages from a Virtual Object's
+  shared `run` handler (`PymcFuzzObject/t<n>/run`), on which the server performs it: `PATCH
+  /invocations/<id>/restart-as-new?from=<journal index>` keeping the journal through the fork
+  point (a replay: before the stage's `s<s>` run; an edit: before its `a<s>` run, whose new
+  awakeable the fork then resolves with the new value); the new invocation is a new bridge
+  thread, remembered by its invocation id. A shared handler writes no state: it publishes each
+  awakeable's id as the result of a `ctx.run` named `a<s>`, read from the journal;
 - update: not expressible (see `unsupported`).
 
 Crash points are real SIGKILLs of the service process: before or after a stage's node code
