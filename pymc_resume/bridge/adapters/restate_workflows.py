@@ -156,6 +156,19 @@ VARIANTS = (
         RESUME_DOCS,
     ),
 )
+# The `object` configuration: the same calls on the Virtual Object, the awakeable's id read from
+# the journal (its `a<s>` run's result), and restart-as-new for fork.
+OBJECT_VARIANTS = (
+    Variant("start", "run-send", "POST /PymcFuzzObject/<key>/run/send (ingress)", f"{DOCS}/invoke/http"),
+    Variant(
+        "resume",
+        "resolve-awakeable",
+        "the id from the journal's a<s> run (admin SQL), then POST /restate/awakeables/<id>/resolve",
+        AWAKEABLE_DOCS,
+    ),
+    *VARIANTS[2:],
+    FORK_VARIANT,
+)
 FRAMEWORK_CALLS = {
     "crash": "SIGKILL of the service process serving the handler (around a stage's ctx.run action, "
     "or right after `await ctx.run_typed` returned: its result is journaled)",
@@ -213,7 +226,7 @@ class RestateAdapter(ChildProcessAdapter):
         self.handler = handler
         if handler == "object":
             self.unsupported = {"update": UNSUPPORTED["update"]}
-            self.variants = VARIANTS + (FORK_VARIANT,)
+            self.variants = OBJECT_VARIANTS
         self.serving: str | None = None  # in a service process: the invocation it runs node code for
         # What a crash point kills: the service process serving the handler, or that and then
         # the restate-server itself (restarted on the same data directory before the next call).
