@@ -270,18 +270,20 @@ def test_the_object_configuration_declares_restart_as_new_for_fork():
         RestateAdapter(handler="service")
 
 
-def test_a_replay_fork_of_a_completed_invocation_keeps_its_journal_through_the_fork_point():
-    # Forked at checkpoint 3 (the gated stage 3, whose value 2 the parent consumed): the new
-    # invocation keeps the journal through that awakeable's completion and, once served, runs
-    # stage 3 with the copied value.
-    start_fork = {"action": "start", "thread": 1, "crash": None}
-    steps = [START, resume(1), resume(2), fork(3, "replay"), start_fork]
+def test_a_replay_fork_keeps_the_journal_through_the_fork_point_and_nothing_after():
+    # t1, forked at checkpoint 3 (the gated stage 3, whose value 2 the parent consumed), keeps
+    # the journal through that awakeable's completion and, once served, runs stage 3 with the
+    # copied value. t2, forked at checkpoint 2, keeps the journal before stage 2's run: stage 2's
+    # completion, not stage 3's, which the parent consumed after (fork-intent violated there).
+    start_first = {"action": "start", "thread": 1, "crash": None}
+    steps = [START, resume(1), resume(2), fork(3, "replay"), start_first, fork(2, "replay")]
     violated, session = apply_steps(object_session(), steps, drain=False)
-    assert violated == set()
-    assert details(session, 0)[-1].startswith("forked as t1 (inv_") and details(session, 1) == ["completed"]
-    parent, child = session.observation.threads
-    assert child.chain == parent.chain and child.inputs == parent.inputs == {2: 1, 3: 2}
-    assert child.run == "free" and child.late_inputs == ()
+    assert violated == {"fork-intent"}
+    assert details(session, 0)[-2].startswith("forked as t1 (inv_") and details(session, 1) == ["completed"]
+    parent, first, second = session.observation.threads
+    assert first.chain == parent.chain and first.inputs == parent.inputs == {2: 1, 3: 2}
+    assert first.run == "free" and first.late_inputs == ()
+    assert second.chain == parent.chain[:3] and second.inputs == {2: 1}
 
 
 def test_an_edit_fork_resolves_the_new_invocations_awakeable_with_the_new_value():
