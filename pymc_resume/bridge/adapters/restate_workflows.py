@@ -33,9 +33,18 @@ How the contract's operations map (docs/restate.md says more):
   the invocation against it and the SDK replays the journal (variant `retry`), or the same and
   the admin API's `PATCH /invocations/<id>/resume`, which retries a backing-off invocation now
   (variant `resume-invocation`);
-- fork: not expressible: Restate's restart-as-new (a new invocation from a completed one's
-  journal prefix, docs.restate.dev/admin-api/invocation/restart-invocation-as-new) refuses
-  workflows (see `unsupported`);
+- fork: Restate's restart-as-new, "Creates a new invocation from a completed invocation,
+  optionally copying partial progress from the original invocation's journal ... Use the `from`
+  parameter to specify how much of the original journal to preserve"
+  (docs.restate.dev/admin-api/invocation/restart-invocation-as-new). restate-server 1.7.12
+  refuses it for a workflow (422, see `unsupported`), so in the Workflow configurations fork is
+  not expressible. The `object` configuration serves the same stages from a Virtual Object's
+  shared `run` handler (`PymcFuzzObject/t<n>/run`), on which the server performs it: `PATCH
+  /invocations/<id>/restart-as-new?from=<journal index>` keeping the journal through the fork
+  point (a replay: before the stage's `s<s>` run; an edit: before its `a<s>` run, whose new
+  awakeable the fork then resolves with the new value); the new invocation is a new bridge
+  thread, remembered by its invocation id. A shared handler writes no state: it publishes each
+  awakeable's id as the result of a `ctx.run` named `a<s>`, read from the journal;
 - update: not expressible (see `unsupported`).
 
 Crash points are real SIGKILLs of the service process: before or after a stage's node code
@@ -55,7 +64,9 @@ thread is a suspended invocation, a crashed one is an invocation the server is r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import os
 import random
 import signal
@@ -65,7 +76,16 @@ from pathlib import Path
 
 import httpx
 
-from pymc_resume.bridge.adapter import REFUSED, Observation, Outcome, ThreadView, Variant
+from pymc_resume.bridge.adapter import (
+    CLIENT,
+    FRAMEWORK,
+    OK,
+    REFUSED,
+    Observation,
+    Outcome,
+    ThreadView,
+    Variant,
+)
 from pymc_resume.bridge.adapters.restate_server import RestateServer
 from pymc_resume.bridge.kit import ChildProcessAdapter, Refusal
 from pymc_resume.bridge.kit.child_process_adapter import RECOVERY
@@ -78,6 +98,8 @@ except ImportError as error:  # the registry reports it in one line, with the ex
     raise ImportError(f"restate-sdk is not installed ({error}); pip install 'pymc-resume[restate]'") from None
 
 SERVICE = "PymcFuzz"
+OBJECT = "PymcFuzzObject"  # the `object` configuration's Virtual Object
+HANDLERS = ("workflow", "object")
 SETTLE_TIMEOUT = 120.0
 SETTLE_POLLING = 0.02
 CRASHES = ("service", "server")
@@ -102,6 +124,14 @@ INVOKE_DOCS = f"{DOCS}/invoke/http (workflows: POST /<Workflow>/<key>/run/send)"
 AWAKEABLE_DOCS = f"{DOCS}/develop/python/external-events (awakeables; HTTP resolve)"
 RECOVERY_DOCS = f"{DOCS}/develop/python/durable-steps; {DOCS}/guides/error-handling (retries)"
 RESUME_DOCS = f"{DOCS}/admin-api/invocation/resume-invocation"
+RESTART_DOCS = f"{DOCS}/admin-api/invocation/restart-invocation-as-new"
+FORK_VARIANT = Variant(
+    "fork",
+    "restart-as-new",
+    "PATCH /invocations/<id>/restart-as-new?from=<journal index> (admin API); an edit fork then "
+    "POST /restate/awakeables/<new id>/resolve",
+    RESTART_DOCS,
+)
 VARIANTS = (
     Variant("start", "run-send", "POST /PymcFuzz/<key>/run/send (ingress)", INVOKE_DOCS),
     Variant(
@@ -126,6 +156,19 @@ VARIANTS = (
         RESUME_DOCS,
     ),
 )
+# The `object` configuration: the same calls on the Virtual Object, the awakeable's id read from
+# the journal (its `a<s>` run's result), and restart-as-new for fork.
+OBJECT_VARIANTS = (
+    Variant("start", "run-send", "POST /PymcFuzzObject/<key>/run/send (ingress)", f"{DOCS}/invoke/http"),
+    Variant(
+        "resume",
+        "resolve-awakeable",
+        "the id from the journal's a<s> run (admin SQL), then POST /restate/awakeables/<id>/resolve",
+        AWAKEABLE_DOCS,
+    ),
+    *VARIANTS[2:],
+    FORK_VARIANT,
+)
 FRAMEWORK_CALLS = {
     "crash": "SIGKILL of the service process serving the handler (around a stage's ctx.run action, "
     "or right after `await ctx.run_typed` returned: its result is journaled)",
@@ -134,6 +177,17 @@ FRAMEWORK_CALLS = {
 
 class RestateRefusal(Exception):
     """An error Restate's ingress or admin API answered a client call with (status and body)."""
+
+
+class NotThisOperation(Exception):
+    """An attempt of an invocation the service process does not serve (see `_admit`): Restate
+    retries it later."""
+
+
+def _quiet_admissions(record: logging.LogRecord) -> bool:
+    """A logging filter for the SDK's `restate.server` logger: drop the traceback it logs for
+    each attempt `_admit` failed (expected, one per attempt), keep every other."""
+    return not (record.exc_info and isinstance(record.exc_info[1], NotThisOperation))
 
 
 def _sdk_version() -> str:
@@ -160,10 +214,20 @@ class RestateAdapter(ChildProcessAdapter):
         "seeded by the invocation id, the same on retries and replays",
     }
 
-    def __init__(self, crash: str = "service") -> None:
+    def __init__(self, crash: str = "service", handler: str = "workflow") -> None:
         super().__init__()
         if crash not in CRASHES:
             raise ValueError(f"crash must be one of {', '.join(CRASHES)}, not {crash!r}")
+        if handler not in HANDLERS:
+            raise ValueError(f"handler must be one of {', '.join(HANDLERS)}, not {handler!r}")
+        # What serves the fuzzing workflow: the Workflow's `run` handler, or a Virtual Object's
+        # shared `run` handler, one object key per started thread, on which restart-as-new (the
+        # fork) is allowed.
+        self.handler = handler
+        if handler == "object":
+            self.unsupported = {"update": UNSUPPORTED["update"]}
+            self.variants = OBJECT_VARIANTS
+        self.serving: str | None = None  # in a service process: the invocation it runs node code for
         # What a crash point kills: the service process serving the handler, or that and then
         # the restate-server itself (restarted on the same data directory before the next call).
         self.crash = crash
@@ -175,7 +239,7 @@ class RestateAdapter(ChildProcessAdapter):
         self.service: int | None = None  # the operation's service process, in its child process
 
     def options(self) -> dict:
-        return {"crash": self.crash}
+        return {"crash": self.crash, **({"handler": self.handler} if self.handler != "workflow" else {})}
 
     # -- the example's server and deployment -----------------------------------------------
 
@@ -235,6 +299,8 @@ class RestateAdapter(ChildProcessAdapter):
 
     def _app(self):
         """The SDK's ASGI endpoint serving the fuzzing workflow (built in the service process)."""
+        if self.handler == "object":
+            return restate.app([self._object()])
         adapter, workflow = self, self.workflow
         fuzz = restate.Workflow(SERVICE)
 
@@ -256,6 +322,51 @@ class RestateAdapter(ChildProcessAdapter):
             return state
 
         return restate.app([fuzz])
+
+    def _object(self):
+        """The `object` configuration's Virtual Object: the same stages in a shared `run`
+        handler (no exclusive lock on the key, so a fork's invocation on its parent's key never
+        waits for another). A shared handler cannot write state: it publishes each awakeable's
+        id as the result of a `ctx.run` named `a<s>`, which a client reads from the journal."""
+        adapter, workflow = self, self.workflow
+        fuzz = restate.VirtualObject(OBJECT)
+        logging.getLogger("restate.server").addFilter(_quiet_admissions)
+
+        @fuzz.handler("run", kind="shared")
+        async def run(ctx: restate.ObjectSharedContext) -> list:
+            adapter._admit(ctx.request().id, ctx.key())
+            state = list(workflow.initial_state())
+            for stage in range(len(workflow.stages)):
+                value = None
+                if workflow.consumes[stage]:
+                    awakeable_id, answer = ctx.awakeable(type_hint=int)
+                    await ctx.run_typed(f"a{stage}", _publish, awakeable_id=awakeable_id, stage=stage)
+                    value = await answer
+                key = str(ctx.uuid())
+                result = await ctx.run_typed(
+                    f"s{stage}", adapter._step, stage=stage, state=state, value=value, key=key
+                )
+                if adapter.control is not None:  # an edit fork's replay in fork() runs no node code
+                    adapter.committed(stage)
+                state = result["state"]
+            return state
+
+        return fuzz
+
+    def _admit(self, invocation_id: str, key: str) -> None:
+        """Fail the attempt (Restate retries it later) of an invocation that is not the one
+        this service process's operation is for: another thread's node code must not run under
+        this operation (its sink records would name this thread)."""
+        if self.serving is None or invocation_id == self.serving:
+            return
+        forks = {memory.get("invocation") for memory in self.threads}
+        if self.serving.startswith("inv_") or key != self.serving or invocation_id in forks:
+            raise NotThisOperation(f"invocation {invocation_id} is not this operation's ({self.serving})")
+
+    def _serving_for(self, thread: int) -> str:
+        """What `_admit` lets run in an operation on `thread`: a fork's invocation id, or a
+        started thread's object key (its first invocation, the one no fork made)."""
+        return self.threads[thread].get("invocation") or self._key(thread)
 
     def _step(self, stage: int, state: list, value: int | None, key: str) -> dict:
         """A stage's ctx.run action: the bridge's node code between the crash points. A value
@@ -294,6 +405,7 @@ class RestateAdapter(ChildProcessAdapter):
         SIGKILL too, so the kit sees the operation's process killed."""
         before = self._read(thread)
         self.continuing = set(before["inputs"]) if before is not None else set()
+        self.serving = self._serving_for(thread) if self.handler == "object" else None
         listener = _listener(self.service_port)
         if listener is None and (self.control is None or self.control.window is None):
             raise RuntimeError(f"the deployment's port {self.service_port} is taken")
@@ -361,8 +473,12 @@ class RestateAdapter(ChildProcessAdapter):
     # -- the client hooks, in the child process --------------------------------------------
 
     def client_start(self, thread: int) -> str:
+        if self.threads[thread].get("invocation"):  # a fork: Restate runs it once served
+            return self._operation(thread, None)
+        service = OBJECT if self.handler == "object" else SERVICE
+
         def send() -> None:
-            _post(f"{self.server.ingress_url}/{SERVICE}/{self._key(thread)}/run/send", None)
+            _post(f"{self.server.ingress_url}/{service}/{self._key(thread)}/run/send", None)
 
         return self._operation(thread, send)
 
@@ -401,7 +517,11 @@ class RestateAdapter(ChildProcessAdapter):
     def _published(self, thread: int, stage: int) -> str | None:
         """The awakeable id the workflow published for `stage` in its state (`ctx.set`), read
         through the admin API's SQL introspection (its `state` table): a client that needs no
-        service process, so k deliveries at once never wait on one another's."""
+        service process, so k deliveries at once never wait on one another's. In the `object`
+        configuration: the result of the handler's `a<stage>` run in the thread's journal."""
+        if self.handler == "object":
+            record = self._read(thread)
+            return None if record is None else record["published"].get(stage)
         rows = self._query(
             f"SELECT value_utf8 FROM state WHERE service_name = '{SERVICE}' "
             f"AND service_key = '{self._key(thread)}' AND key = 'a{stage}'"
@@ -424,8 +544,74 @@ class RestateAdapter(ChildProcessAdapter):
     # -- fork and update -------------------------------------------------------------------
 
     def fork(self, thread: int, checkpoint: int, intent: str, value: int | None) -> Outcome:
-        """Not driven (`unsupported`); refused in case a bridge still asks."""
-        return Outcome(REFUSED, UNSUPPORTED["fork"])
+        """Restart-as-new of the thread's invocation, keeping its journal through the fork
+        point: a replay keeps every entry before the stage's `s<s>` run (a consumed awakeable's
+        completion included), an edit every entry before the stage's `a<s>` run, and the new
+        value then resolves the awakeable the new invocation creates. The new invocation is a
+        new bridge thread; Restate runs its remaining stages once a service process serves it
+        (the next operation on it). Workflows: not driven (`unsupported`)."""
+        if self.handler != "object":
+            return Outcome(REFUSED, UNSUPPORTED["fork"])
+        self._server_up()
+        record = self._read(thread)
+        if record is None:
+            return Outcome(REFUSED, "the thread has no invocation to fork (not started)", by=CLIENT)
+        if not 0 <= checkpoint < len(record["chain"]):
+            return Outcome(REFUSED, f"no checkpoint {checkpoint} to fork from", by=CLIENT)
+        position = record["chain"][checkpoint].pc
+        edit = intent == "edit" and position < self.workflow.end and self.workflow.consumes[position]
+        last = self._kept(record, f"a{position}" if edit else f"s{position}")
+        try:
+            url = f"{self.server.admin_url}/invocations/{record['id']}/restart-as-new?from={last}"
+            answer = _patch(url)
+        except RestateRefusal as error:
+            return Outcome(REFUSED, f"restart-as-new answered {error}", by=FRAMEWORK)
+        invocation = answer["new_invocation_id"]
+        new = self.add_thread(invocation=invocation)
+        if edit:
+            try:
+                self._resolve_in_fork(new, position, value)
+            except RestateRefusal as error:
+                return Outcome(
+                    OK, f"forked as t{new} ({invocation}); the resolve was refused: {error}", thread=new
+                )
+        return Outcome(OK, f"forked as t{new} ({invocation}), journal kept through entry {last}", thread=new)
+
+    def _kept(self, record: dict, run_name: str) -> int:
+        """The `from` index of a restart-as-new that keeps every journal entry before the run
+        command `run_name` (restate-server 1.7.12 keeps entries 0..from, seen in its answers);
+        at the end of the workflow, every entry before the handler's output."""
+        commands = record["commands"]
+        for index, _, name in commands:
+            if name == run_name:
+                return index - 1
+        output = [index for index, kind, _ in commands if kind.endswith("Output")]
+        return (output[0] if output else commands[-1][0] + 1) - 1
+
+    def _resolve_in_fork(self, thread: int, stage: int, value: int | None) -> None:
+        """An edit fork's new value: serve the new invocation until it publishes the awakeable
+        of `stage` (replaying the kept prefix runs no node code), end the service process, then
+        resolve the awakeable with `value`; the stage runs at the fork's next operation."""
+        self.serving = self.threads[thread]["invocation"]
+        pid = self._serve(_listener(self.service_port))
+        try:
+            with contextlib.suppress(RestateRefusal):  # retry it now, not at its backoff timer
+                _patch(f"{self.server.admin_url}/invocations/{self.serving}/resume")
+            deadline = time.monotonic() + SETTLE_TIMEOUT
+            while time.monotonic() < deadline:
+                record = self._read(thread)
+                if record is not None and stage in record["published"] and record["status"] == SUSPENDED:
+                    break
+                time.sleep(SETTLE_POLLING)
+            else:
+                raise TimeoutError(
+                    f"the fork t{thread} published no awakeable for stage {stage}: {self._read(thread)}"
+                )
+        finally:
+            _end(pid)
+            self.serving = None
+        _post(f"{self.server.ingress_url}/restate/awakeables/{record['published'][stage]}/resolve", value)
+        self._await_journal(thread, lambda now: stage in now["inputs"])
 
     def update(self, thread: int, note: int) -> Outcome:
         """Not expressible (`unsupported`); refused in case a bridge still asks."""
@@ -436,28 +622,42 @@ class RestateAdapter(ChildProcessAdapter):
     def _read(self, thread: int) -> dict | None:
         """The thread's invocation: its id, status, failure, journaled stage results (the
         chain) and awakeable completions (the inputs); None before it was submitted."""
-        target = f"{SERVICE}/{self._key(thread)}/run"
         rows = self._query(
             "SELECT id, status, last_failure, completion_failure FROM sys_invocation "
-            f"WHERE target = '{target}'"
+            f"WHERE {self._which(thread)}"
         )
         if not rows:
             return None
         invocation = rows[0]
         journal = self._query(
-            "SELECT index, entry_type, entry_json FROM sys_journal "
+            "SELECT index, entry_type, name, entry_json FROM sys_journal "
             f"WHERE id = '{invocation['id']}' ORDER BY index"
         )
-        chain, signals = self._journal(journal)
+        chain, signals, published = self._journal(journal)
         inputs, late = self._inputs(signals)
         return {
+            "published": published,
+            "commands": [
+                (r["index"], r["entry_type"], r["name"]) for r in journal if "Command" in r["entry_type"]
+            ],
             "id": invocation["id"],
             "status": invocation["status"],
             "failure": invocation.get("completion_failure"),
+            "last_failure": invocation.get("last_failure"),
             "chain": chain,
             "inputs": inputs,
             "late": late,
         }
+
+    def _which(self, thread: int) -> str:
+        """The SQL condition selecting the thread's invocation: a fork's by its id; a started
+        thread's by its target (in the `object` configuration: the one no restart made)."""
+        invocation = self.threads[thread].get("invocation") if thread < len(self.threads) else None
+        if invocation:
+            return f"id = '{invocation}'"
+        if self.handler == "object":
+            return f"target = '{OBJECT}/{self._key(thread)}/run' AND restarted_from IS NULL"
+        return f"target = '{SERVICE}/{self._key(thread)}/run'"
 
     def _inputs(
         self, signals: list[tuple[int, object]]
@@ -480,23 +680,27 @@ class RestateAdapter(ChildProcessAdapter):
                 late.append((order[index], value))
         return inputs, late
 
-    def _journal(self, rows: list[dict]) -> tuple[list[Checkpoint], list[tuple[int, int]]]:
-        """The model's chain from the journaled run results, and the awakeable completions
-        (signal index, value) in the journal."""
+    def _journal(self, rows: list[dict]) -> tuple[list[Checkpoint], list[tuple[int, int]], dict[int, str]]:
+        """The model's chain from the journaled run results, the awakeable completions (signal
+        index, value) in the journal, and the awakeable ids published by `a<s>` runs."""
         chain = [Checkpoint(0, self.workflow.initial_state(), INITIAL)]
         signals = []
+        published = {}
         for row in rows:
             entry = json.loads(row["entry_json"] or "null") or {}
             notification = entry.get("Notification") or {}
             run = (notification.get("Completion") or {}).get("Run")
             if run is not None and "Success" in (run.get("result") or {}):
                 result = json.loads(bytes(run["result"]["Success"]))
+                if "awakeable" in result:
+                    published[result["for"]] = result["awakeable"]
+                    continue
                 chain.append(Checkpoint(result["stage"] + 1, tuple(result["state"]), result["stage"]))
             signal_entry = notification.get("Signal")
             if signal_entry is not None and "Success" in (signal_entry.get("result") or {}):
                 index = signal_entry["id"].get("Index", signal_entry["id"].get("SignalIndex", 0))
                 signals.append((index, json.loads(bytes(signal_entry["result"]["Success"]))))
-        return chain, signals
+        return chain, signals, published
 
     def _query(self, sql: str) -> list[dict]:
         with httpx.Client(timeout=HTTP_TIMEOUT) as client:
@@ -592,8 +796,20 @@ def _post(url: str, body) -> object:
     return answer.json() if answer.content else None
 
 
-def _patch(url: str) -> None:
+def _patch(url: str) -> object:
+    """PATCH through Restate's admin API; an error status is Restate's refusal."""
     with httpx.Client(timeout=HTTP_TIMEOUT) as client:
         answer = client.patch(url)
     if answer.status_code >= 400:
         raise RestateRefusal(f"{answer.status_code} {answer.text.strip()[:200]}")
+    return answer.json() if answer.content else None
+
+
+def _commands(journal: list[dict]) -> list[tuple[int, str, str]]:
+    """The journal's commands: (entry index, entry type, name)."""
+    return [(r["index"], r["entry_type"], r["name"]) for r in journal if "Command" in r["entry_type"]]
+
+
+def _publish(awakeable_id: str, stage: int) -> dict:
+    """The `a<stage>` run's action: the awakeable's id, journaled for a client to read."""
+    return {"awakeable": awakeable_id, "for": stage}

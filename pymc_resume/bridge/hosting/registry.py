@@ -222,6 +222,9 @@ FAMILIES: dict[str, Family] = {
             # The same, and the crash point then kills the restate-server too (restarted on its
             # data directory before the next call).
             Configuration("awakeable/server-kill", "restate", {"crash": "server"}),
+            # A Virtual Object's shared handler in place of the Workflow: restart-as-new (the
+            # fork) is allowed on its completed invocations (docs/restate.md).
+            Configuration("object", "restate", {"handler": "object"}),
         ),
         requires="restate",
         install="pip install 'pymc-resume[restate]'",

@@ -245,3 +245,68 @@ def test_race_k_2_consumes_the_parked_input_once(tmp_path):
     [cell] = json.loads((tmp_path / "r.json").read_text())["cells"]
     assert cell["verdict"] == "holds" and cell["error"] is None
     assert cell["served"] == [2] * cell["trials"] and cell["consumptions"] == [1] * cell["trials"]
+
+
+# -- the `object` configuration: forks by restart-as-new -----------------------------------------
+
+
+def object_session():
+    return session_of(RestateAdapter(handler="object"))
+
+
+def fork(checkpoint, intent, value=None, thread=0):
+    return {"action": "fork", "thread": thread, "checkpoint": checkpoint, "intent": intent, "value": value}
+
+
+def test_the_object_configuration_declares_restart_as_new_for_fork():
+    adapter = RestateAdapter(handler="object")
+    assert set(adapter.unsupported) == {"update"} and adapter.options() == {
+        "crash": "service",
+        "handler": "object",
+    }
+    variants = {op: [v.name for v in vs] for op, vs in declared_variants(adapter).items()}
+    assert variants["fork"] == ["restart-as-new"]
+    with pytest.raises(ValueError, match="handler must be one of"):
+        RestateAdapter(handler="service")
+
+
+def test_a_replay_fork_keeps_the_journal_through_the_fork_point_and_nothing_after():
+    # t1, forked at checkpoint 3 (the gated stage 3, whose value 2 the parent consumed), keeps
+    # the journal through that awakeable's completion and, once served, runs stage 3 with the
+    # copied value. t2, forked at checkpoint 2, keeps the journal before stage 2's run: stage 2's
+    # completion, not stage 3's, which the parent consumed after (fork-intent violated there).
+    start_first = {"action": "start", "thread": 1, "crash": None}
+    steps = [START, resume(1), resume(2), fork(3, "replay"), start_first, fork(2, "replay")]
+    violated, session = apply_steps(object_session(), steps, drain=False)
+    assert violated == {"fork-intent"}
+    assert details(session, 0)[-2].startswith("forked as t1 (inv_") and details(session, 1) == ["completed"]
+    parent, first, second = session.observation.threads
+    assert first.chain == parent.chain and first.inputs == parent.inputs == {2: 1, 3: 2}
+    assert first.run == "free" and first.late_inputs == ()
+    assert second.chain == parent.chain[:3] and second.inputs == {2: 1}
+
+
+def test_an_edit_fork_resolves_the_new_invocations_awakeable_with_the_new_value():
+    # Forked at checkpoint 2 with v3: the journal is kept before stage 2's awakeable; the new
+    # invocation makes a new one, which the fork resolves with 3; stage 2 runs with 3.
+    start_fork = {"action": "start", "thread": 1, "crash": None}
+    steps = [START, resume(1), resume(2), fork(2, "edit", 3), start_fork]
+    violated, session = apply_steps(object_session(), steps, drain=False)
+    assert violated == set()
+    assert details(session, 1) == ["parked at stage 3"]
+    parent, child = session.observation.threads
+    assert child.chain[:3] == parent.chain[:3] and child.chain[3].app == (1, 3, 0, 0)
+    assert child.inputs == {2: 3} and parent.inputs == {2: 1, 3: 2}
+
+
+def test_a_fork_of_a_parked_invocation_is_refused_by_the_server():
+    # Restart-as-new takes a completed invocation: a suspended one is answered 409.
+    violated, session = apply_steps(object_session(), [START, fork(1, "replay")], drain=False)
+    assert violated == set()
+    [outcome] = session.steps[-1]["outcome"]
+    assert outcome["status"] == "refused" and outcome["by"] == "framework"
+    assert (
+        outcome["detail"].startswith("restart-as-new answered 409")
+        and "is still running" in outcome["detail"]
+    )
+    assert len(session.observation.threads) == 1
