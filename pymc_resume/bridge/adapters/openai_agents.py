@@ -75,8 +75,9 @@ from pymc_resume.bridge.adapter import (
     Variant,
 )
 from pymc_resume.bridge.kit import ChildProcessAdapter, NoOp, NotExpressible, Refusal
+from pymc_resume.bridge.kit.chains import stage_chain
 from pymc_resume.bridge.kit.preload import preloading
-from pymc_resume.model.state import INITIAL, UPDATE, Checkpoint
+from pymc_resume.model.state import Checkpoint
 from pymc_resume.model.workflow import APPROVE
 
 try:
@@ -654,21 +655,7 @@ class OpenAIAgentsAdapter(ChildProcessAdapter):
     def _chain(self, outputs: list[tuple[int, tuple[int, ...]]], note: int | None) -> list[Checkpoint]:
         """The model's chain: a checkpoint per tool output (committing its stage), and a client
         update where the note changed (the context, which only updates write, holds the last)."""
-        workflow = self.workflow
-        chain = [Checkpoint(0, workflow.initial_state(), INITIAL)]
-
-        def update_to(value: int) -> None:
-            if value != chain[-1].app[workflow.note]:
-                app = list(chain[-1].app)
-                app[workflow.note] = value
-                chain.append(Checkpoint(chain[-1].pc, tuple(app), UPDATE))
-
-        for stage, app in outputs:
-            update_to(app[workflow.note])
-            chain.append(Checkpoint(stage + 1, app, stage))
-        if note is not None:
-            update_to(note)
-        return chain
+        return stage_chain(self.workflow, outputs, note)
 
     def observe(self) -> Observation:
         views = []
